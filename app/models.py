@@ -1,0 +1,138 @@
+"""Database tables: campaigns, attempts and what hangs off them."""
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, String, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+# Named constraints: batch migrations on SQLite can only alter what has a name.
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Status(StrEnum):
+    proposed = "proposed"
+    running = "running"
+    ready = "ready"
+    measured = "measured"
+    crashed = "crashed"
+    blocked = "blocked"
+    adopted = "adopted"
+    eliminated = "eliminated"
+
+
+class Lane(StrEnum):
+    tested = "tested"
+    eliminated = "eliminated"
+    adopted = "adopted"
+
+
+class Campaign(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200)
+    metric: str = Field(default="tok/s", max_length=40)
+    higher_is_better: bool = True
+    baseline: float | None = None
+    target: float | None = None
+    description: str = ""
+    # A delta smaller than this share of the baseline is noise, not a result.
+    noise_pct: float = 1.0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class BaselineChange(SQLModel, table=True):
+    """The campaign's baseline history: each attempt is judged against the one in force."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    value: float
+    attempt_id: int | None = Field(default=None, foreign_key="attempt.id", ondelete="SET NULL")
+    set_at: datetime = Field(default_factory=utcnow)
+
+
+class Attempt(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    title: str = Field(max_length=200)
+    hypothesis: str = ""
+    command: str = ""
+    flags: str = ""
+    source: str | None = Field(default=None, max_length=2000)
+    # A plain string column: no database enum type to migrate when a status is added.
+    status: Status = Field(default=Status.proposed, sa_type=String(20))
+    verdict: str | None = None
+    retest_of: int | None = Field(default=None, foreign_key="attempt.id", ondelete="SET NULL")
+    blocked_by: int | None = Field(default=None, foreign_key="attempt.id", ondelete="SET NULL")
+    diagnosis: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    fingerprint: str | None = Field(default=None, index=True, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    closed_at: datetime | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Measurement(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="attempt.id", index=True, ondelete="CASCADE")
+    value: float
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Note(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    # Null for a note on the campaign as a whole.
+    attempt_id: int | None = Field(
+        default=None, foreign_key="attempt.id", index=True, ondelete="CASCADE"
+    )
+    body: str
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class ShareLink(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    # sha256 of the token: a leaked database does not leak working links.
+    token_hash: str = Field(max_length=64, unique=True)
+    redact: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    last_opened_at: datetime | None = None
+
+
+class TailState(SQLModel, table=True):
+    """Where the tail of an attempt's log source stands; committed with the bytes it covers."""
+
+    __table_args__ = (UniqueConstraint("attempt_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="attempt.id", ondelete="CASCADE")
+    source: str = Field(max_length=2000)
+    # 64-bit: logs grow past the 2 GiB that a PostgreSQL integer holds.
+    offset: int = Field(default=0, sa_type=BigInteger)
+    # Device and inode of the file being read: a change means rotation.
+    file_identity: str | None = Field(default=None, max_length=100)
+    size: int | None = Field(default=None, sa_type=BigInteger)
+    state: str = Field(default="connecting", max_length=40)
+    last_error: str | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SiteSecret(SQLModel, table=True):
+    """Per-installation secrets: the owner token's hash and the CSRF signing key."""
+
+    name: str = Field(primary_key=True, max_length=40)
+    value: str = Field(max_length=200)
