@@ -1,0 +1,191 @@
+"""What the owner can do to a campaign; shared by the JSON API and the HTML forms."""
+
+from sqlmodel import Session
+
+from app import repo
+from app.domain import CLOSED, transition_refusal
+from app.errors import Conflict, Invalid, NotFound
+from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, utcnow
+from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, CampaignUpdate, NoteCreate
+
+
+def require_campaign(session: Session, campaign_id: int) -> Campaign:
+    campaign = repo.get_campaign(session, campaign_id=campaign_id)
+    if campaign is None:
+        raise NotFound(f"campaign {campaign_id} not found")
+    return campaign
+
+
+def require_attempt(session: Session, attempt_id: int) -> Attempt:
+    attempt = repo.get_attempt(session, attempt_id=attempt_id)
+    if attempt is None:
+        raise NotFound(f"attempt {attempt_id} not found")
+    return attempt
+
+
+def require_note(session: Session, note_id: int) -> Note:
+    note = repo.get_note(session, note_id=note_id)
+    if note is None:
+        raise NotFound(f"note {note_id} not found")
+    return note
+
+
+def _set_baseline(session: Session, campaign: Campaign, value: float, attempt_id: int | None) -> None:
+    assert campaign.id is not None
+    campaign.baseline = value
+    session.add(campaign)
+    session.add(BaselineChange(campaign_id=campaign.id, value=value, attempt_id=attempt_id))
+
+
+def create_campaign(session: Session, data: CampaignCreate) -> Campaign:
+    campaign = Campaign(**data.model_dump())
+    session.add(campaign)
+    session.flush()
+    if data.baseline is not None:
+        _set_baseline(session, campaign, data.baseline, attempt_id=None)
+    return campaign
+
+
+def update_campaign(session: Session, campaign_id: int, data: CampaignUpdate) -> Campaign:
+    campaign = require_campaign(session, campaign_id)
+    changes = data.model_dump(exclude_unset=True)
+    new_baseline = changes.pop("baseline", None)
+    for field, value in changes.items():
+        if value is not None:
+            setattr(campaign, field, value)
+    session.add(campaign)
+    if new_baseline is not None and new_baseline != campaign.baseline:
+        _set_baseline(session, campaign, new_baseline, attempt_id=None)
+    return campaign
+
+
+def _check_link(session: Session, campaign_id: int, attempt_id: int | None, role: str) -> None:
+    if attempt_id is None:
+        return
+    other = repo.get_attempt(session, attempt_id=attempt_id)
+    if other is None or other.campaign_id != campaign_id:
+        raise Invalid(f"{role}: attempt {attempt_id} is not an attempt of this campaign")
+
+
+def create_attempt(session: Session, campaign_id: int, data: AttemptCreate) -> Attempt:
+    require_campaign(session, campaign_id)
+    _check_link(session, campaign_id, data.retest_of, "retest_of")
+    _check_link(session, campaign_id, data.blocked_by, "blocked_by")
+    attempt = Attempt(campaign_id=campaign_id, **data.model_dump())
+    if data.source:
+        # Attaching a log means the server is being launched: the attempt runs.
+        attempt.status = Status.running
+        attempt.started_at = utcnow()
+    session.add(attempt)
+    session.flush()
+    return attempt
+
+
+def _apply_status(session: Session, attempt: Attempt, new: Status, data: AttemptUpdate) -> None:
+    current = Status(attempt.status)
+    refusal = transition_refusal(current, new)
+    if refusal:
+        raise Conflict(refusal)
+    assert attempt.id is not None
+    has_metric = bool(repo.samples_by_attempt(session, attempt_ids=[attempt.id]))
+    if new in (Status.measured, Status.adopted) and not has_metric:
+        raise Conflict(f"attempt {attempt.id} has no measurement yet: cannot be {new.value}")
+    if new == current:
+        return
+    attempt.status = new
+    if new == Status.running and attempt.started_at is None:
+        attempt.started_at = utcnow()
+    if new in CLOSED:
+        attempt.closed_at = utcnow()
+    if new == Status.adopted and data.set_baseline:
+        campaign = require_campaign(session, attempt.campaign_id)
+        samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id])[attempt.id]
+        _set_baseline(session, campaign, sum(samples) / len(samples), attempt_id=attempt.id)
+
+
+def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> Attempt:
+    attempt = require_attempt(session, attempt_id)
+    closed = Status(attempt.status) in CLOSED
+    if data.set_baseline and data.status != Status.adopted:
+        raise Invalid("set_baseline only goes with status 'adopted'")
+    if data.metric_value is not None:
+        if closed:
+            raise Conflict(f"attempt {attempt_id} is {attempt.status}: its metric is final")
+        repo.replace_measurements(session, attempt_id=attempt_id, value=data.metric_value)
+        session.flush()
+        _promote_to_measured(attempt)
+    if data.source is not None:
+        if closed:
+            raise Conflict(f"attempt {attempt_id} is {attempt.status}: no log to attach")
+        attempt.source = data.source
+        if Status(attempt.status) in (Status.proposed, Status.blocked):
+            attempt.status = Status.running
+            attempt.started_at = attempt.started_at or utcnow()
+    if data.blocked_by is not None:
+        _check_link(session, attempt.campaign_id, data.blocked_by, "blocked_by")
+        if data.blocked_by == attempt_id:
+            raise Invalid("an attempt cannot block itself")
+        attempt.blocked_by = data.blocked_by
+    if data.status is not None:
+        _apply_status(session, attempt, data.status, data)
+    if data.verdict is not None:
+        attempt.verdict = data.verdict.strip() or None
+    attempt.updated_at = utcnow()
+    session.add(attempt)
+    return attempt
+
+
+def _promote_to_measured(attempt: Attempt) -> None:
+    """A figure arrived: an attempt still in play becomes measured."""
+    if Status(attempt.status) in (Status.proposed, Status.running, Status.ready):
+        attempt.status = Status.measured
+        attempt.started_at = attempt.started_at or utcnow()
+
+
+def add_measurement(session: Session, attempt_id: int, value: float) -> Attempt:
+    attempt = require_attempt(session, attempt_id)
+    if Status(attempt.status) not in (
+        Status.proposed,
+        Status.running,
+        Status.ready,
+        Status.measured,
+    ):
+        raise Conflict(f"attempt {attempt_id} is {attempt.status}: it takes no more measurements")
+    session.add(Measurement(attempt_id=attempt_id, value=value))
+    _promote_to_measured(attempt)
+    attempt.updated_at = utcnow()
+    session.add(attempt)
+    return attempt
+
+
+def add_note(
+    session: Session, campaign_id: int, data: NoteCreate, attempt_id: int | None = None
+) -> Note:
+    note = Note(campaign_id=campaign_id, attempt_id=attempt_id, body=data.body)
+    session.add(note)
+    session.flush()
+    return note
+
+
+def add_attempt_note(session: Session, attempt_id: int, data: NoteCreate) -> Note:
+    attempt = require_attempt(session, attempt_id)
+    return add_note(session, attempt.campaign_id, data, attempt_id=attempt_id)
+
+
+def add_campaign_note(session: Session, campaign_id: int, data: NoteCreate) -> Note:
+    require_campaign(session, campaign_id)
+    return add_note(session, campaign_id, data)
+
+
+def edit_note(session: Session, note_id: int, data: NoteCreate) -> Note:
+    note = require_note(session, note_id)
+    note.body = data.body
+    note.updated_at = utcnow()
+    session.add(note)
+    return note
+
+
+def delete_note(session: Session, note_id: int) -> Note:
+    note = require_note(session, note_id)
+    session.delete(note)
+    return note

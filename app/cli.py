@@ -1,0 +1,87 @@
+"""The `campaign-dash` command: serve, demo, diagnose, db upgrade, token reset."""
+
+import click
+import uvicorn
+
+from app import migrate
+from app.auth import load_owner_auth, reset_owner_token
+from app.config import Settings
+from app.db import make_engine
+from app.web import create_app
+
+HOST_HELP = (
+    "Interface to listen on. Defaults to 127.0.0.1, which means only this machine can "
+    "connect; use 0.0.0.0 to serve the network (put it behind TLS)."
+)
+PORT_HELP = "TCP port. Defaults to 8000, uvicorn's usual port."
+
+
+def login_url(settings: Settings, host: str, port: int, token: str) -> str:
+    base = settings.public_url or f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    return f"{base.rstrip('/')}/login?token={token}"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """A live dashboard for GPU inference-server optimization campaigns.
+
+    Configuration comes from the environment (and .env): CAMPAIGN_DASH_DATABASE_URL
+    (default: campaign-dash.db in the working directory), CAMPAIGN_DASH_TOKEN (the
+    owner token; unset, one is generated and printed once).
+    """
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help=HOST_HELP)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help=PORT_HELP)
+def serve(host: str, port: int) -> None:
+    """Migrate the database to head, then serve the dashboard."""
+    settings = Settings()
+    migrate.upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    _, generated = load_owner_auth(engine, settings.token)
+    engine.dispose()
+    if generated:
+        click.echo("Owner token generated; it is stored hashed and shown only this once.")
+        click.echo(f"Log in: {login_url(settings, host, port, generated)}")
+    elif not settings.token:
+        click.echo("Log in with the link printed at first start, or run: campaign-dash token reset")
+    app = create_app(settings, migrate_on_start=False)
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+@main.group()
+def db() -> None:
+    """Database maintenance."""
+
+
+@db.command("upgrade")
+@click.option(
+    "--revision", default="head", show_default=True,
+    help="Target revision. Defaults to head, the schema this version of campaign-dash expects.",
+)
+def db_upgrade(revision: str) -> None:
+    """Run the migrations on CAMPAIGN_DASH_DATABASE_URL."""
+    settings = Settings()
+    migrate.upgrade(settings.database_url, revision)
+    click.echo(f"Database at {revision}.")
+
+
+@main.group()
+def token() -> None:
+    """The owner token."""
+
+
+@token.command("reset")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Host used in the printed link.")
+@click.option("--port", default=8000, show_default=True, help="Port used in the printed link.")
+def token_reset(host: str, port: int) -> None:
+    """Generate a new owner token (ends every browser session) and print its login link."""
+    settings = Settings()
+    if settings.token:
+        raise click.ClickException("CAMPAIGN_DASH_TOKEN is set: change it there instead.")
+    migrate.upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    new = reset_owner_token(engine)
+    engine.dispose()
+    click.echo(f"Log in: {login_url(settings, host, port, new)}")

@@ -1,0 +1,69 @@
+"""Request dependencies: the database session, the owner check, CSRF for forms."""
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from sqlmodel import Session
+
+from app.auth import SESSION_COOKIE, OwnerAuth
+from app.db import session_scope
+
+
+class LoginRequired(Exception):
+    """A page was asked for without a valid owner session."""
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with session_scope(request.app.state.engine) as session:
+        yield session
+
+
+# scope="function": the transaction commits before the response leaves, so a client
+# that reads right after a write sees it.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+def owner_auth(request: Request) -> OwnerAuth:
+    auth: OwnerAuth = request.app.state.auth
+    return auth
+
+
+def bearer_token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+def is_owner(request: Request) -> bool:
+    auth = owner_auth(request)
+    return auth.token_ok(bearer_token(request)) or auth.session_ok(
+        request.cookies.get(SESSION_COOKIE)
+    )
+
+
+def require_api_owner(request: Request) -> None:
+    auth = owner_auth(request)
+    if auth.token_ok(bearer_token(request)):
+        return
+    # The browser's cookie may read the API; writes through it would need CSRF
+    # protection, so they take the bearer token (or go through the forms).
+    if request.method in ("GET", "HEAD") and auth.session_ok(request.cookies.get(SESSION_COOKIE)):
+        return
+    raise HTTPException(
+        status_code=401,
+        detail="owner token required (Authorization: Bearer <token>)",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def require_page_owner(request: Request) -> None:
+    if not is_owner(request):
+        raise LoginRequired()
+
+
+async def require_csrf(request: Request) -> None:
+    require_page_owner(request)
+    form = await request.form()
+    submitted = form.get("csrf_token")
+    if not owner_auth(request).csrf_ok(submitted if isinstance(submitted, str) else None):
+        raise HTTPException(status_code=403, detail="missing or wrong CSRF token: reload the page")

@@ -1,0 +1,89 @@
+"""The campaign's rules: which status changes make sense, lanes, and judging a metric."""
+
+import statistics
+from dataclasses import dataclass
+
+from app.models import Lane, Status
+
+# PRODUCT.md's lifecycle. Any status may become `blocked` (waiting on another
+# attempt), and a blocked attempt goes back into play when it is unblocked.
+_NEXT: dict[Status, set[Status]] = {
+    Status.proposed: {Status.running, Status.measured, Status.eliminated},
+    Status.running: {Status.ready, Status.crashed, Status.measured, Status.eliminated},
+    Status.ready: {Status.measured, Status.crashed, Status.eliminated},
+    Status.measured: {Status.adopted, Status.eliminated},
+    Status.crashed: {Status.eliminated},
+    Status.blocked: {Status.proposed, Status.running, Status.eliminated},
+    Status.adopted: set(),
+    Status.eliminated: set(),
+}
+
+CLOSED = frozenset({Status.adopted, Status.eliminated})
+
+
+def transition_refusal(current: Status, new: Status) -> str | None:
+    """Why `current` cannot become `new`, or None when it can."""
+    if new == current or new == Status.blocked:
+        return None
+    if new in _NEXT[current]:
+        return None
+    if current in CLOSED:
+        return f"the attempt is already {current.value}: a verdict is final, retest it instead"
+    if new == Status.adopted:
+        return f"only a measured attempt can be adopted (this one is {current.value})"
+    if current == Status.crashed:
+        return "a crashed attempt can only be eliminated or retested as a new attempt"
+    allowed = ", ".join(sorted(s.value for s in _NEXT[current] | {Status.blocked}))
+    return f"cannot go from {current.value} to {new.value} (allowed: {allowed})"
+
+
+def lane_of(status: Status) -> Lane:
+    if status == Status.adopted:
+        return Lane.adopted
+    if status == Status.eliminated:
+        return Lane.eliminated
+    return Lane.tested
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """Repeated benchmark runs of one attempt: mean ± sample standard deviation (n)."""
+
+    mean: float
+    spread: float
+    n: int
+
+    @classmethod
+    def of(cls, samples: list[float]) -> "MetricSummary | None":
+        if not samples:
+            return None
+        spread = statistics.stdev(samples) if len(samples) > 1 else 0.0
+        return cls(mean=statistics.fmean(samples), spread=spread, n=len(samples))
+
+
+@dataclass(frozen=True)
+class Delta:
+    pct: float
+    within_noise: bool
+    improved: bool
+
+
+def judge(
+    summary: MetricSummary | None,
+    baseline: float | None,
+    *,
+    noise_pct: float,
+    higher_is_better: bool,
+) -> Delta | None:
+    """The change against the baseline, and whether it stands out of the noise.
+
+    The noise band is the larger of the campaign's noise floor and the spread of the
+    attempt's own samples: a +0.1 % "win" on one run is not a win.
+    """
+    if summary is None or not baseline:
+        return None
+    pct = (summary.mean - baseline) / abs(baseline) * 100.0
+    band = max(noise_pct, summary.spread / abs(baseline) * 100.0)
+    within_noise = abs(pct) <= band
+    improved = not within_noise and ((pct > 0) == higher_is_better)
+    return Delta(pct=pct, within_noise=within_noise, improved=improved)

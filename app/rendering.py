@@ -1,0 +1,72 @@
+"""Jinja2 set-up and the one render() helper that picks the page or its partial."""
+
+import json
+from datetime import datetime
+from typing import Any
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+from starlette.responses import HTMLResponse
+
+from app.deps import is_owner
+from app.markdown import render_markdown
+from app.paths import resource_dir
+
+# htmx from its CDN, pinned, with Subresource Integrity (hashes of the npm packages' files).
+HTMX_URL = "https://cdn.jsdelivr.net/npm/htmx.org@2.0.11/dist/htmx.min.js"
+HTMX_SRI = "sha384-2OatzQy1H+Zd/IIrjr1TcuDGqLXeHhbooAyJY1KdQMKnr4LZ22k31GBLdYKHmVjg"
+HTMX_SSE_URL = "https://cdn.jsdelivr.net/npm/htmx-ext-sse@2.2.4/dist/sse.min.js"
+HTMX_SSE_SRI = "sha384-A986SAtodyH8eg8x8irJnYUk7i9inVQqYigD6qZ9evobksGNIXfeFvDwLSHcp31N"
+
+
+def fmt_number(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def fmt_delta(pct: float | None) -> str:
+    if pct is None:
+        return ""
+    return f"{pct:+.1f} %"
+
+
+def iso_utc(value: datetime | None) -> str:
+    return value.isoformat(timespec="seconds") + "Z" if value else ""
+
+
+def make_templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(resource_dir("templates")))
+    env = templates.env
+    env.globals.update(
+        HTMX_URL=HTMX_URL, HTMX_SRI=HTMX_SRI, HTMX_SSE_URL=HTMX_SSE_URL, HTMX_SSE_SRI=HTMX_SSE_SRI
+    )
+    env.filters.update(
+        number=fmt_number,
+        delta=fmt_delta,
+        iso=iso_utc,
+        markdown=render_markdown,
+        tojson_compact=lambda v: json.dumps(v, separators=(",", ":")),
+    )
+    return templates
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+def render(
+    request: Request,
+    page: str,
+    context: dict[str, Any],
+    *,
+    partial: str | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
+    """The full page, or only its partial when htmx asks (both from the same template)."""
+    templates: Jinja2Templates = request.app.state.templates
+    name = partial if partial and is_htmx(request) else page
+    owner = is_owner(request)
+    csrf = request.app.state.auth.csrf_token() if owner else ""
+    context = {"csrf_token": csrf, "is_owner": owner, **context}
+    return templates.TemplateResponse(request, name, context, status_code=status_code)

@@ -1,0 +1,121 @@
+"""Every query the application makes, as typed keyword-only functions."""
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from app.models import (
+    Attempt,
+    BaselineChange,
+    Campaign,
+    Measurement,
+    Note,
+    SiteSecret,
+    TailState,
+)
+
+
+def list_campaigns(session: Session) -> list[Campaign]:
+    return list(session.exec(select(Campaign).order_by(col(Campaign.id).desc())))
+
+
+def count_attempts_by_campaign(session: Session) -> dict[int, int]:
+    rows = session.exec(
+        select(Attempt.campaign_id, func.count(col(Attempt.id))).group_by(Attempt.campaign_id)
+    )
+    return {campaign_id: count for campaign_id, count in rows}
+
+
+def get_campaign(session: Session, *, campaign_id: int) -> Campaign | None:
+    return session.get(Campaign, campaign_id)
+
+
+def list_attempts(session: Session, *, campaign_id: int) -> list[Attempt]:
+    """In the order they were tried (creation order)."""
+    query = select(Attempt).where(Attempt.campaign_id == campaign_id).order_by(col(Attempt.id))
+    return list(session.exec(query))
+
+
+def get_attempt(session: Session, *, attempt_id: int) -> Attempt | None:
+    return session.get(Attempt, attempt_id)
+
+
+def samples_by_attempt(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, list[float]]:
+    ids = list(attempt_ids)
+    samples: dict[int, list[float]] = defaultdict(list)
+    if not ids:
+        return samples
+    query = (
+        select(Measurement)
+        .where(col(Measurement.attempt_id).in_(ids))
+        .order_by(col(Measurement.id))
+    )
+    for measurement in session.exec(query):
+        samples[measurement.attempt_id].append(measurement.value)
+    return samples
+
+
+def replace_measurements(session: Session, *, attempt_id: int, value: float) -> None:
+    for measurement in session.exec(
+        select(Measurement).where(Measurement.attempt_id == attempt_id)
+    ):
+        session.delete(measurement)
+    session.add(Measurement(attempt_id=attempt_id, value=value))
+
+
+def baseline_history(session: Session, *, campaign_id: int) -> list[BaselineChange]:
+    query = (
+        select(BaselineChange)
+        .where(BaselineChange.campaign_id == campaign_id)
+        .order_by(col(BaselineChange.set_at), col(BaselineChange.id))
+    )
+    return list(session.exec(query))
+
+
+def tail_states(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, TailState]:
+    ids = list(attempt_ids)
+    if not ids:
+        return {}
+    query = select(TailState).where(col(TailState.attempt_id).in_(ids))
+    return {state.attempt_id: state for state in session.exec(query)}
+
+
+def attempts_with_fingerprints(
+    session: Session, *, campaign_id: int, fingerprints: Iterable[str]
+) -> list[Attempt]:
+    prints = list(fingerprints)
+    if not prints:
+        return []
+    query = (
+        select(Attempt)
+        .where(Attempt.campaign_id == campaign_id, col(Attempt.fingerprint).in_(prints))
+        .order_by(col(Attempt.id))
+    )
+    return list(session.exec(query))
+
+
+def list_notes(session: Session, *, campaign_id: int, attempt_id: int | None = None) -> list[Note]:
+    """A campaign's notes (all of them), or one attempt's notes."""
+    query = select(Note).where(Note.campaign_id == campaign_id)
+    if attempt_id is not None:
+        query = query.where(Note.attempt_id == attempt_id)
+    return list(session.exec(query.order_by(col(Note.id))))
+
+
+def get_note(session: Session, *, note_id: int) -> Note | None:
+    return session.get(Note, note_id)
+
+
+def get_secret(session: Session, *, name: str) -> str | None:
+    secret = session.get(SiteSecret, name)
+    return secret.value if secret else None
+
+
+def set_secret(session: Session, *, name: str, value: str) -> None:
+    secret = session.get(SiteSecret, name)
+    if secret is None:
+        session.add(SiteSecret(name=name, value=value))
+    else:
+        secret.value = value

@@ -1,0 +1,1 @@
+"""HTTP routes: one router per noun, JSON under /api, pages and forms beside them."""

@@ -1,0 +1,58 @@
+"""JSON API for attempts: status and verdict, measurements, notes."""
+
+from fastapi import APIRouter, Depends, Response
+
+from app import actions, repo, views
+from app.deps import SessionDep, require_api_owner
+from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
+
+router = APIRouter(tags=["attempts"], dependencies=[Depends(require_api_owner)])
+
+
+@router.get("/api/attempts/{attempt_id}")
+def get_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
+    """An attempt with its status, metric, delta against the baseline, diagnosis and tail."""
+    return views.attempt_view(session, actions.require_attempt(session, attempt_id))
+
+
+@router.patch("/api/attempts/{attempt_id}")
+def update_attempt(attempt_id: int, data: AttemptUpdate, session: SessionDep) -> AttemptOut:
+    """Change status (409 when the change makes no sense), verdict, metric or log source."""
+    attempt = actions.update_attempt(session, attempt_id, data)
+    session.flush()
+    return views.attempt_view(session, attempt)
+
+
+@router.post("/api/attempts/{attempt_id}/measurements", status_code=201)
+def add_measurement(attempt_id: int, data: MeasurementCreate, session: SessionDep) -> AttemptOut:
+    """One more benchmark run; the attempt's metric is the mean of its runs."""
+    attempt = actions.add_measurement(session, attempt_id, data.value)
+    session.flush()
+    return views.attempt_view(session, attempt)
+
+
+@router.post("/api/attempts/{attempt_id}/notes", status_code=201)
+def add_note(attempt_id: int, data: NoteCreate, session: SessionDep) -> NoteOut:
+    """A markdown note on an attempt: why it is a dead end, what to try next."""
+    return views.note_view(actions.add_attempt_note(session, attempt_id, data))
+
+
+@router.get("/api/attempts/{attempt_id}/notes")
+def list_notes(attempt_id: int, session: SessionDep) -> list[NoteOut]:
+    """The attempt's notes, oldest first."""
+    attempt = actions.require_attempt(session, attempt_id)
+    notes = repo.list_notes(session, campaign_id=attempt.campaign_id, attempt_id=attempt_id)
+    return [views.note_view(n) for n in notes]
+
+
+@router.patch("/api/notes/{note_id}")
+def edit_note(note_id: int, data: NoteCreate, session: SessionDep) -> NoteOut:
+    """Rewrite a note."""
+    return views.note_view(actions.edit_note(session, note_id, data))
+
+
+@router.delete("/api/notes/{note_id}", status_code=204)
+def delete_note(note_id: int, session: SessionDep) -> Response:
+    """Delete a note."""
+    actions.delete_note(session, note_id)
+    return Response(status_code=204)

@@ -1,0 +1,68 @@
+"""JSON API for campaigns, their attempts and their notes."""
+
+from fastapi import APIRouter, Depends
+
+from app import actions, repo, views
+from app.deps import SessionDep, require_api_owner
+from app.schemas import (
+    AttemptCreate,
+    AttemptOut,
+    CampaignCreate,
+    CampaignDetailOut,
+    CampaignOut,
+    CampaignUpdate,
+    NoteCreate,
+    NoteOut,
+)
+
+router = APIRouter(prefix="/api/campaigns", tags=["campaigns"], dependencies=[Depends(require_api_owner)])
+
+
+@router.post("", status_code=201)
+def create_campaign(data: CampaignCreate, session: SessionDep) -> CampaignDetailOut:
+    """Start a campaign: a goal on one metric, with an optional baseline and target."""
+    campaign = actions.create_campaign(session, data)
+    return views.campaign_detail(session, campaign)
+
+
+@router.get("")
+def list_campaigns(session: SessionDep) -> list[CampaignOut]:
+    """Every campaign, newest first."""
+    counts = repo.count_attempts_by_campaign(session)
+    return [
+        views.campaign_view(session, c, attempt_count=counts.get(c.id or 0, 0))
+        for c in repo.list_campaigns(session)
+    ]
+
+
+@router.get("/{campaign_id}")
+def get_campaign(campaign_id: int, session: SessionDep) -> CampaignDetailOut:
+    """A campaign with its attempts in the order they were tried."""
+    return views.campaign_detail(session, actions.require_campaign(session, campaign_id))
+
+
+@router.patch("/{campaign_id}")
+def update_campaign(campaign_id: int, data: CampaignUpdate, session: SessionDep) -> CampaignDetailOut:
+    """Rename, re-describe, set the target or move the baseline (kept in its history)."""
+    campaign = actions.update_campaign(session, campaign_id, data)
+    return views.campaign_detail(session, campaign)
+
+
+@router.post("/{campaign_id}/attempts", status_code=201)
+def create_attempt(campaign_id: int, data: AttemptCreate, session: SessionDep) -> AttemptOut:
+    """Add a hypothesis; with a log source it starts running."""
+    attempt = actions.create_attempt(session, campaign_id, data)
+    return views.attempt_view(session, attempt)
+
+
+@router.post("/{campaign_id}/notes", status_code=201)
+def add_note(campaign_id: int, data: NoteCreate, session: SessionDep) -> NoteOut:
+    """A markdown note on the campaign as a whole."""
+    return views.note_view(actions.add_campaign_note(session, campaign_id, data))
+
+
+@router.get("/{campaign_id}/notes")
+def list_notes(campaign_id: int, session: SessionDep) -> list[NoteOut]:
+    """Every note of the campaign, on it or on its attempts."""
+    actions.require_campaign(session, campaign_id)
+    return [views.note_view(n) for n in repo.list_notes(session, campaign_id=campaign_id)]

@@ -1,0 +1,161 @@
+"""Request and response bodies of the JSON API (the contract of PRODUCT.md)."""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from app.models import Lane, Status
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Text = Annotated[str, StringConstraints(max_length=20_000)]
+SOURCE_SCHEMES = ("ssh://", "file:///")
+
+
+def check_source(value: str | None) -> str | None:
+    if value is None or value.strip() == "":
+        return None
+    value = value.strip()
+    if not value.startswith(SOURCE_SCHEMES):
+        raise ValueError("a log source is ssh://[user@]host[:port]/abs/path or file:///abs/path")
+    if "\x00" in value or len(value) > 2000:
+        raise ValueError("a log source may not hold NUL bytes or exceed 2000 characters")
+    return value
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CampaignCreate(Strict):
+    name: Name
+    metric: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)] = (
+        "tok/s"
+    )
+    higher_is_better: bool = True
+    baseline: Finite | None = None
+    target: Finite | None = None
+    description: Text = ""
+    noise_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 1.0
+
+
+class CampaignUpdate(Strict):
+    name: Name | None = None
+    baseline: Finite | None = None
+    target: Finite | None = None
+    description: Text | None = None
+    noise_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
+
+
+class AttemptCreate(Strict):
+    title: Name
+    hypothesis: Text = ""
+    command: Text = ""
+    flags: Text = ""
+    source: str | None = None
+    retest_of: int | None = None
+    blocked_by: int | None = None
+
+    _source = field_validator("source")(check_source)
+
+
+class AttemptUpdate(Strict):
+    status: Status | None = None
+    verdict: Text | None = None
+    metric_value: Finite | None = None
+    source: str | None = None
+    blocked_by: int | None = None
+    # Adopting a pivot (a CUDA upgrade, say) makes its metric the campaign's baseline.
+    set_baseline: bool = False
+
+    _source = field_validator("source")(check_source)
+
+
+class MeasurementCreate(Strict):
+    value: Finite
+
+
+class NoteCreate(Strict):
+    body: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000)]
+
+
+class MetricOut(BaseModel):
+    mean: float
+    spread: float
+    n: int
+    samples: list[float]
+
+
+class TailOut(BaseModel):
+    state: str
+    bytes_read: int
+    size: int | None
+    last_error: str | None
+
+
+class AttemptOut(BaseModel):
+    id: int
+    campaign_id: int
+    title: str
+    hypothesis: str
+    command: str
+    flags: str
+    source: str | None
+    status: Status
+    lane: Lane
+    verdict: str | None
+    retest_of: int | None
+    blocked_by: int | None
+    metric_value: float | None
+    metric: MetricOut | None
+    baseline: float | None
+    delta_pct: float | None
+    delta_within_noise: bool | None
+    improved: bool | None
+    diagnosis: dict[str, Any] | None
+    same_root_cause_as: list[int]
+    tail: TailOut | None
+    created_at: datetime
+    started_at: datetime | None
+    closed_at: datetime | None
+    updated_at: datetime
+
+
+class BaselineOut(BaseModel):
+    value: float
+    attempt_id: int | None
+    set_at: datetime
+
+
+class CampaignOut(BaseModel):
+    id: int
+    name: str
+    metric: str
+    higher_is_better: bool
+    baseline: float | None
+    target: float | None
+    description: str
+    noise_pct: float
+    created_at: datetime
+    attempt_count: int
+    baseline_history: list[BaselineOut]
+
+
+class CampaignDetailOut(CampaignOut):
+    attempts: list[AttemptOut]
+
+
+class NoteOut(BaseModel):
+    id: int
+    campaign_id: int
+    attempt_id: int | None
+    body: str
+    html: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class MeasurementOut(BaseModel):
+    attempt: AttemptOut
+    value: float

@@ -1,0 +1,139 @@
+"""Turn rows into what the API returns and the pages show, with baselines and deltas."""
+
+from datetime import datetime
+
+from sqlmodel import Session
+
+from app import repo
+from app.domain import MetricSummary, judge, lane_of
+from app.markdown import render_markdown
+from app.models import Attempt, BaselineChange, Campaign, Note, Status
+from app.schemas import (
+    AttemptOut,
+    BaselineOut,
+    CampaignDetailOut,
+    CampaignOut,
+    MetricOut,
+    NoteOut,
+    TailOut,
+)
+
+
+def baseline_in_force(history: list[BaselineChange], when: datetime) -> float | None:
+    """The baseline set last before `when`; the first one when none was set yet."""
+    if not history:
+        return None
+    in_force = history[0].value
+    for change in history:
+        if change.set_at > when:
+            break
+        in_force = change.value
+    return in_force
+
+
+def attempt_views(session: Session, campaign: Campaign, attempts: list[Attempt]) -> list[AttemptOut]:
+    assert campaign.id is not None
+    ids = [a.id for a in attempts if a.id is not None]
+    samples = repo.samples_by_attempt(session, attempt_ids=ids)
+    tails = repo.tail_states(session, attempt_ids=ids)
+    history = repo.baseline_history(session, campaign_id=campaign.id)
+    fingerprints = {a.fingerprint for a in attempts if a.fingerprint}
+    earlier_by_print: dict[str, list[int]] = {}
+    for other in repo.attempts_with_fingerprints(
+        session, campaign_id=campaign.id, fingerprints=fingerprints
+    ):
+        assert other.id is not None and other.fingerprint is not None
+        earlier_by_print.setdefault(other.fingerprint, []).append(other.id)
+
+    views = []
+    for attempt in attempts:
+        assert attempt.id is not None
+        attempt_samples = samples.get(attempt.id, [])
+        summary = MetricSummary.of(attempt_samples)
+        baseline = baseline_in_force(history, attempt.started_at or attempt.created_at)
+        delta = judge(
+            summary,
+            baseline,
+            noise_pct=campaign.noise_pct,
+            higher_is_better=campaign.higher_is_better,
+        )
+        tail = tails.get(attempt.id)
+        same_cause = [
+            other_id
+            for other_id in earlier_by_print.get(attempt.fingerprint or "", [])
+            if other_id < attempt.id
+        ]
+        status = Status(attempt.status)
+        views.append(
+            AttemptOut(
+                id=attempt.id,
+                campaign_id=attempt.campaign_id,
+                title=attempt.title,
+                hypothesis=attempt.hypothesis,
+                command=attempt.command,
+                flags=attempt.flags,
+                source=attempt.source,
+                status=status,
+                lane=lane_of(status),
+                verdict=attempt.verdict,
+                retest_of=attempt.retest_of,
+                blocked_by=attempt.blocked_by,
+                metric_value=summary.mean if summary else None,
+                metric=MetricOut(
+                    mean=summary.mean, spread=summary.spread, n=summary.n, samples=attempt_samples
+                )
+                if summary
+                else None,
+                baseline=baseline,
+                delta_pct=delta.pct if delta else None,
+                delta_within_noise=delta.within_noise if delta else None,
+                improved=delta.improved if delta else None,
+                diagnosis=attempt.diagnosis,
+                same_root_cause_as=same_cause,
+                tail=TailOut(
+                    state=tail.state,
+                    bytes_read=tail.offset,
+                    size=tail.size,
+                    last_error=tail.last_error,
+                )
+                if tail
+                else None,
+                created_at=attempt.created_at,
+                started_at=attempt.started_at,
+                closed_at=attempt.closed_at,
+                updated_at=attempt.updated_at,
+            )
+        )
+    return views
+
+
+def attempt_view(session: Session, attempt: Attempt) -> AttemptOut:
+    campaign = repo.get_campaign(session, campaign_id=attempt.campaign_id)
+    assert campaign is not None
+    return attempt_views(session, campaign, [attempt])[0]
+
+
+def campaign_view(session: Session, campaign: Campaign, *, attempt_count: int) -> CampaignOut:
+    assert campaign.id is not None
+    history = repo.baseline_history(session, campaign_id=campaign.id)
+    return CampaignOut(
+        **campaign.model_dump(),
+        attempt_count=attempt_count,
+        baseline_history=[
+            BaselineOut(value=c.value, attempt_id=c.attempt_id, set_at=c.set_at) for c in history
+        ],
+    )
+
+
+def campaign_detail(session: Session, campaign: Campaign) -> CampaignDetailOut:
+    assert campaign.id is not None
+    attempts = repo.list_attempts(session, campaign_id=campaign.id)
+    base = campaign_view(session, campaign, attempt_count=len(attempts))
+    return CampaignDetailOut(
+        **base.model_dump(), attempts=attempt_views(session, campaign, attempts)
+    )
+
+
+def note_view(note: Note) -> NoteOut:
+    assert note.id is not None
+    return NoteOut(**note.model_dump(), html=render_markdown(note.body))

@@ -1,0 +1,96 @@
+"""The application factory: everything the app depends on comes in through `create_app`."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+from app import migrate
+from app.auth import load_owner_auth
+from app.config import Settings
+from app.db import make_engine
+from app.deps import LoginRequired
+from app.errors import Conflict, Invalid, NotFound
+from app.paths import resource_dir
+from app.rendering import make_templates, render
+from app.routes import api_attempts, api_campaigns, pages
+
+_STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or "text/html" not in request.headers.get(
+        "accept", ""
+    )
+
+
+def error_response(request: Request, status_code: int, detail: object) -> Response:
+    if wants_json(request):
+        return JSONResponse({"detail": detail}, status_code=status_code)
+    response = render(
+        request, "pages/error.html", {"status_code": status_code, "detail": detail},
+        partial="partials/_error.html", status_code=status_code,
+    )
+    # An htmx form shows its refusal above the page instead of replacing its target.
+    response.headers.update({"HX-Retarget": "#flash", "HX-Reswap": "innerHTML"})
+    return response
+
+
+def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
+    engine = make_engine(settings.database_url)
+    if migrate_on_start:
+        migrate.upgrade(settings.database_url)
+    auth, _ = load_owner_auth(engine, settings.token)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="campaign-dash",
+        summary="Optimization campaigns on GPU inference servers: attempts, diagnoses, timeline.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.auth = auth
+    app.state.templates = make_templates()
+
+    @app.exception_handler(LoginRequired)
+    async def login_required(request: Request, _exc: LoginRequired) -> Response:
+        return render(
+            request, "pages/login.html",
+            {"error": None, "next": request.url.path}, status_code=401,
+        )
+
+    for error_type, status_code in _STATUS.items():
+
+        async def domain_error(request: Request, exc: Exception, code: int = status_code) -> Response:
+            return error_response(request, code, str(exc))
+
+        app.add_exception_handler(error_type, domain_error)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        response = error_response(request, exc.status_code, exc.detail)
+        response.headers.update(exc.headers or {})
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
+    app.include_router(api_campaigns.router)
+    app.include_router(api_attempts.router)
+    app.include_router(pages.router)
+    return app
