@@ -18,7 +18,7 @@ SQLModel.metadata.naming_convention = {
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    return datetime.now(UTC)
 
 
 class Status(StrEnum):

@@ -1,7 +1,7 @@
 """Jinja2 set-up and the one render() helper that picks the page or its partial."""
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request
@@ -32,7 +32,9 @@ def fmt_delta(pct: float | None) -> str:
 
 
 def iso_utc(value: datetime | None) -> str:
-    return value.isoformat(timespec="seconds") + "Z" if value else ""
+    if value is None:
+        return ""
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def make_templates() -> Jinja2Templates:

@@ -26,7 +26,7 @@ def upgrade() -> None:
         sa.Column("baseline", sa.Float(), nullable=True),
         sa.Column("target", sa.Float(), nullable=True),
         sa.Column("description", sa.String(), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_campaign"),
     )
     op.create_table(
@@ -45,10 +45,10 @@ def upgrade() -> None:
         sa.Column("blocked_by", sa.Integer(), nullable=True),
         sa.Column("diagnosis", sa.JSON(), nullable=True),
         sa.Column("fingerprint", sa.String(length=64), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("started_at", sa.DateTime(), nullable=True),
-        sa.Column("closed_at", sa.DateTime(), nullable=True),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("closed_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["campaign_id"], ["campaign.id"],
             name="fk_attempt_campaign_id_campaign", ondelete="CASCADE",
@@ -71,8 +71,8 @@ def upgrade() -> None:
         sa.Column("campaign_id", sa.Integer(), nullable=False),
         sa.Column("attempt_id", sa.Integer(), nullable=True),
         sa.Column("body", sa.String(), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["campaign_id"], ["campaign.id"],
             name="fk_note_campaign_id_campaign", ondelete="CASCADE",
@@ -91,10 +91,10 @@ def upgrade() -> None:
         sa.Column("campaign_id", sa.Integer(), nullable=False),
         sa.Column("token_hash", sa.String(length=64), nullable=False),
         sa.Column("redact", sa.Boolean(), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("expires_at", sa.DateTime(), nullable=True),
-        sa.Column("revoked_at", sa.DateTime(), nullable=True),
-        sa.Column("last_opened_at", sa.DateTime(), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("last_opened_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["campaign_id"], ["campaign.id"],
             name="fk_sharelink_campaign_id_campaign", ondelete="CASCADE",
@@ -113,7 +113,7 @@ def upgrade() -> None:
         sa.Column("size", sa.BigInteger(), nullable=True),
         sa.Column("state", sa.String(length=40), nullable=False),
         sa.Column("last_error", sa.String(), nullable=True),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["attempt_id"], ["attempt.id"],
             name="fk_tailstate_attempt_id_attempt", ondelete="CASCADE",

@@ -25,7 +25,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("attempt_id", sa.Integer(), nullable=False),
         sa.Column("value", sa.Float(), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["attempt_id"], ["attempt.id"],
             name="fk_measurement_attempt_id_attempt", ondelete="CASCADE",
@@ -39,7 +39,7 @@ def upgrade() -> None:
         sa.Column("campaign_id", sa.Integer(), nullable=False),
         sa.Column("value", sa.Float(), nullable=False),
         sa.Column("attempt_id", sa.Integer(), nullable=True),
-        sa.Column("set_at", sa.DateTime(), nullable=False),
+        sa.Column("set_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["campaign_id"], ["campaign.id"],
             name="fk_baselinechange_campaign_id_campaign", ondelete="CASCADE",
