@@ -30,7 +30,9 @@ def require_note(session: Session, note_id: int) -> Note:
     return note
 
 
-def _set_baseline(session: Session, campaign: Campaign, value: float, attempt_id: int | None) -> None:
+def _set_baseline(
+    session: Session, campaign: Campaign, value: float, attempt_id: int | None
+) -> None:
     assert campaign.id is not None
     campaign.baseline = value
     session.add(campaign)

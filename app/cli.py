@@ -1,12 +1,19 @@
 """The `campaign-dash` command: serve, demo, diagnose, db upgrade, token reset."""
 
+import tempfile
+import threading
+import webbrowser
+from pathlib import Path
+
 import click
 import uvicorn
 
+from app import demo as demo_story
 from app import migrate
 from app.auth import load_owner_auth, reset_owner_token
 from app.config import Settings
 from app.db import make_engine
+from app.logs import uvicorn_log_config
 from app.web import create_app
 
 HOST_HELP = (
@@ -17,8 +24,19 @@ PORT_HELP = "TCP port. Defaults to 8000, uvicorn's usual port."
 
 
 def login_url(settings: Settings, host: str, port: int, token: str) -> str:
-    base = settings.public_url or f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    base = (
+        settings.public_url or f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    )
     return f"{base.rstrip('/')}/login?token={token}"
+
+
+def prepare_database(settings: Settings) -> str | None:
+    """Migrate to head and make sure an owner token exists; returns one just generated."""
+    migrate.upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    _, generated = load_owner_auth(engine, settings.token)
+    engine.dispose()
+    return generated
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,21 +51,20 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help=HOST_HELP)
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help=PORT_HELP)
+@click.option(
+    "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help=PORT_HELP
+)
 def serve(host: str, port: int) -> None:
     """Migrate the database to head, then serve the dashboard."""
     settings = Settings()
-    migrate.upgrade(settings.database_url)
-    engine = make_engine(settings.database_url)
-    _, generated = load_owner_auth(engine, settings.token)
-    engine.dispose()
+    generated = prepare_database(settings)
     if generated:
         click.echo("Owner token generated; it is stored hashed and shown only this once.")
         click.echo(f"Log in: {login_url(settings, host, port, generated)}")
     elif not settings.token:
         click.echo("Log in with the link printed at first start, or run: campaign-dash token reset")
     app = create_app(settings, migrate_on_start=False)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    uvicorn.run(app, host=host, port=port, log_level="info", log_config=uvicorn_log_config())
 
 
 @main.group()
@@ -57,7 +74,9 @@ def db() -> None:
 
 @db.command("upgrade")
 @click.option(
-    "--revision", default="head", show_default=True,
+    "--revision",
+    default="head",
+    show_default=True,
     help="Target revision. Defaults to head, the schema this version of campaign-dash expects.",
 )
 def db_upgrade(revision: str) -> None:
@@ -73,7 +92,9 @@ def token() -> None:
 
 
 @token.command("reset")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Host used in the printed link.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Host used in the printed link."
+)
 @click.option("--port", default=8000, show_default=True, help="Port used in the printed link.")
 def token_reset(host: str, port: int) -> None:
     """Generate a new owner token (ends every browser session) and print its login link."""
@@ -85,3 +106,51 @@ def token_reset(host: str, port: int) -> None:
     new = reset_owner_token(engine)
     engine.dispose()
     click.echo(f"Log in: {login_url(settings, host, port, new)}")
+
+
+@main.command()
+@click.option(
+    "--port",
+    default=8123,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="TCP port. Defaults to 8123 so the demo does not collide with a real `serve` on 8000.",
+)
+@click.option("--no-browser", is_flag=True, help="Do not open a browser; just print the link.")
+@click.option(
+    "--speed",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0.01),
+    help="Replay speed. Defaults to 1, about three minutes for the whole story.",
+)
+def demo(port: int, no_browser: bool, speed: float) -> None:
+    """Replay the EAGLE-3 campaign of the seed write-ups live, on a database of its own."""
+    workdir = Path(tempfile.mkdtemp(prefix="campaign-dash-demo-"))
+    settings = Settings(database_url=f"sqlite:///{workdir / 'demo.db'}")
+    generated = prepare_database(settings)
+    token = settings.token or generated
+    assert token is not None  # a fresh database always gets a generated token
+    app = create_app(settings, migrate_on_start=False)
+    url = login_url(settings, "127.0.0.1", port, token)
+    click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
+    click.echo(f"Open: {url}")
+
+    stop = threading.Event()
+    pause_s = 15.0 / speed
+    player = threading.Thread(
+        target=demo_story.play,
+        args=(app.state.engine,),
+        kwargs={"pause_s": pause_s, "stop": stop},
+        daemon=True,
+    )
+    player.start()
+    if not no_browser:
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    try:
+        uvicorn.run(
+            app, host="127.0.0.1", port=port, log_level="warning", log_config=uvicorn_log_config()
+        )
+    finally:
+        stop.set()
+        player.join(timeout=5)

@@ -1,4 +1,4 @@
-"""Notes are markdown: rendered by markdown-it-py, then sanitized by nh3 (raw HTML never trusted)."""
+"""Notes are markdown: rendered by markdown-it-py, sanitized by nh3 (raw HTML never trusted)."""
 
 import nh3
 from markdown_it import MarkdownIt

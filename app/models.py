@@ -7,7 +7,6 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Column, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-
 # Named constraints: batch migrations on SQLite can only alter what has a name.
 SQLModel.metadata.naming_convention = {
     "ix": "ix_%(column_0_label)s",

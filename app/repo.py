@@ -23,7 +23,7 @@ def list_campaigns(session: Session) -> list[Campaign]:
 
 def count_attempts_by_campaign(session: Session) -> dict[int, int]:
     rows = session.exec(
-        select(Attempt.campaign_id, func.count(col(Attempt.id))).group_by(Attempt.campaign_id)
+        select(Attempt.campaign_id, func.count(col(Attempt.id))).group_by(col(Attempt.campaign_id))
     )
     return {campaign_id: count for campaign_id, count in rows}
 

@@ -30,9 +30,9 @@ class Strict(BaseModel):
 
 class CampaignCreate(Strict):
     name: Name
-    metric: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)] = (
-        "tok/s"
-    )
+    metric: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)
+    ] = "tok/s"
     higher_is_better: bool = True
     baseline: Finite | None = None
     target: Finite | None = None

@@ -31,7 +31,9 @@ def baseline_in_force(history: list[BaselineChange], when: datetime) -> float | 
     return in_force
 
 
-def attempt_views(session: Session, campaign: Campaign, attempts: list[Attempt]) -> list[AttemptOut]:
+def attempt_views(
+    session: Session, campaign: Campaign, attempts: list[Attempt]
+) -> list[AttemptOut]:
     assert campaign.id is not None
     ids = [a.id for a in attempts if a.id is not None]
     samples = repo.samples_by_attempt(session, attempt_ids=ids)

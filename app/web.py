@@ -32,8 +32,11 @@ def error_response(request: Request, status_code: int, detail: object) -> Respon
     if wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status_code)
     response = render(
-        request, "pages/error.html", {"status_code": status_code, "detail": detail},
-        partial="partials/_error.html", status_code=status_code,
+        request,
+        "pages/error.html",
+        {"status_code": status_code, "detail": detail},
+        partial="partials/_error.html",
+        status_code=status_code,
     )
     # An htmx form shows its refusal above the page instead of replacing its target.
     response.headers.update({"HX-Retarget": "#flash", "HX-Reswap": "innerHTML"})
@@ -64,13 +67,17 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, _exc: LoginRequired) -> Response:
         return render(
-            request, "pages/login.html",
-            {"error": None, "next": request.url.path}, status_code=401,
+            request,
+            "pages/login.html",
+            {"error": None, "next": request.url.path},
+            status_code=401,
         )
 
     for error_type, status_code in _STATUS.items():
 
-        async def domain_error(request: Request, exc: Exception, code: int = status_code) -> Response:
+        async def domain_error(
+            request: Request, exc: Exception, code: int = status_code
+        ) -> Response:
             return error_response(request, code, str(exc))
 
         app.add_exception_handler(error_type, domain_error)

@@ -24,12 +24,21 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     engine = make_engine(config.get_main_option("sqlalchemy.url") or "")
     with engine.connect() as connection:
+        if connection.dialect.name == "sqlite":
+            # A batch migration drops and re-creates tables: with foreign keys on, the
+            # drop would cascade into (and delete) the rows of every referencing table.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()
         # Batch mode: SQLite cannot ALTER most things, so Alembic copies the table.
         context.configure(
             connection=connection, target_metadata=target_metadata, render_as_batch=True
         )
         with context.begin_transaction():
             context.run_migrations()
+        if connection.dialect.name == "sqlite":
+            broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+            if broken:
+                raise RuntimeError(f"migration left dangling foreign keys: {broken[:5]}")
     engine.dispose()
 
 

@@ -44,7 +44,9 @@ def _create_pg_database(admin_url: str) -> tuple[str, str]:
 def _drop_pg_database(admin_url: str, name: str) -> None:
     import psycopg
 
-    conninfo = make_url(admin_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    conninfo = (
+        make_url(admin_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    )
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -124,9 +126,7 @@ def anonymous(server: LiveServer) -> Iterator[httpx.Client]:
 @pytest.fixture
 def browser(server: LiveServer) -> Iterator[httpx.Client]:
     """The owner in a browser: logged in by the login link, holding the session cookie."""
-    with httpx.Client(
-        base_url=server.url, timeout=20, headers={"Accept": "text/html"}
-    ) as client:
+    with httpx.Client(base_url=server.url, timeout=20, headers={"Accept": "text/html"}) as client:
         response = client.get("/login", params={"token": OWNER_TOKEN})
         assert response.status_code == 303
         yield client

@@ -208,9 +208,7 @@ def test_closed_attempts_take_no_measurements(api: httpx.Client, campaign: dict)
     assert response.status_code == 409
     assert patch(api, attempt["id"], metric_value=3).status_code == 409
     for bad in ({"value": "x"}, {}, {"value": None}):
-        assert (
-            api.post(f"/api/attempts/{attempt['id']}/measurements", json=bad).status_code == 422
-        )
+        assert api.post(f"/api/attempts/{attempt['id']}/measurements", json=bad).status_code == 422
 
 
 def test_a_pivot_moves_the_baseline_for_later_attempts_only(api: httpx.Client) -> None:
@@ -270,9 +268,7 @@ def test_notes_on_attempts_and_campaigns(api: httpx.Client, campaign: dict) -> N
     assert on_campaign["attempt_id"] is None
     all_notes = api.get(f"/api/campaigns/{campaign['id']}/notes").json()
     assert [n["id"] for n in all_notes] == [note["id"], on_campaign["id"]]
-    assert [n["id"] for n in api.get(f"/api/attempts/{attempt['id']}/notes").json()] == [
-        note["id"]
-    ]
+    assert [n["id"] for n in api.get(f"/api/attempts/{attempt['id']}/notes").json()] == [note["id"]]
 
     edited = api.patch(f"/api/notes/{note['id']}", json={"body": "Needs NVLink."}).json()
     assert edited["body"] == "Needs NVLink." and edited["updated_at"] >= note["updated_at"]
@@ -287,8 +283,10 @@ def test_note_markdown_is_sanitized(api: httpx.Client, campaign: dict) -> None:
         "[click](javascript:alert(3)) [ok](https://example.org)"
     )
     html = api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": hostile}).json()["html"]
-    assert "<script" not in html and "<img" not in html and "onerror=alert" not in html.replace(
-        "&lt;img src=x onerror=alert(2)&gt;", ""
+    assert (
+        "<script" not in html
+        and "<img" not in html
+        and "onerror=alert" not in html.replace("&lt;img src=x onerror=alert(2)&gt;", "")
     )
     # The javascript: link stays as inert text; no href ever carries it.
     assert 'href="javascript' not in html

@@ -15,7 +15,9 @@ from app.schemas import (
     NoteOut,
 )
 
-router = APIRouter(prefix="/api/campaigns", tags=["campaigns"], dependencies=[Depends(require_api_owner)])
+router = APIRouter(
+    prefix="/api/campaigns", tags=["campaigns"], dependencies=[Depends(require_api_owner)]
+)
 
 
 @router.post("", status_code=201)
@@ -42,7 +44,9 @@ def get_campaign(campaign_id: int, session: SessionDep) -> CampaignDetailOut:
 
 
 @router.patch("/{campaign_id}")
-def update_campaign(campaign_id: int, data: CampaignUpdate, session: SessionDep) -> CampaignDetailOut:
+def update_campaign(
+    campaign_id: int, data: CampaignUpdate, session: SessionDep
+) -> CampaignDetailOut:
     """Rename, re-describe, set the target or move the baseline (kept in its history)."""
     campaign = actions.update_campaign(session, campaign_id, data)
     return views.campaign_detail(session, campaign)

@@ -54,7 +54,10 @@ def login(request: Request, token: str | None = None, next: str = "/") -> Respon
         return render(request, "pages/login.html", {"error": None, "next": next})
     if not auth.token_ok(token):
         return render(
-            request, "pages/login.html", {"error": "That token is not valid.", "next": next}, status_code=401
+            request,
+            "pages/login.html",
+            {"error": "That token is not valid.", "next": next},
+            status_code=401,
         )
     # Only local paths: a login link must not become an open redirect.
     target = next if next.startswith("/") and not next.startswith("//") else "/"
@@ -71,7 +74,9 @@ def login(request: Request, token: str | None = None, next: str = "/") -> Respon
 
 
 @router.post("/login")
-def login_form(request: Request, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/") -> Response:
+def login_form(
+    request: Request, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/"
+) -> Response:
     return login(request, token=token, next=next)
 
 
@@ -93,7 +98,10 @@ def campaign_list(request: Request, session: SessionDep) -> Response:
         for c in repo.list_campaigns(session)
     ]
     return render(
-        request, "pages/campaigns.html", {"campaigns": campaigns}, partial="partials/_campaign_list.html"
+        request,
+        "pages/campaigns.html",
+        {"campaigns": campaigns},
+        partial="partials/_campaign_list.html",
     )
 
 
@@ -153,7 +161,9 @@ async def add_campaign_note(campaign_id: int, request: Request, session: Session
     actions.add_campaign_note(session, campaign_id, data)
     if is_htmx(request):
         session.flush()
-        return render(request, "partials/_campaign_notes.html", campaign_context(session, campaign_id))
+        return render(
+            request, "partials/_campaign_notes.html", campaign_context(session, campaign_id)
+        )
     return see_other(f"/campaigns/{campaign_id}#notes")
 
 
@@ -235,7 +245,9 @@ def _note_owner_answer(
         return _attempt_answer(request, session, attempt_id, anchor="notes")
     if is_htmx(request):
         session.flush()
-        return render(request, "partials/_campaign_notes.html", campaign_context(session, campaign_id))
+        return render(
+            request, "partials/_campaign_notes.html", campaign_context(session, campaign_id)
+        )
     return see_other(f"/campaigns/{campaign_id}#notes")
 
 
@@ -244,5 +256,7 @@ def _attempt_answer(
 ) -> Response:
     if is_htmx(request):
         session.flush()
-        return render(request, "partials/_attempt_detail.html", attempt_context(session, attempt_id))
+        return render(
+            request, "partials/_attempt_detail.html", attempt_context(session, attempt_id)
+        )
     return see_other(f"/attempts/{attempt_id}" + (f"#{anchor}" if anchor else ""))

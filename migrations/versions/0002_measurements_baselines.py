@@ -27,8 +27,10 @@ def upgrade() -> None:
         sa.Column("value", sa.Float(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
-            ["attempt_id"], ["attempt.id"],
-            name="fk_measurement_attempt_id_attempt", ondelete="CASCADE",
+            ["attempt_id"],
+            ["attempt.id"],
+            name="fk_measurement_attempt_id_attempt",
+            ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name="pk_measurement"),
     )
@@ -41,12 +43,16 @@ def upgrade() -> None:
         sa.Column("attempt_id", sa.Integer(), nullable=True),
         sa.Column("set_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
-            ["campaign_id"], ["campaign.id"],
-            name="fk_baselinechange_campaign_id_campaign", ondelete="CASCADE",
+            ["campaign_id"],
+            ["campaign.id"],
+            name="fk_baselinechange_campaign_id_campaign",
+            ondelete="CASCADE",
         ),
         sa.ForeignKeyConstraint(
-            ["attempt_id"], ["attempt.id"],
-            name="fk_baselinechange_attempt_id_attempt", ondelete="SET NULL",
+            ["attempt_id"],
+            ["attempt.id"],
+            name="fk_baselinechange_attempt_id_attempt",
+            ondelete="SET NULL",
         ),
         sa.PrimaryKeyConstraint("id", name="pk_baselinechange"),
     )
@@ -63,9 +69,7 @@ def upgrade() -> None:
     with op.batch_alter_table("attempt") as batch:
         batch.drop_column("metric_value")
     with op.batch_alter_table("campaign") as batch:
-        batch.add_column(
-            sa.Column("noise_pct", sa.Float(), nullable=False, server_default="1.0")
-        )
+        batch.add_column(sa.Column("noise_pct", sa.Float(), nullable=False, server_default="1.0"))
 
 
 def downgrade() -> None:

@@ -1,0 +1,167 @@
+"""The `campaign-dash` command as a user runs it: help texts, serve, restart on the same file."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import OWNER_TOKEN
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@contextmanager
+def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"serve exited: {process.stdout.read() if process.stdout else ''}"
+                )
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield process
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def env(database_url: str) -> dict[str, str]:
+    values = dict(os.environ)
+    values.pop("CAMPAIGN_DASH_TOKEN", None)
+    values["CAMPAIGN_DASH_DATABASE_URL"] = database_url
+    return values
+
+
+def test_help_explains_each_default(tmp_path: Path) -> None:
+    result = run_cli("serve", "--help", env=dict(os.environ), cwd=tmp_path)
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "Defaults to 127.0.0.1, which means only this machine can connect" in text
+    assert "Defaults to 8000" in text
+    top = run_cli("--help", env=dict(os.environ), cwd=tmp_path)
+    assert "CAMPAIGN_DASH_DATABASE_URL" in top.stdout and "CAMPAIGN_DASH_TOKEN" in top.stdout
+    for command in ("serve", "demo", "db", "token"):
+        assert command in top.stdout
+    upgrade = run_cli("db", "upgrade", "--help", env=dict(os.environ), cwd=tmp_path)
+    assert "head" in upgrade.stdout
+
+
+def test_db_upgrade_creates_the_schema(env: dict[str, str], tmp_path: Path) -> None:
+    result = run_cli("db", "upgrade", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "head" in result.stdout
+
+
+def test_default_database_is_a_file_in_the_working_directory(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    result = run_cli("db", "upgrade", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "campaign-dash.db").is_file()
+
+
+def test_serve_prints_a_login_link_once_and_data_survives_a_restart(
+    env: dict[str, str], tmp_path: Path, backend: str
+) -> None:
+    port = free_port()
+    with serving(env, tmp_path, port) as first:
+        first.send_signal(signal.SIGINT)
+        output = first.stdout.read() if first.stdout else ""
+    match = re.search(rf"http://127\.0\.0\.1:{port}/login\?token=([\w-]+)", output)
+    assert match, output
+    token = match.group(1)
+    auth = {"Authorization": f"Bearer {token}"}
+
+    with serving(env, tmp_path, port) as second:
+        url = f"http://127.0.0.1:{port}"
+        campaign = httpx.post(
+            f"{url}/api/campaigns", json={"name": "kept", "baseline": 82}, headers=auth
+        )
+        assert campaign.status_code == 201
+        campaign_id = campaign.json()["id"]
+        attempt = httpx.post(
+            f"{url}/api/campaigns/{campaign_id}/attempts", json={"title": "EAGLE-3"}, headers=auth
+        ).json()
+        httpx.post(
+            f"{url}/api/attempts/{attempt['id']}/measurements", json={"value": 54}, headers=auth
+        )
+        login = httpx.get(f"{url}/login", params={"token": token})
+        assert login.status_code == 303
+        second.send_signal(signal.SIGINT)
+        second_output = second.stdout.read() if second.stdout else ""
+    assert token not in second_output  # printed once, never again
+
+    with serving(env, tmp_path, port):
+        detail = httpx.get(f"http://127.0.0.1:{port}/api/campaigns/{campaign_id}", headers=auth)
+        assert detail.status_code == 200
+        body = detail.json()
+        assert body["name"] == "kept"
+        assert body["attempts"][0]["metric_value"] == 54
+        assert body["attempts"][0]["delta_pct"] == pytest.approx(-34.15, abs=0.01)
+
+
+def test_configured_token_is_used_and_never_printed(env: dict[str, str], tmp_path: Path) -> None:
+    env = {**env, "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN}
+    port = free_port()
+    with serving(env, tmp_path, port) as process:
+        ok = httpx.get(
+            f"http://127.0.0.1:{port}/api/campaigns",
+            headers={"Authorization": f"Bearer {OWNER_TOKEN}"},
+        )
+        assert ok.status_code == 200
+        process.send_signal(signal.SIGINT)
+        output = process.stdout.read() if process.stdout else ""
+    assert OWNER_TOKEN not in output and "login?token=" not in output
+
+
+def test_access_log_redacts_tokens_in_urls() -> None:
+    from app.logs import redact_url
+
+    assert redact_url("/login?token=abc-DEF_1&next=/x") == "/login?token=[redacted]&next=/x"
+    assert redact_url("/login?next=/&token=abc") == "/login?next=/&token=[redacted]"
+    assert redact_url("/s/Zx9_abc.md") == "/s/[redacted].md"
+    assert redact_url("/campaigns/1") == "/campaigns/1"

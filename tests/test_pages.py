@@ -1,0 +1,270 @@
+"""Pages and forms: each page whole and as its htmx partial, forms without JavaScript."""
+
+import re
+
+import httpx
+import pytest
+
+from app.auth import SESSION_COOKIE
+from tests.conftest import OWNER_TOKEN
+from tests.helpers import csrf_of, make_attempt, make_campaign
+
+HX = {"HX-Request": "true"}
+
+
+def has_root(html: str, element_id: str) -> bool:
+    return re.search(rf'<[a-z]+[^>]*\bid="{element_id}"', html) is not None
+
+
+def test_login_link_sets_a_safe_cookie(anonymous: httpx.Client) -> None:
+    response = anonymous.get("/login", params={"token": OWNER_TOKEN, "next": "/campaigns/1"})
+    assert response.status_code == 303
+    assert response.headers["location"] == "/campaigns/1"
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"{SESSION_COOKIE}=")
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie
+    assert OWNER_TOKEN not in cookie
+
+
+def test_login_refuses_bad_tokens_and_open_redirects(anonymous: httpx.Client) -> None:
+    bad = anonymous.get("/login", params={"token": "nope"})
+    assert bad.status_code == 401 and "not valid" in bad.text
+    assert "set-cookie" not in bad.headers
+    evil = anonymous.get("/login", params={"token": OWNER_TOKEN, "next": "//evil.example/"})
+    assert evil.headers["location"] == "/"
+    form = anonymous.get("/login")
+    assert form.status_code == 200 and has_root(form.text, "login")
+
+
+@pytest.mark.parametrize("path", ["/", "/campaigns/1", "/attempts/1"])
+def test_pages_ask_strangers_to_log_in(anonymous: httpx.Client, path: str) -> None:
+    for cookie in (None, "forged-session-value"):
+        if cookie:
+            anonymous.cookies.set(SESSION_COOKIE, cookie)
+        response = anonymous.get(path, headers={"Accept": "text/html"})
+        assert response.status_code == 401
+        assert has_root(response.text, "login")
+
+
+def test_campaign_list_page_and_partial(browser: httpx.Client, api: httpx.Client) -> None:
+    make_campaign(api, name="Kimi K2.5 <int4>")
+    page = browser.get("/")
+    assert page.status_code == 200
+    assert has_root(page.text, "campaign-list") and has_root(page.text, "new-campaign")
+    assert "Kimi K2.5 &lt;int4&gt;" in page.text
+    assert 'integrity="sha384-' in page.text and "cdn.jsdelivr.net/npm/htmx.org@2" in page.text
+    partial = browser.get("/", headers=HX)
+    assert partial.text.lstrip().startswith('<section class="panel" id="campaign-list"')
+    assert "<html" not in partial.text
+
+
+def test_campaign_page_shows_three_lanes_in_order_tried(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    first = make_attempt(api, campaign["id"], title="EAGLE-3 speculative decoding")
+    api.post(f"/api/attempts/{first['id']}/measurements", json={"value": 54})
+    second = make_attempt(api, campaign["id"], title="Custom allreduce on PCIe")
+    api.post(f"/api/attempts/{second['id']}/measurements", json={"value": 38})
+    api.patch(f"/api/attempts/{second['id']}", json={"status": "eliminated", "verdict": "PCIe"})
+    third = make_attempt(api, campaign["id"], title="CUDA 13", retest_of=first["id"])
+    api.post(f"/api/attempts/{third['id']}/measurements", json={"value": 92.6})
+    api.patch(f"/api/attempts/{third['id']}", json={"status": "adopted"})
+
+    page = browser.get(f"/campaigns/{campaign['id']}")
+    assert page.status_code == 200
+    for element_id in ("timeline", "campaign-head", "new-attempt", "notes"):
+        assert has_root(page.text, element_id), element_id
+    cards = re.findall(
+        r'<article class="card lane-(\w+) status-(\w+)" id="attempt-(\d+)"', page.text
+    )
+    assert cards == [
+        ("tested", "measured", str(first["id"])),
+        ("eliminated", "eliminated", str(second["id"])),
+        ("adopted", "adopted", str(third["id"])),
+    ]
+    assert "-34.1 %" in page.text and "+12.9 %" in page.text
+    assert f"retest of #{first['id']}" in page.text
+
+    partial = browser.get(f"/campaigns/{campaign['id']}", headers=HX)
+    assert partial.text.lstrip().startswith('<section class="timeline" id="timeline"')
+    assert "<html" not in partial.text and f'id="attempt-{third["id"]}"' in partial.text
+
+
+def test_attempt_page_and_partial(browser: httpx.Client, api: httpx.Client) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(
+        api,
+        campaign["id"],
+        hypothesis="<b>bold</b> claim",
+        command="python -m sglang.launch_server --enable-torch-symm-mem",
+        flags="--enable-torch-symm-mem",
+    )
+    api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": "needs *NVLink*"})
+    page = browser.get(f"/attempts/{attempt['id']}")
+    assert page.status_code == 200
+    for element_id in ("attempt-detail", "status-form", "measure-form", "notes"):
+        assert has_root(page.text, element_id), element_id
+    assert "&lt;b&gt;bold&lt;/b&gt; claim" in page.text
+    assert "--enable-torch-symm-mem" in page.text and "<em>NVLink</em>" in page.text
+    partial = browser.get(f"/attempts/{attempt['id']}", headers=HX)
+    assert partial.text.lstrip().startswith('<div id="attempt-detail"')
+    assert "<html" not in partial.text
+
+
+def test_unknown_pages_are_404_pages(browser: httpx.Client) -> None:
+    for path in ("/campaigns/77", "/attempts/77"):
+        response = browser.get(path)
+        assert response.status_code == 404 and has_root(response.text, "error")
+
+
+def test_create_campaign_and_attempt_by_plain_forms(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    csrf = csrf_of(browser.get("/").text)
+    created = browser.post(
+        "/campaigns",
+        data={
+            "csrf_token": csrf,
+            "name": "From a form",
+            "metric": "tok/s",
+            "baseline": "82",
+            "target": "",
+            "noise_pct": "1.0",
+            "description": "goal",
+        },
+    )
+    assert created.status_code == 303
+    campaign_path = created.headers["location"]
+    campaign_id = int(campaign_path.rsplit("/", 1)[1])
+    assert api.get(f"/api/campaigns/{campaign_id}").json()["baseline"] == 82
+
+    added = browser.post(
+        f"/campaigns/{campaign_id}/attempts",
+        data={
+            "csrf_token": csrf,
+            "title": "NCCL Tree",
+            "hypothesis": "",
+            "command": "",
+            "flags": "NCCL_ALGO=Tree",
+            "source": "",
+            "retest_of": "",
+            "blocked_by": "",
+        },
+    )
+    assert added.status_code == 303 and added.headers["location"] == campaign_path
+    attempts = api.get(f"/api/campaigns/{campaign_id}").json()["attempts"]
+    assert [(a["title"], a["flags"]) for a in attempts] == [("NCCL Tree", "NCCL_ALGO=Tree")]
+
+    with_htmx = browser.post(
+        f"/campaigns/{campaign_id}/attempts",
+        data={"csrf_token": csrf, "title": "Second"},
+        headers=HX,
+    )
+    assert with_htmx.status_code == 200
+    assert with_htmx.text.lstrip().startswith('<section class="timeline" id="timeline"')
+    assert "Second" in with_htmx.text
+
+
+def test_status_measurement_and_note_forms(browser: httpx.Client, api: httpx.Client) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source="file:///tmp/x.log")
+    path = f"/attempts/{attempt['id']}"
+    csrf = csrf_of(browser.get(path).text)
+
+    measured = browser.post(f"{path}/measurements", data={"csrf_token": csrf, "value": "38"})
+    assert measured.status_code == 303 and measured.headers["location"] == path
+    status = browser.post(
+        f"{path}/status",
+        data={"csrf_token": csrf, "status": "eliminated", "verdict": "PCIe switch saturates"},
+        headers=HX,
+    )
+    assert status.status_code == 200
+    assert status.text.lstrip().startswith('<div id="attempt-detail"')
+    body = api.get(f"/api/attempts/{attempt['id']}").json()
+    assert body["status"] == "eliminated" and body["verdict"] == "PCIe switch saturates"
+
+    note = browser.post(f"{path}/notes", data={"csrf_token": csrf, "body": "2x slower than NCCL"})
+    assert note.status_code == 303 and note.headers["location"] == f"{path}#notes"
+    notes = api.get(f"/api/attempts/{attempt['id']}/notes").json()
+    assert [n["body"] for n in notes] == ["2x slower than NCCL"]
+
+    note_id = notes[0]["id"]
+    edited = browser.post(f"/notes/{note_id}/edit", data={"csrf_token": csrf, "body": "edited"})
+    assert edited.status_code == 303
+    assert api.get(f"/api/attempts/{attempt['id']}/notes").json()[0]["body"] == "edited"
+    deleted = browser.post(f"/notes/{note_id}/delete", data={"csrf_token": csrf}, headers=HX)
+    assert deleted.status_code == 200 and has_root(deleted.text, "attempt-detail")
+    assert api.get(f"/api/attempts/{attempt['id']}/notes").json() == []
+
+    campaign_note = browser.post(
+        f"/campaigns/{campaign['id']}/notes", data={"csrf_token": csrf, "body": "PCIe only"}
+    )
+    assert campaign_note.status_code == 303
+    htmx_note = browser.post(
+        f"/campaigns/{campaign['id']}/notes", data={"csrf_token": csrf, "body": "two"}, headers=HX
+    )
+    assert htmx_note.text.lstrip().startswith('<section class="panel" id="notes"')
+
+
+def test_forms_refuse_nonsense_with_a_readable_answer(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    path = f"/attempts/{attempt['id']}"
+    csrf = csrf_of(browser.get(path).text)
+
+    adopt = browser.post(f"{path}/status", data={"csrf_token": csrf, "status": "adopted"})
+    assert adopt.status_code == 409 and "only a measured attempt" in adopt.text
+    no_reason = browser.post(f"{path}/status", data={"csrf_token": csrf, "status": "eliminated"})
+    assert no_reason.status_code == 422 and "needs a verdict" in no_reason.text
+    bad_value = browser.post(f"{path}/measurements", data={"csrf_token": csrf, "value": "fast"})
+    assert bad_value.status_code == 422
+    htmx_refusal = browser.post(
+        f"{path}/status", data={"csrf_token": csrf, "status": "adopted"}, headers=HX
+    )
+    assert htmx_refusal.status_code == 409
+    assert htmx_refusal.headers["hx-retarget"] == "#flash"
+    assert htmx_refusal.text.lstrip().startswith('<section class="panel error-panel" id="error"')
+    no_name = browser.post("/campaigns", data={"csrf_token": csrf, "name": " "})
+    assert no_name.status_code == 422
+    assert api.get(path.replace("/attempts", "/api/attempts")).json()["status"] == "proposed"
+
+
+def test_every_form_requires_the_csrf_token(browser: httpx.Client, api: httpx.Client) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    note = api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": "n"}).json()
+    forms = {
+        "/campaigns": {"name": "x"},
+        f"/campaigns/{campaign['id']}/attempts": {"title": "x"},
+        f"/campaigns/{campaign['id']}/notes": {"body": "x"},
+        f"/attempts/{attempt['id']}/status": {"status": "running"},
+        f"/attempts/{attempt['id']}/measurements": {"value": "1"},
+        f"/attempts/{attempt['id']}/notes": {"body": "x"},
+        f"/notes/{note['id']}/edit": {"body": "x"},
+        f"/notes/{note['id']}/delete": {},
+    }
+    for path, data in forms.items():
+        for csrf in (None, "0" * 64):
+            fields = {**data, **({"csrf_token": csrf} if csrf else {})}
+            response = browser.post(path, data=fields)
+            assert response.status_code == 403, path
+    after = api.get(f"/api/campaigns/{campaign['id']}").json()
+    assert len(after["attempts"]) == 1 and after["attempts"][0]["status"] == "proposed"
+    assert len(api.get("/api/campaigns").json()) == 1
+    assert [n["body"] for n in api.get(f"/api/campaigns/{campaign['id']}/notes").json()] == ["n"]
+
+
+def test_forms_need_the_owner_even_with_a_csrf_token(
+    browser: httpx.Client, anonymous: httpx.Client
+) -> None:
+    csrf = csrf_of(browser.get("/").text)
+    response = anonymous.post("/campaigns", data={"csrf_token": csrf, "name": "x"})
+    assert response.status_code == 401
+
+
+def test_the_session_cookie_cannot_write_through_the_api(browser: httpx.Client) -> None:
+    assert browser.get("/api/campaigns").status_code == 200
+    assert browser.post("/api/campaigns", json={"name": "x"}).status_code == 401
