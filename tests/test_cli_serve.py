@@ -1,5 +1,6 @@
 """The `campaign-dash` command as a user runs it: help texts, serve, restart on the same file."""
 
+import hashlib
 import os
 import re
 import signal
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
+from app.db import make_engine
 from tests.conftest import OWNER_TOKEN
 
 
@@ -115,6 +118,7 @@ def test_serve_prints_a_login_link_once_and_data_survives_a_restart(
     assert match, output
     token = match.group(1)
     auth = {"Authorization": f"Bearer {token}"}
+    assert_token_stored_only_hashed(env["CAMPAIGN_DASH_DATABASE_URL"], token)
 
     with serving(env, tmp_path, port) as second:
         url = f"http://127.0.0.1:{port}"
@@ -142,6 +146,15 @@ def test_serve_prints_a_login_link_once_and_data_survives_a_restart(
         assert body["name"] == "kept"
         assert body["attempts"][0]["metric_value"] == 54
         assert body["attempts"][0]["delta_pct"] == pytest.approx(-34.15, abs=0.01)
+
+
+def assert_token_stored_only_hashed(database_url: str, token: str) -> None:
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        values = [row[0] for row in connection.execute(text("SELECT value FROM sitesecret"))]
+    engine.dispose()
+    assert token not in " ".join(values)
+    assert hashlib.sha256(token.encode()).hexdigest() in values
 
 
 def test_configured_token_is_used_and_never_printed(env: dict[str, str], tmp_path: Path) -> None:

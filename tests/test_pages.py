@@ -174,6 +174,11 @@ def test_status_measurement_and_note_forms(browser: httpx.Client, api: httpx.Cli
 
     measured = browser.post(f"{path}/measurements", data={"csrf_token": csrf, "value": "38"})
     assert measured.status_code == 303 and measured.headers["location"] == path
+    again = browser.post(
+        f"{path}/measurements", data={"csrf_token": csrf, "value": "40"}, headers=HX
+    )
+    assert again.status_code == 200 and again.text.lstrip().startswith('<div id="attempt-detail"')
+    assert "39.0" in again.text and "(n=2)" in again.text
     status = browser.post(
         f"{path}/status",
         data={"csrf_token": csrf, "status": "eliminated", "verdict": "PCIe switch saturates"},
