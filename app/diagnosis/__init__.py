@@ -1,0 +1,104 @@
+"""The diagnosis engine: feed a server log's bytes in any chunks, ask what happened.
+
+Pure: no I/O. The same engine serves `campaign-dash diagnose`, the tailer and the tests.
+"""
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from app.diagnosis.analysis import analyze
+from app.diagnosis.rules import ERROR_CLASSES
+from app.diagnosis.scanner import Figure, Line, Scanner
+
+__all__ = ["ERROR_CLASSES", "Diagnosis", "Diagnoser", "diagnose_bytes"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    text: str
+    offset: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Throughput:
+    value: float
+    unit: str
+    label: str
+    offset: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    ready: bool | None
+    crashed: bool
+    root_cause: str | None
+    error_class: str | None
+    fingerprint: str | None
+    excerpt: str | None
+    throughput: list[Throughput] = field(default_factory=list)
+    root_cause_at: Finding | None = None
+    ready_at: Finding | None = None
+    excerpt_first_line: int | None = None
+    bytes_read: int = 0
+    lines_read: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _finding(line: Line | None) -> Finding | None:
+    return Finding(line.text, line.offset, line.number) if line else None
+
+
+class Diagnoser:
+    """Incremental: `feed()` bytes as they arrive, `diagnosis()` at any moment."""
+
+    def __init__(self, ready_pattern: str | None = None) -> None:
+        self._scanner = Scanner(ready_pattern)
+        self._cached: Diagnosis | None = None
+
+    def feed(self, data: bytes) -> None:
+        if data:
+            self._scanner.feed(data)
+            self._cached = None
+
+    def diagnosis(self) -> Diagnosis:
+        if self._cached is None:
+            self._cached = self._diagnose()
+        return self._cached
+
+    def _diagnose(self) -> Diagnosis:
+        scanner = self._scanner
+        kept = scanner.kept_lines()
+        ready_lines = list(scanner.ready_lines)
+        pending = scanner.pending_line()
+        figures: list[Figure] = scanner.figures()
+        if pending is not None:
+            # The unfinished last line counts as it reads now.
+            kept = [*kept, pending]
+        result = analyze(kept, ready_lines, scanner.first_runtime_offset)
+        excerpt = "\n".join(line.text for line in result.excerpt) if result.excerpt else None
+        return Diagnosis(
+            ready=result.ready,
+            crashed=result.crashed,
+            root_cause=result.root.line.text if result.root else None,
+            error_class=result.error_class,
+            fingerprint=result.fingerprint,
+            excerpt=excerpt,
+            throughput=[
+                Throughput(f.value, f.unit, f.label, f.offset, f.number) for f in figures
+            ],
+            root_cause_at=_finding(result.root.line) if result.root else None,
+            ready_at=_finding(result.ready_line),
+            excerpt_first_line=result.excerpt[0].number if result.excerpt else None,
+            bytes_read=scanner.bytes_seen,
+            lines_read=scanner.lines_seen + (1 if pending else 0),
+        )
+
+
+def diagnose_bytes(data: bytes, ready_pattern: str | None = None) -> Diagnosis:
+    diagnoser = Diagnoser(ready_pattern)
+    diagnoser.feed(data)
+    return diagnoser.diagnosis()

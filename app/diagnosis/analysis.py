@@ -1,0 +1,268 @@
+"""From the kept lines to a diagnosis: ready, crashed, the one root-cause line, its class.
+
+Runs at query time over the few lines the scanner kept, so it can look backwards and
+forwards: newest-first logs, chained tracebacks, logging's own error blocks, wrappers.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from app.diagnosis import rules
+from app.diagnosis.lines import host_prefix, strip_prefixes
+from app.diagnosis.scanner import Line
+
+EXCERPT_BEFORE = 30
+EXCERPT_AFTER = 6
+
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
+_SPLIT_LOST_NEWLINES = re.compile(r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")")
+_SGLANG = re.compile(r"\bTP\d+\]|sglang|ServerArgs\(|fired up and ready")
+_READY_ANY = re.compile(r"fired up and ready to roll|server is listening|HTTP server listening")
+_STARTUP = re.compile(
+    r"load_weights|load_model|[Ll]oad(?:ing)? (?:model )?weight|[Cc]apture cuda graph|Capturing batches"
+    r"|capture_one_batch|cuda_graph_runner|__init__|\binit_\w+|[Ii]nitializ|warmup|from_engine_args"
+    r"|Failed to (?:initialize|create)|Memory profiling|launch_server|run_scheduler_process"
+    r"|Model init|KV cache|_wait_and_warmup|Started server process|ServerArgs\("
+)
+_RUNTIME = re.compile(
+    r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d|train|test_\w+"
+    r"|run_test|barrier|sigkill_handler|oom-killer"
+)
+_INFO_LEVEL = re.compile(r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)")
+_ERROR_LEVEL = re.compile(r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?:[\s\]:|]|$)|^E\d{4}\s")
+_ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
+_HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
+
+
+@dataclass
+class Entry:
+    line: Line
+    text: str
+    content: str
+    noise: bool = False
+    in_traceback: int | None = None  # index of the traceback's first line
+    strength: int = 0  # 0: not a failure, 1: wrapper, 2: logged error, 3: failure
+    consequence: bool = False
+
+
+@dataclass
+class Analysis:
+    ready: bool | None
+    crashed: bool
+    root: Entry | None
+    error_class: str | None
+    fingerprint: str | None
+    excerpt: list[Line] = field(default_factory=list)
+    ready_line: Line | None = None
+
+
+def _virtual_lines(line: Line) -> list[Line]:
+    """A log that lost its newlines (pasted as one line) read as the lines it was."""
+    text = line.text
+    if len(text) < 300 or text.count('File "') < 2:
+        return [line]
+    parts = [p.strip() for p in _SPLIT_LOST_NEWLINES.split(text) if p.strip()]
+    return [Line(line.offset, line.number, part, line.cut) for part in parts]
+
+
+def _host_prefixes(lines: list[Line]) -> frozenset[str]:
+    counts: dict[str, int] = {}
+    for line in lines:
+        host = host_prefix(line.text)
+        if host:
+            counts[host] = counts.get(host, 0) + 1
+    return frozenset(h for h, n in counts.items() if n >= 3 and n * 2 >= len(lines))
+
+
+def _newest_first(entries: list[Entry]) -> bool:
+    stamps = [m.group(0) for e in entries[:400] if (m := _TIMESTAMP.search(e.text[:80]))]
+    pairs = list(zip(stamps, stamps[1:], strict=False))
+    down = sum(1 for a, b in pairs if b < a)
+    up = sum(1 for a, b in pairs if b > a)
+    return down >= 3 and down > 2 * up
+
+
+def _mark(entries: list[Entry]) -> None:
+    """Tracebacks, logging-error blocks, chains, and how strongly each line says 'failed'."""
+    traceback_start: int | None = None
+    logging_block = False
+    chain_pending = False
+    for index, entry in enumerate(entries):
+        content = entry.content
+        if rules.LOGGING_ERROR in content:
+            logging_block, traceback_start = True, None
+            entry.noise = True
+            continue
+        if logging_block:
+            entry.noise = True
+            # The block ends after logging's "Arguments: (...)" line.
+            if content.startswith("Arguments:"):
+                logging_block = False
+            continue
+        if rules.CHAINED.search(content):
+            chain_pending = True
+            entry.noise = True
+            continue
+        if rules.TRACEBACK in content:
+            traceback_start = index
+            entry.in_traceback = index
+            entry.strength = 1
+            continue
+        if traceback_start is not None and rules.FRAME.search(content):
+            entry.in_traceback = traceback_start
+            if "logging/__init__.py" in content or "logging/handlers.py" in content:
+                _mark_logging_traceback(entries, traceback_start, index)
+            continue
+        level = _level(entry)
+        if rules.HARD_NOISE.search(content):
+            entry.noise = True
+            continue
+        if rules.EXCEPTION_LINE.match(content):
+            entry.in_traceback = traceback_start
+            entry.strength = 3
+            entry.consequence = chain_pending and traceback_start is not None
+            if traceback_start is not None and entries[traceback_start].noise:
+                entry.noise = True
+            traceback_start, chain_pending = None, False
+        elif level == "info" or rules.NOISE.search(content):
+            entry.noise = True
+            continue
+        elif rules.NATIVE_FAILURE.search(content):
+            entry.strength = 3
+        elif (level == "error" or rules.SEVERITY_ERROR.search(content)) and _ERRORISH.search(content):
+            entry.strength = 2
+        if entry.strength and rules.WRAPPERS.search(content):
+            entry.strength = 1
+        if traceback_start is not None and not rules.FRAME.search(content) and entry.strength == 0:
+            # Source lines under a frame belong to the traceback too.
+            entry.in_traceback = traceback_start
+
+
+def _level(entry: Entry) -> str | None:
+    """The severity a logger put in the line's prefix, if any."""
+    cut = entry.text.find(entry.content) if entry.content else -1
+    prefix = entry.text[:cut] if cut > 0 else ""
+    if _INFO_LEVEL.search(prefix):
+        return "info"
+    if _ERROR_LEVEL.search(prefix):
+        return "error"
+    return None
+
+
+def _mark_logging_traceback(entries: list[Entry], start: int, until: int) -> None:
+    for entry in entries[start : until + 1]:
+        entry.noise = True
+    # ...and the exception that ends it.
+    for entry in entries[until + 1 : until + 40]:
+        entry.noise = True
+        if rules.EXCEPTION_LINE.match(entry.content):
+            break
+
+
+def _specificity(entry: Entry) -> int:
+    return sum(score for pattern, score in rules.SPECIFICITY if pattern.search(entry.content))
+
+
+def _choose_root(entries: list[Entry]) -> Entry | None:
+    failures = [e for e in entries if e.strength >= 2 and not e.noise and not e.consequence]
+    if not failures:
+        failures = [e for e in entries if e.strength >= 2 and not e.noise]
+    if failures:
+        first = failures[0]
+        # One incident often spans a few lines (oom-kill, then "Killed process"): the most
+        # telling line of the first incident.
+        incident = [
+            e for e in failures if abs(e.line.number - first.line.number) <= 3 and e is not first
+        ]
+        best = first
+        for candidate in incident:
+            if _specificity(candidate) > _specificity(best):
+                best = candidate
+        return best
+    wrappers = [
+        e for e in entries
+        if e.strength == 1 and not e.noise and not rules.STRONG_WRAPPERS.search(e.content)
+    ]  # fmt: skip
+    return wrappers[0] if wrappers else None
+
+
+def _excerpt(entries: list[Entry], root: Entry) -> list[Line]:
+    index = entries.index(root)
+    start = max(0, index - EXCERPT_BEFORE)
+    if root.in_traceback is not None and root.in_traceback >= start:
+        start = max(0, root.in_traceback - 2)
+    end = min(len(entries), index + EXCERPT_AFTER + 1)
+    chosen = entries[start:end]
+    # Only lines that were next to each other in the log.
+    lines: list[Line] = []
+    for entry in chosen:
+        lines.append(entry.line)
+    return lines
+
+
+def analyze(
+    kept: list[Line], ready_lines: list[Line], first_runtime_offset: int | None
+) -> Analysis:
+    lines = [virtual for line in kept for virtual in _virtual_lines(line)]
+    hosts = _host_prefixes(lines)
+    entries = [Entry(line, line.text, strip_prefixes(line.text, hosts)) for line in lines]
+    newest_first = _newest_first(entries)
+    if newest_first:
+        entries.reverse()
+    _mark(entries)
+    root = _choose_root(entries)
+
+    sglang = any(_SGLANG.search(e.text) for e in entries)
+    ready_line = next(
+        (
+            line
+            for line in (reversed(ready_lines) if newest_first else ready_lines)
+            if not sglang or _READY_ANY.search(line.text)
+        ),
+        None,
+    )
+
+    if root is None:
+        hang = any(_HANG_DUMP.search(e.content) for e in entries)
+        return Analysis(
+            ready=True if ready_line else None,
+            crashed=False,
+            root=None,
+            error_class="timeout_or_hang" if hang else None,
+            fingerprint=None,
+            ready_line=ready_line,
+        )
+
+    excerpt = _excerpt(entries, root)
+    context = "\n".join(e.content for e in entries[max(0, entries.index(root) - 60) :][:120])
+    error_class = rules.error_class(root.content, context)
+    root_index = entries.index(root)
+    ready: bool | None
+    if ready_line is not None and _before(ready_line, root.line, newest_first):
+        ready = True
+    elif (
+        first_runtime_offset is not None
+        and _offset_before(first_runtime_offset, root.line.offset, newest_first)
+    ) or any(_RUNTIME.search(e.content) for e in entries[max(0, root_index - 60) : root_index + 5]):
+        ready = None
+    elif any(_STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]):
+        ready = False
+    else:
+        ready = None
+    return Analysis(
+        ready=ready,
+        crashed=True,
+        root=root,
+        error_class=error_class,
+        fingerprint=rules.fingerprint(error_class, root.content),
+        excerpt=excerpt,
+        ready_line=ready_line,
+    )
+
+
+def _before(first: Line, second: Line, newest_first: bool) -> bool:
+    return _offset_before(first.offset, second.offset, newest_first)
+
+
+def _offset_before(first: int, second: int, newest_first: bool) -> bool:
+    return first > second if newest_first else first < second

@@ -1,0 +1,81 @@
+"""One log line as a person reads it: decoded, colours and progress redraws removed,
+and the prefixes that loggers, launchers and log viewers put in front of it peeled off."""
+
+import re
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+# Prefixes seen in front of server output; peeled repeatedly, in any order.
+_PREFIXES = [
+    # Cloud log viewers: severity then an RFC 3339 timestamp.
+    r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY)\s+"
+    r"\d{4}-\d\d-\d\dT[\d:.]+Z?\s+",
+    # [2026-02-27 13:21:27 TP3], [2026-02-27 13:21:27 DP1 TP0], [2025-11-06T02:10:00.702Z]
+    r"\[\d{4}-\d\d-\d\d[ T][\d:.,]+Z?(?:\s+[A-Z]+\d+)*\]\s?",
+    # [11/18/2025-09:33:30] (TensorRT-LLM)
+    r"\[\d\d/\d\d/\d{4}-[\d:]+\]\s?",
+    # vLLM: "INFO 06-16 10:03:14 [loggers.py:87] " and "ERROR 10-11 12:27:29 engine.py:157] "
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+(?:\[[\w.:-]+\]|[\w.-]+:\d+\])\s?",
+    # glog: "E1103 02:59:01.152656 81041 backend_model.cc:553] "
+    r"[IWEF]\d{4}\s+[\d:.]+\s+\d+\s+[\w.-]+:\d+\]\s?",
+    # syslog: "Oct 16 02:07:00 "
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+",
+    # dmesg: "[ 2448.628970] "
+    r"\[\s*\d+\.\d+\]\s",
+    # Python logging: "2025-03-07 11:03:44,669 - INFO - flashinfer.jit: " and plain timestamps
+    r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:)?\s+",
+    # DeepSpeed style: "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] "
+    r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)?",
+    # Ray / vLLM workers: "(EngineCore_DP0 pid=3339204) ", "(SGLangWorker pid=38138) "
+    r"\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\)\s+",
+    # torch.distributed: "[rank1]: "
+    r"\[rank\d+\]:\s?",
+    # docker compose: "deepseek-v32-exp  | "
+    r"[\w.-]+\s+\|\s",
+    # loguru style: "[ERROR    | TRT-LLM            ]: "
+    r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*\|[^\]]*\]:\s?",
+]
+_PREFIX = re.compile("|".join(f"(?:{p})" for p in _PREFIXES))
+# "host-1: " from launchers that prefix every line with a host name: only peeled when it
+# is not an exception name ("KeyError: 12" keeps its "KeyError").
+_HOST_PREFIX = re.compile(r"([\w.-]+):\s")
+_NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
+
+
+def decode(raw: bytes) -> str:
+    """Bytes of one line to the text a terminal would show last."""
+    text = raw.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    text = text.rstrip("\r\n")
+    if "\r" in text:
+        # A progress bar redraws itself with \r: the last non-empty state is what stays.
+        parts = [p for p in text.split("\r") if p.strip()]
+        text = parts[-1] if parts else ""
+    return text
+
+
+def strip_prefixes(text: str, hosts: frozenset[str] = frozenset()) -> str:
+    """The message without timestamps, severities, rank/process/host prefixes."""
+    previous = None
+    while previous != text:
+        previous = text
+        text = text.lstrip()
+        match = _PREFIX.match(text)
+        if match and match.end() > 0:
+            text = text[match.end() :]
+            continue
+        if hosts:
+            host = _HOST_PREFIX.match(text)
+            if host and host.group(1) in hosts:
+                text = text[host.end() :]
+    return text.strip()
+
+
+def host_prefix(text: str) -> str | None:
+    """The 'name: ' a launcher may put before each line, if this line starts with one."""
+    match = _HOST_PREFIX.match(text)
+    if match and not _NOT_A_HOST.search(match.group(1)) and not match.group(1)[0].isupper():
+        return match.group(1)
+    return None

@@ -1,0 +1,216 @@
+"""What a line means to an expert: noise, a wrapper around a failure, or a failure of
+some class. Domain knowledge lives here as ordered, named patterns."""
+
+import hashlib
+import re
+
+ERROR_CLASSES = (
+    "unsupported_arch",
+    "oom_gpu",
+    "oom_host_killed",
+    "nccl_comm",
+    "cuda_graph",
+    "cuda_runtime",
+    "import_or_version",
+    "config_or_args",
+    "model_loading",
+    "timeout_or_hang",
+    "other",
+)
+
+
+def _any(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
+
+
+# Ordered: the first class whose pattern matches the root-cause line wins.
+CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("timeout_or_hang", _any(
+        r"Watchdog caught collective operation timeout", r"\bTimeoutError\b",
+        r"\btimed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
+    )),
+    ("unsupported_arch", _any(
+        r"no kernel image is available", r"No supported CUDA architectures",
+        r"\bsm_?\d{2,3}a?\b.*not (?:be )?supported", r"not supported.*\bsm_?\d{2,3}",
+        r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+        r"Unknown recipe", r"compute capability.*not supported", r"not supported on (?:this|your) GPU",
+        r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
+        r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
+    )),
+    ("oom_gpu", _any(
+        r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
+        r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation",
+        r"cudaMalloc\w*\(.*out of memory", r"CUDA error: out of memory",
+        r"(?:GPU|device) memory.*(?:not enough|insufficient|exhausted)",
+        r"No available memory for the cache blocks", r"out of memory.*(?:GPU|cuda|device)",
+        r"(?:GPU|cuda|CUDA).*out of memory",
+    )),
+    ("oom_host_killed", _any(
+        r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
+        r"Cannot allocate memory", r"\[Errno 12\]", r"return code = -9\b", r"exit(?:ed)? (?:with )?(?:code|status) -?9\b",
+        r"\bSIGKILL\b", r"signal 9\b", r"\bMemoryError\b", r"^(?:.*\s)?Killed(?:\s.*)?$",
+        r"died with <Signals\.SIGKILL",
+    )),
+    ("cuda_graph", _any(
+        r"stream is capturing", r"cudaErrorStreamCapture", r"[Cc]apture cuda graph failed",
+        r"CUDA graph.*(?:fail|error|incompatible|not supported)", r"graph capture.*(?:fail|error)",
+        r"cudaGraph\w*.*(?:fail|error)",
+    )),
+    ("nccl_comm", _any(
+        r"\bNCCL error", r"\bnccl\w*Error\b", r"ncclUnhandledCudaError", r"ncclSystemError",
+        r"ncclInternalError", r"ncclInvalidUsage", r"DistBackendError", r"ProcessGroupNCCL",
+        r"NCCL (?:WARN|failure)", r"ncclComm\w* failed",
+    )),
+    ("cuda_runtime", _any(
+        r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
+        r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
+        r"misaligned address", r"unspecified launch failure", r"CUDA runtime error",
+        r"CUDA Error", r"an illegal instruction", r"\bcuda\w*\(.*\) failed",
+    )),
+    ("import_or_version", _any(
+        r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
+        r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
+        r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found", r"was compiled (?:against|with)",
+        r"incompatible (?:version|with)", r"cannot import name", r"\bABI\b",
+        r"please (?:upgrade|update|install)", r"is not installed", r"version .* is not supported",
+    )),
+    ("config_or_args", _any(
+        r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
+        r"larger than the maximum number of tokens", r"max_model_len", r"must be divisible",
+        r"not divisible by", r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
+        r"unexpected keyword argument", r"is not a valid", r"must be (?:one of|a|an|between|greater|less)",
+        r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
+        r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"\bValueError\b",
+    )),
+    ("model_loading", _any(
+        r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
+        r"'model\.layers\.", r"safetensors", r"Error loading model", r"does not appear to have a file",
+        r"not a valid model identifier", r"Repository Not Found", r"HFValidationError",
+        r"config\.json", r"checkpoint", r"Cannot find model", r"model weights",
+        r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'",
+    )),
+]
+
+# Context (the traceback and the lines around the root cause) may decide the class
+# when the root-cause line alone does not.
+CONTEXT_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("model_loading", _any(r"load_weights", r"load_model", r"weight_loader", r"model_loader")),
+    ("cuda_graph", _any(r"capture_one_batch_size", r"cuda_graph_runner", r"Capturing batches")),
+]
+
+# A small integer key missing from a table, in a traceback about devices or memory
+# features: an architecture table that lacks this GPU (torch symm mem's KeyError: 12).
+ARCH_KEY = re.compile(r"\bKeyError: (?:'?sm_?)?(\d{1,3})'?$")
+ARCH_CONTEXT = _any(
+    r"symm_mem", r"capabilit", r"\barch", r"\bsm\b", r"device", r"cuda", r"allreduce", r"all_reduce",
+    r"comm", r"kernel",
+)
+
+# Lines that report a failure raised elsewhere; they are never the root cause when
+# anything more specific is around.
+WRAPPERS = _any(
+    r"Received sigquit from a child process", r"It usually means the child failed",
+    r"Initialization failed", r"initialization failed\. See root cause above",
+    r"See (?:the )?root cause above", r"check the stack trace above", r"ChildFailedError",
+    r"failed! Received signal", r"Engine process failed to start", r"EngineDeadError",
+    r"Worker failed with error", r"Capture cuda graph failed: ?$", r"^\s*Killed\s*$",
+    r"\bKilled\b(?! process)", r"exits? with return code = -?\d+", r"Traceback \(most recent call",
+    r"Scheduler hit an exception", r"Exception in (?:thread|worker)", r"Error in (?:atexit|sys\.excepthook)",
+    r"SystemExit", r"KeyboardInterrupt", r"Terminated\b", r"core dumped",
+    r"^(?:[\w.]+\.)?(?:Exception|RuntimeError): ?$",
+)
+# Except when the wrapper carries the only real information (DeepSpeed's exit code -9).
+STRONG_WRAPPERS = _any(
+    r"Received sigquit", r"It usually means the child failed", r"See (?:the )?root cause above",
+    r"check the stack trace above", r"ChildFailedError", r"failed! Received signal",
+    r"Engine process failed to start", r"Traceback \(most recent call",
+)
+
+# Lines that look alarming to grep and mean nothing: config dumps and access logs...
+HARD_NOISE = _any(
+    r"server_args=", r"ServerArgs\(", r"EngineArgs\(", r"Namespace\(", r"non-default args",
+    r"\bHTTP/\d(?:\.\d)?\"? \d{3}\b", r"(?:Failed|Successful) requests:",
+    r"\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning)\b",
+    r"No available shared memory broadcast block", r"NCCL INFO",
+)
+# ...and advice printed around a real error, which is never the error itself.
+NOISE = _any(
+    r"CUDA kernel errors might be asynchronously reported", r"CUDA_LAUNCH_BLOCKING",
+    r"TORCH_USE_CUDA_DSA", r"^\(?run with NCCL_DEBUG", r"^(?:WARNING|WARN|INFO|DEBUG)\b",
+    r"might cause accuracy degradation", r"This might", r"Possibly you have",
+    r"please (?:try|consider|check|report|file)", r"Please try", r"^For debugging",
+    r"^Compile with", r"\bdebug\b.*\berror\b", r"error_?(?:rate|count|s)?=\S", r"errors?: 0\b",
+    r"\bwarn(?:ing)?s?\b.*\bdeprecat",
+)
+
+SEVERITY_ERROR = re.compile(
+    r"^(?:ERROR|CRITICAL|FATAL|E\d{4}|\[E\])|\[(?:E|ERROR|FATAL|CRITICAL)\]|\bERROR\b:?|\[ERROR"
+)
+
+# A Python exception line: "KeyError: 12", "torch.OutOfMemoryError: ...", bare
+# "NotImplementedError", or vLLM's repr form "OutOfMemoryError('CUDA out of memory...')".
+EXCEPTION_LINE = re.compile(
+    r"^((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
+    r"|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit))"
+    r"(?::\s?(.*)|\((.*)\)?)?$"
+)
+# Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
+NATIVE_FAILURE = _any(
+    r"\bwhat\(\):", r"terminate called after throwing", r"Segmentation fault", r"SIGSEGV",
+    r"Aborted \(core dumped\)", r"Fatal Python error", r"Assertion `.*` failed",
+    r"CUDA Error:", r"CUDA error:", r"NCCL error", r"Out of memory: Kill", r"oom-kill",
+    r"Failed to (?:initialize|create|load|start)", r"Watchdog caught collective operation timeout",
+    r"return code = -\d+", r"^Killed$", r"\bKilled\b", r"larger than the maximum number of tokens",
+    r"Error in calling", r"\berror code\b", r"ERROR: ", r"Cuda failure", r"\[TensorRT-LLM\]\[ERROR\]",
+)
+# Of several lines describing one failure, the most telling one.
+SPECIFICITY = [
+    (re.compile(r"Out of memory: Kill"), 5),
+    (re.compile(r"oom-kill|invoked oom-killer"), -3),
+    (re.compile(r"\bwhat\(\):"), 3),
+    (re.compile(r"terminate called after throwing"), -2),
+    (re.compile(r"Cuda failure '"), -1),
+    (re.compile(r"^\s*(?:Last error:|ncclUnhandledCudaError: Call to CUDA function failed)"), -3),
+]
+
+LOGGING_ERROR = "--- Logging error ---"
+TRACEBACK = "Traceback (most recent call last)"
+CHAINED = re.compile(
+    r"During handling of the above exception|The above exception was the direct cause"
+)
+FRAME = re.compile(r'^\s*File "|^\s*\^+\s*$|^\s*[~^]+\s*$')
+
+
+def error_class(root_line: str, context: str) -> str:
+    """The class of a failure, from its root-cause line, then from its surroundings."""
+    key = ARCH_KEY.search(root_line)
+    if key and ARCH_CONTEXT.search(context) and not CONTEXT_RULES[0][1].search(context):
+        return "unsupported_arch"
+    for name, pattern in CLASS_RULES:
+        if pattern.search(root_line):
+            return name
+    for name, pattern in CONTEXT_RULES:
+        if pattern.search(context):
+            return name
+    return "other"
+
+
+_FINGERPRINT_SUBS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
+    (re.compile(r"(?:/[\w.@+-]+)+/([\w.@+-]+)"), r"\1"),  # paths: keep the file name
+    (re.compile(r"\btmp\w+"), "tmp?"),
+    (re.compile(r"\b(pid|rank|tid|device|gpu|GPU|Rank|RANK|rank_id|local_rank)([ =:]+)\d+"), r"\1\2N"),
+    (re.compile(r"\d+(?:\.\d+)?\s*(?:[KMGT]i?B|kB|ms|s|%)\b"), "N"),
+    (re.compile(r"\b\d+\.\d+\b"), "N"),
+    (re.compile(r"\b\d{4,}\b"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def fingerprint(error_class_name: str, message: str) -> str:
+    """Stable across runs, hosts, ranks, PIDs, addresses and paths; different failures differ."""
+    text = message
+    for pattern, replacement in _FINGERPRINT_SUBS:
+        text = pattern.sub(replacement, text)
+    digest = hashlib.sha256(f"{error_class_name}\n{text.strip()}".encode()).hexdigest()
+    return digest[:16]
