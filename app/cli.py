@@ -1,5 +1,7 @@
 """The `campaign-dash` command: serve, demo, diagnose, db upgrade, token reset."""
 
+import json
+import sys
 import tempfile
 import threading
 import webbrowser
@@ -13,6 +15,7 @@ from app import migrate
 from app.auth import load_owner_auth, reset_owner_token
 from app.config import Settings
 from app.db import make_engine
+from app.diagnosis import Diagnoser, Diagnosis
 from app.logs import uvicorn_log_config
 from app.web import create_app
 
@@ -154,3 +157,68 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
     finally:
         stop.set()
         player.join(timeout=5)
+
+
+READ_CHUNK = 1 << 20
+
+
+@main.command()
+@click.argument("path", type=click.Path(allow_dash=True, dir_okay=False, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option(
+    "--ready-pattern",
+    default=None,
+    help="Regex of the line that says the server is up, for servers the engine does not know. "
+    "Defaults to none: sglang, vLLM and uvicorn readiness lines are known.",
+)
+def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
+    """Diagnose a server log offline (PATH, or - for standard input)."""
+    try:
+        diagnoser = Diagnoser(ready_pattern)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--ready-pattern") from None
+    try:
+        stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    except OSError as error:
+        raise click.ClickException(f"cannot read {path}: {error.strerror}") from None
+    with stream:
+        while chunk := stream.read(READ_CHUNK):
+            diagnoser.feed(chunk)
+    result = diagnoser.diagnosis()
+    if as_json:
+        click.echo(json.dumps(result.to_dict()))
+    else:
+        click.echo(describe(result, color=sys.stdout.isatty()))
+
+
+def describe(result: Diagnosis, *, color: bool) -> str:
+    """The diagnosis as an engineer would want to read it in a terminal."""
+
+    def bold(text: str, fg: str | None = None) -> str:
+        return click.style(text, bold=True, fg=fg) if color else text
+
+    state = "crashed" if result.crashed else ("ready" if result.ready else "no crash seen")
+    if result.crashed and result.ready:
+        state = "ready, then crashed"
+    lines = [f"{bold('State:')} {state} ({result.lines_read:,} lines, {result.bytes_read:,} bytes)"]
+    if result.root_cause and result.root_cause_at:
+        lines.append(f"{bold('Root cause')} (line {result.root_cause_at.line}):")
+        lines.append("  " + bold(result.root_cause, fg="red"))
+    if result.error_class:
+        lines.append(f"{bold('Class:')} {result.error_class}")
+    if result.fingerprint:
+        lines.append(f"{bold('Fingerprint:')} {result.fingerprint}")
+    if result.excerpt:
+        lines.append(bold(f"Excerpt (from line {result.excerpt_first_line}):"))
+        lines.extend("  | " + line for line in result.excerpt.splitlines())
+    if result.throughput:
+        lines.append(bold("Throughput:"))
+        by_label: dict[tuple[str, str], list[float]] = {}
+        for figure in result.throughput:
+            by_label.setdefault((figure.label, figure.unit), []).append(figure.value)
+        for (label, unit), values in by_label.items():
+            summary = f"last {values[-1]:g} {unit}"
+            if len(values) > 1:
+                summary += f", max {max(values):g}, {len(values)} figures"
+            lines.append(f"  {label}: {summary}")
+    return "\n".join(lines)

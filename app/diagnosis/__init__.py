@@ -10,7 +10,7 @@ from app.diagnosis.analysis import analyze
 from app.diagnosis.rules import ERROR_CLASSES
 from app.diagnosis.scanner import Figure, Line, Scanner
 
-__all__ = ["ERROR_CLASSES", "Diagnosis", "Diagnoser", "diagnose_bytes"]
+__all__ = ["ERROR_CLASSES", "Diagnoser", "Diagnosis", "diagnose_bytes"]
 
 
 @dataclass(frozen=True)
@@ -87,9 +87,7 @@ class Diagnoser:
             error_class=result.error_class,
             fingerprint=result.fingerprint,
             excerpt=excerpt,
-            throughput=[
-                Throughput(f.value, f.unit, f.label, f.offset, f.number) for f in figures
-            ],
+            throughput=[Throughput(f.value, f.unit, f.label, f.offset, f.number) for f in figures],
             root_cause_at=_finding(result.root.line) if result.root else None,
             ready_at=_finding(result.ready_line),
             excerpt_first_line=result.excerpt[0].number if result.excerpt else None,

@@ -4,6 +4,7 @@ Runs at query time over the few lines the scanner kept, so it can look backwards
 forwards: newest-first logs, chained tracebacks, logging's own error blocks, wrappers.
 """
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -13,13 +14,15 @@ from app.diagnosis.scanner import Line
 
 EXCERPT_BEFORE = 30
 EXCERPT_AFTER = 6
+FOLLOW_UP_LINES = 60
 
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _SPLIT_LOST_NEWLINES = re.compile(r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")")
 _SGLANG = re.compile(r"\bTP\d+\]|sglang|ServerArgs\(|fired up and ready")
 _READY_ANY = re.compile(r"fired up and ready to roll|server is listening|HTTP server listening")
 _STARTUP = re.compile(
-    r"load_weights|load_model|[Ll]oad(?:ing)? (?:model )?weight|[Cc]apture cuda graph|Capturing batches"
+    r"load_weights|load_model|[Ll]oad(?:ing)? (?:model )?weight|[Cc]apture cuda graph"
+    r"|Capturing batches"
     r"|capture_one_batch|cuda_graph_runner|__init__|\binit_\w+|[Ii]nitializ|warmup|from_engine_args"
     r"|Failed to (?:initialize|create)|Memory profiling|launch_server|run_scheduler_process"
     r"|Model init|KV cache|_wait_and_warmup|Started server process|ServerArgs\("
@@ -76,7 +79,7 @@ def _host_prefixes(lines: list[Line]) -> frozenset[str]:
 
 def _newest_first(entries: list[Entry]) -> bool:
     stamps = [m.group(0) for e in entries[:400] if (m := _TIMESTAMP.search(e.text[:80]))]
-    pairs = list(zip(stamps, stamps[1:], strict=False))
+    pairs = list(itertools.pairwise(stamps))
     down = sum(1 for a, b in pairs if b < a)
     up = sum(1 for a, b in pairs if b > a)
     return down >= 3 and down > 2 * up
@@ -129,7 +132,9 @@ def _mark(entries: list[Entry]) -> None:
             continue
         elif rules.NATIVE_FAILURE.search(content):
             entry.strength = 3
-        elif (level == "error" or rules.SEVERITY_ERROR.search(content)) and _ERRORISH.search(content):
+        elif (level == "error" or rules.SEVERITY_ERROR.search(content)) and _ERRORISH.search(
+            content
+        ):
             entry.strength = 2
         if entry.strength and rules.WRAPPERS.search(content):
             entry.strength = 1
@@ -169,6 +174,14 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         failures = [e for e in entries if e.strength >= 2 and not e.noise]
     if failures:
         first = failures[0]
+        if first.strength == 2:
+            # A logged "X failed" is usually followed by the exception that says why.
+            following = [
+                e for e in failures
+                if e.strength == 3 and 0 < e.line.number - first.line.number <= FOLLOW_UP_LINES
+            ]  # fmt: skip
+            if following:
+                first = following[0]
         # One incident often spans a few lines (oom-kill, then "Killed process"): the most
         # telling line of the first incident.
         incident = [
@@ -186,18 +199,18 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     return wrappers[0] if wrappers else None
 
 
-def _excerpt(entries: list[Entry], root: Entry) -> list[Line]:
+def _excerpt(entries: list[Entry], root: Entry) -> list[Entry]:
+    """The traceback that ends in the root cause (or the lines before it), and what follows."""
     index = entries.index(root)
-    start = max(0, index - EXCERPT_BEFORE)
-    if root.in_traceback is not None and root.in_traceback >= start:
-        start = max(0, root.in_traceback - 2)
-    end = min(len(entries), index + EXCERPT_AFTER + 1)
-    chosen = entries[start:end]
-    # Only lines that were next to each other in the log.
-    lines: list[Line] = []
-    for entry in chosen:
-        lines.append(entry.line)
-    return lines
+    start = max(0, index - 8)
+    if root.in_traceback is not None and root.in_traceback >= index - EXCERPT_BEFORE:
+        start = root.in_traceback
+    chosen = entries[start : index + 1]
+    for entry in entries[index + 1 : index + 1 + EXCERPT_AFTER]:
+        if rules.TRACEBACK in entry.content or entry.line.number > chosen[-1].line.number + 1:
+            break
+        chosen.append(entry)
+    return chosen
 
 
 def analyze(
@@ -234,9 +247,8 @@ def analyze(
         )
 
     excerpt = _excerpt(entries, root)
-    context = "\n".join(e.content for e in entries[max(0, entries.index(root) - 60) :][:120])
-    error_class = rules.error_class(root.content, context)
     root_index = entries.index(root)
+    error_class = rules.error_class(root.content, "\n".join(e.content for e in excerpt))
     ready: bool | None
     if ready_line is not None and _before(ready_line, root.line, newest_first):
         ready = True
@@ -245,7 +257,10 @@ def analyze(
         and _offset_before(first_runtime_offset, root.line.offset, newest_first)
     ) or any(_RUNTIME.search(e.content) for e in entries[max(0, root_index - 60) : root_index + 5]):
         ready = None
-    elif any(_STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]):
+    elif error_class == "cuda_graph" or any(
+        _STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]
+    ):
+        # CUDA graphs are captured while the server starts.
         ready = False
     else:
         ready = None
@@ -255,7 +270,7 @@ def analyze(
         root=root,
         error_class=error_class,
         fingerprint=rules.fingerprint(error_class, root.content),
-        excerpt=excerpt,
+        excerpt=[e.line for e in excerpt],
         ready_line=ready_line,
     )
 

@@ -33,6 +33,8 @@ _PREFIXES = [
     r"\[rank\d+\]:\s?",
     # docker compose: "deepseek-v32-exp  | "
     r"[\w.-]+\s+\|\s",
+    # Exception groups draw a margin: "  | KeyError: 12"
+    r"\|\s+",
     # loguru style: "[ERROR    | TRT-LLM            ]: "
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*\|[^\]]*\]:\s?",
 ]

@@ -44,7 +44,12 @@ READY_LITERALS = (
     b"server is listening", b"HTTP server listening", b"Started server process",
 )  # fmt: skip
 # Present-or-not per window (Hyperscan reports them once): serving has begun.
-_RUNTIME_LITERALS = (b"Decode batch", b"Prefill batch", b'HTTP/1.1" 200', b"Avg generation throughput")
+_RUNTIME_LITERALS = (
+    b"Decode batch",
+    b"Prefill batch",
+    b'HTTP/1.1" 200',
+    b"Avg generation throughput",
+)
 
 _ANCHOR_ID, _READY_ID, _RUNTIME_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 2000, 3000, 4000
 
@@ -67,14 +72,18 @@ FIGURE_KINDS = (
         b" throughput: ",
         re.compile(rb"((?:Avg )?\w+ throughput): ([0-9]+(?:\.[0-9]+)?) (tokens/s|tok/s|token/s)"),
     ),
-    # Benchmark summaries: "Output token throughput (tok/s):  5624.71", "Request goodput (req/s): 3.75"
-    FigureKind(
-        b"put (",
-        re.compile(
-            rb"^\s*([A-Z][\w ]*?(?:throughput|goodput)) \((tok/s|tokens/s|token/s|req/s)\):"
-            rb"\s+([0-9]+(?:\.[0-9]+)?)",
-            re.M,
-        ),
+    # Benchmark summaries: "Output token throughput (tok/s):  5624.71",
+    # "Request goodput (req/s): 3.75"
+    *(
+        FigureKind(
+            literal,
+            re.compile(
+                rb"^\s*([A-Z][\w ]*?(?:throughput|goodput)) \((tok/s|tokens/s|token/s|req/s)\):"
+                rb"\s+([0-9]+(?:\.[0-9]+)?)",
+                re.M,
+            ),
+        )
+        for literal in (b" (tok/s):", b" (req/s):")
     ),
     # Plain figures: "Throughput: 82.1 tok/s", "82 tok/s"
     FigureKind(
@@ -107,17 +116,19 @@ def _figures_in(kind_index: int, raw: bytes, offset: int, number: int) -> list[F
     kind = FIGURE_KINDS[kind_index]
     figures = []
     for match in kind.pattern.finditer(raw):
-        if kind_index == 0 or kind_index == 2:
+        if kind_index in (0, 2, 3):
             label, unit, value = match.group(1), match.group(2), match.group(3)
         elif kind_index == 1:
             label, value, unit = match.group(1), match.group(2), match.group(3)
         else:
-            if b"throughput (" in raw or b"put (" in raw or b" throughput: " in raw:
+            if any(k.literal in raw for k in FIGURE_KINDS[:-1]):
                 continue  # counted by a more specific kind
             label = match.group(1) or b"throughput"
             value, unit = match.group(2), match.group(3)
         figures.append(
-            Figure(label.decode().strip(), float(value), unit.decode(), offset, number)
+            Figure(
+                label.decode().strip(), float(value), unit.decode(), offset + match.start(), number
+            )
         )
     return figures
 
@@ -152,9 +163,7 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
         add(ready_pattern.encode(), _CUSTOM_READY_ID, 0)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
-        database.compile(
-            expressions=expressions, ids=ids, elements=len(expressions), flags=flags
-        )
+        database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
     except hyperscan.error as error:
         raise ValueError(f"readiness pattern {ready_pattern!r} cannot be used: {error}") from None
     return database
@@ -353,19 +362,20 @@ class Scanner:
     ) -> None:
         summary = self._summaries[kind]
         literal = FIGURE_KINDS[kind].literal
-        position = 0
+        position, counted, number = 0, 0, first_number
+        # Lines with the literal but no figure count too: the search stays bounded.
         while summary.first_lines < FIRST_FIGURES:
             found = segment.find(literal, position)
             if found < 0:
                 return
             start = segment.rfind(b"\n", 0, found) + 1
             end = segment.find(b"\n", found)
-            number = first_number + segment.count(b"\n", 0, start)
+            number += segment.count(b"\n", counted, start)
+            counted = start
             figures = _figures_in(kind, segment[start:end], offset + start, number)
-            if figures:
-                summary.first.extend(figures)
-                summary.first_lines += 1
-                summary.last_first_offset = offset + start
+            summary.first_lines += 1
+            summary.first.extend(figures)
+            summary.last_first_offset = offset + start
             position = end + 1
         found = segment.rfind(literal)
         if found < 0:
@@ -385,7 +395,7 @@ class Scanner:
             found.extend(summary.first)
             for figures in summary.window_last.values():
                 found.extend(figures)
-        return sorted(found, key=lambda f: (f.offset, f.label))
+        return sorted(found, key=lambda f: f.offset)
 
     def kept_lines(self) -> list[Line]:
         return [*self.head, *self.tail]

@@ -1,0 +1,333 @@
+"""What the engine must understand, one behaviour at a time, on logs as servers write them."""
+
+from pathlib import Path
+
+import pytest
+
+from app.diagnosis import Diagnoser, diagnose_bytes
+from app.diagnosis.scanner import MAX_LINE_BYTES
+
+DATA = Path(__file__).parent / "data"
+
+
+def diagnose(text: str) -> object:
+    return diagnose_bytes(text.encode())
+
+
+def test_the_seed_crash_is_keyerror_12_not_server_args_nor_logging_noise() -> None:
+    log = (DATA / "seed_torch_symm_mem.log").read_bytes()
+    result = diagnose_bytes(log)
+    assert result.crashed is True and result.ready is False
+    assert result.root_cause == "KeyError: 12"
+    assert result.error_class == "unsupported_arch"
+    assert result.root_cause_at is not None
+    # The finding points at the first rank's KeyError, by byte offset and line number.
+    lines = log.split(b"\n")
+    assert lines[result.root_cause_at.line - 1] == b"KeyError: 12"
+    assert log[result.root_cause_at.offset :].startswith(b"KeyError: 12")
+    assert result.excerpt is not None and "torch_symm_mem.py" in result.excerpt
+    assert "Scheduler hit an exception" in result.excerpt.splitlines()[0]
+    assert "ServerArgs(" not in result.excerpt and "Logging error" not in result.excerpt
+
+
+def test_startup_lines_that_mention_errors_are_not_errors() -> None:
+    result = diagnose(
+        "[2026-02-27 15:58:31] WARNING model_config.py:955: DeepGemm is enabled but the scale_fmt "
+        "of checkpoint is not ue8m0. This might cause accuracy degradation on Blackwell.\n"
+        "[2026-02-27 15:58:32] server_args=ServerArgs(error_on_warnings=False, "
+        "enable_torch_symm_mem=True, crash_dump_folder=None, raise_on_error=False)\n"
+        "[2026-02-27 15:58:40 TP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=60 GB\n"
+        "[2026-02-27 15:59:02] The server is fired up and ready to roll!\n"
+    )
+    assert result.crashed is False and result.root_cause is None and result.error_class is None
+    assert result.ready is True
+
+
+def test_chained_exceptions_blame_the_first_not_the_wrapper() -> None:
+    result = diagnose(
+        "Traceback (most recent call last):\n"
+        '  File "/sgl/cuda_graph_runner.py", line 436, in capture\n'
+        "    out = run_once()\n"
+        "RuntimeError: CUDA error: operation not permitted when stream is capturing\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/sgl/scheduler.py", line 2400, in run_scheduler_process\n'
+        "    scheduler = Scheduler(...)\n"
+        "Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream "
+        "is capturing\n"
+    )
+    assert result.root_cause == (
+        "RuntimeError: CUDA error: operation not permitted when stream is capturing"
+    )
+    assert result.error_class == "cuda_graph"
+
+
+def test_direct_cause_chains_and_engine_wrappers() -> None:
+    result = diagnose(
+        "(EngineCore_DP0 pid=812) ERROR 03-02 10:00:01 [core.py:700] EngineCore failed to start.\n"
+        "(EngineCore_DP0 pid=812) Traceback (most recent call last):\n"
+        '(EngineCore_DP0 pid=812)   File "/vllm/v1/worker/gpu_worker.py", line 210, in load_model\n'
+        "(EngineCore_DP0 pid=812)     self.model_runner.load_model()\n"
+        "(EngineCore_DP0 pid=812) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "2.00 GiB. GPU 0 has a total capacity of 23.5 GiB of which 1.1 GiB is free.\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/vllm/entrypoints/openai/api_server.py", line 1800, in run_server\n'
+        "    async with build_async_engine_client(args) as engine_client:\n"
+        "RuntimeError: Engine core initialization failed. See root cause above. "
+        "Failed core proc(s): {}\n"
+    )
+    assert result.root_cause is not None
+    assert result.root_cause.endswith(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+        "allocate 2.00 GiB. GPU 0 has a total capacity of 23.5 GiB "
+        "of which 1.1 GiB is free."
+    )
+    assert result.error_class == "oom_gpu"
+    assert result.ready is False
+
+
+def test_python_311_carets_and_exception_groups_do_not_end_the_trace_early() -> None:
+    result = diagnose(
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/srv/app.py", line 12, in main\n'
+        "  |     async with asyncio.TaskGroup() as group:\n"
+        "  |                ^^^^^^^^^^^^^^^^^^^\n"
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | Traceback (most recent call last):\n"
+        '    |   File "/srv/worker.py", line 40, in start\n'
+        "    |     table[capability]\n"
+        "    |     ~~~~~^^^^^^^^^^^^\n"
+        "    | KeyError: 12\n"
+        "    +------------------------------------\n"
+    )
+    assert result.crashed is True
+    assert result.root_cause is not None and result.root_cause.strip().endswith("KeyError: 12")
+
+
+def test_interleaved_ranks_blame_the_first_failure_in_time() -> None:
+    result = diagnose(
+        "[rank1]: Traceback (most recent call last):\n"
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/train.py", line 80, in step\n'
+        '[rank0]:   File "/train.py", line 80, in step\n'
+        "[rank1]:     dist.all_reduce(t)\n"
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "remote process exited or there was a network error, NCCL version 2.21.5\n"
+        "[rank0]:     dist.all_reduce(t)\n"
+        "[rank0]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.\n"
+        "E0301 10:00:05.000000 123 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+        "(exitcode: 1) local_rank: 0 (pid: 5521) of binary: /usr/bin/python3\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    )
+    assert result.root_cause is not None
+    assert "remote process exited or there was a network error" in result.root_cause
+    assert result.error_class == "nccl_comm"
+
+
+def test_newest_first_cloud_viewer_logs_are_read_in_time_order() -> None:
+    result = diagnose(
+        "ERROR 2026-03-01T10:00:09.300Z Killed\n"
+        "ERROR 2026-03-01T10:00:09.200Z Received sigquit from a child process. It usually means "
+        "the child failed.\n"
+        "ERROR 2026-03-01T10:00:09.100Z RuntimeError: CUDA error: an illegal memory access was "
+        "encountered\n"
+        "ERROR 2026-03-01T10:00:09.050Z torch.cuda.synchronize()\n"
+        'ERROR 2026-03-01T10:00:09.040Z File "/sgl/scheduler.py", line 1308, in event_loop\n'
+        "ERROR 2026-03-01T10:00:09.000Z Traceback (most recent call last):\n"
+        "ERROR 2026-03-01T10:00:08.000Z Decode batch. #running-req: 3, gen throughput "
+        "(token/s): 81.9\n"
+    )
+    assert result.root_cause == (
+        "ERROR 2026-03-01T10:00:09.100Z RuntimeError: CUDA error: an illegal memory access was "
+        "encountered"
+    )
+    assert result.error_class == "cuda_runtime"
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("Killed", "oom_host_killed"),
+        (
+            "[ 2448.6] Out of memory: Killed process 16014 (python3) total-vm:3069420kB",
+            "oom_host_killed",
+        ),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", "oom_gpu"),
+        ("RuntimeError: CUDA error: an illegal memory access was encountered", "cuda_runtime"),
+        (
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+            "unsupported_arch",
+        ),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+            "unhandled system error",
+            "nccl_comm",
+        ),
+        (
+            "[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600123 milliseconds "
+            "before timing out.",
+            "timeout_or_hang",
+        ),
+        ("RuntimeError: Capture cuda graph failed: CUDA graph capture failed", "cuda_graph"),
+        (
+            "RuntimeError: No supported CUDA architectures found for major versions [9, 10].",
+            "unsupported_arch",
+        ),
+        ("ValueError: sm_120 is not supported by this FlashInfer build", "unsupported_arch"),
+        (
+            "ImportError: libcudart.so.13: cannot open shared object file: No such file",
+            "import_or_version",
+        ),
+        ("launch_server.py: error: unrecognized arguments: --enable-torch-symm", "config_or_args"),
+        ("KeyError: 'model.layers.55.mlp.gate_up_proj.input_scale'", "model_loading"),
+        ("AssertionError: res=<Response [502]>, res.text=''", "other"),
+    ],
+)
+def test_each_failure_maps_to_its_class(line: str, error_class: str) -> None:
+    result = diagnose(f"[2026-03-01 10:00:00 TP0] Init torch distributed begin.\n{line}\n")
+    assert result.crashed is True
+    assert result.root_cause == line
+    assert result.error_class == error_class
+
+
+def test_ready_then_crashed_when_the_scheduler_dies_behind_a_live_front_end() -> None:
+    result = diagnose(
+        "[2026-03-01 10:00:00] INFO:     Uvicorn running on http://0.0.0.0:30000\n"
+        "[2026-03-01 10:00:05] The server is fired up and ready to roll!\n"
+        "[2026-03-01 10:01:00 TP0] Decode batch. #running-req: 8, gen throughput (token/s): 82.4\n"
+        "[2026-03-01 10:02:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/scheduler.py", line 1308, in event_loop_overlap\n'
+        "    self.process_batch_result(batch, result)\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        '[2026-03-01 10:02:01] INFO:     127.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK\n'
+    )
+    assert result.ready is True and result.crashed is True
+    assert result.ready_at is not None and "fired up" in result.ready_at.text
+    assert result.root_cause == (
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+
+
+def test_uvicorn_alone_is_not_readiness_for_sglang_but_is_for_others() -> None:
+    sglang = diagnose(
+        "[2026-03-01 10:00:00 TP0] Capture cuda graph end. Time elapsed: 2.19 s\n"
+        "[2026-03-01 10:00:01] INFO:     Application startup complete.\n"
+    )
+    assert sglang.ready is None
+    vllm = diagnose("INFO:     Application startup complete.\nINFO:     Uvicorn running on x\n")
+    assert vllm.ready is True
+
+
+def test_a_campaign_can_teach_its_own_readiness_line() -> None:
+    log = b"llama server: model loaded, accepting connections on :8080\n"
+    assert diagnose_bytes(log).ready is None
+    assert diagnose_bytes(log, ready_pattern=r"accepting connections on :\d+").ready is True
+    with pytest.raises(ValueError, match="readiness pattern"):
+        Diagnoser(ready_pattern="(unclosed")
+
+
+def test_throughput_figures_of_every_kind() -> None:
+    result = diagnose(
+        "[2026-03-01 10:00:00 TP0] Decode batch. #running-req: 32, #token: 9000, token usage: 0.1, "
+        "gen throughput (token/s): 82.41, #queue-req: 0\n"
+        "INFO 06-16 10:03:14 [loggers.py:87] Engine 000: Avg prompt throughput: 1254.4 tokens/s, "
+        "Avg generation throughput: 29.2 tokens/s, Running: 10 reqs\n"
+        "Output token throughput (tok/s):         5624.71\n"
+        "Request throughput (req/s):              3.75\n"
+        "benchmark done: 92.6 tok/s over 3 runs\n"
+        "100%|██████████| 100/100 [00:26<00:00,  3.75it/s]\n"
+    )
+    got = [(t.label, t.value, t.unit) for t in result.throughput]
+    assert got == [
+        ("gen throughput", 82.41, "token/s"),
+        ("Avg prompt throughput", 1254.4, "tokens/s"),
+        ("Avg generation throughput", 29.2, "tokens/s"),
+        ("Output token throughput", 5624.71, "tok/s"),
+        ("Request throughput", 3.75, "req/s"),
+        ("benchmark done", 92.6, "tok/s"),
+    ]
+    assert [t.line for t in result.throughput] == [1, 2, 2, 3, 4, 5]
+
+
+def test_periodic_figures_are_summarized_not_all_kept() -> None:
+    line = (
+        b"[2026-03-01 10:00:00 TP0] Decode batch. #running-req: 32, gen throughput (token/s): %d.5"
+    )
+    line += b"\n"
+    log = b"".join(line % (i % 1000) for i in range(100_000))
+    result = diagnose_bytes(log)
+    figures = result.throughput
+    assert 100 <= len(figures) < 200
+    assert figures[-1].value == 999.5 and figures[-1].line == 100_000
+    assert [f.value for f in figures[:3]] == [0.5, 1.5, 2.5]
+
+
+def test_hostile_bytes_are_read_not_choked_on() -> None:
+    log = (
+        b"\x1b[31m[2026-03-01 10:00:00 TP0] Loading\x1b[0m\r\n"
+        b"Capturing batches: 10%|#   |\rCapturing batches: 50%|#####|\rCapturing batches: 90%\n"
+        b"\xff\xfe broken utf-8 \x00 with NUL\n"
+        b"\x1b[1;31mRuntimeError: CUDA error: an illegal memory access was encountered\x1b[0m\r\n"
+    )
+    result = diagnose_bytes(log)
+    assert result.root_cause == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert result.root_cause_at is not None and result.root_cause_at.line == 4
+    assert result.lines_read == 4
+
+
+def test_a_huge_line_without_newline_keeps_a_bounded_prefix() -> None:
+    diagnoser = Diagnoser()
+    diagnoser.feed(b"RuntimeError: CUDA error: out of memory ")
+    chunk = b"x" * (1 << 20)
+    for _ in range(100):  # 100 MiB with no newline
+        diagnoser.feed(chunk)
+    result = diagnoser.diagnosis()
+    assert result.root_cause is not None and result.root_cause.startswith("RuntimeError")
+    assert len(result.root_cause) <= MAX_LINE_BYTES
+    assert result.bytes_read == 40 + 100 * (1 << 20)
+    diagnoser.feed(b"\nKilled\n")
+    after = diagnoser.diagnosis()
+    assert after.lines_read == 2 and after.root_cause is not None
+    assert after.root_cause.startswith("RuntimeError: CUDA error: out of memory")
+
+
+def test_fingerprints_ignore_runs_hosts_ranks_and_paths_but_not_the_failure() -> None:
+    def print_of(text: str) -> str | None:
+        return diagnose(text).fingerprint
+
+    a = print_of(
+        "[2026-02-27 13:21:41 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/root/sglang/srt/torch_symm_mem.py", line 56, in __init__\n'
+        "    self.max_size = SIZES[self.device_capability][self.world_size]\n"
+        "KeyError: 12\n"
+    )
+    b = print_of(
+        "[2026-02-28 09:02:11 TP6] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/sglang/srt/torch_symm_mem.py", line 58, in __init__\n'
+        "    self.max_size = SIZES[self.device_capability][self.world_size]\n"
+        "KeyError: 12\n"
+    )
+    other_key = print_of(
+        "Traceback (most recent call last):\n"
+        '  File "/sgl/models/llama.py", line 508, in load_weights\n'
+        "    param = params_dict[name]\n"
+        "KeyError: 'model.layers.55.mlp.gate_up_proj.input_scale'\n"
+    )
+    assert a is not None and a == b
+    assert other_key is not None and other_key != a
+    oom_1 = print_of(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 138.00 MiB. "
+        "GPU 0 has a total capacity of 79.15 GiB; process 3311 has 79.12 GiB in use\n"
+    )
+    oom_2 = print_of(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. "
+        "GPU 5 has a total capacity of 79.15 GiB; process 98121 has 77.00 GiB in use\n"
+    )
+    assert oom_1 == oom_2 and oom_1 != a
