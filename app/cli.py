@@ -1,23 +1,24 @@
 """The `campaign-dash` command: serve, demo, diagnose, db upgrade, token reset."""
 
+from __future__ import annotations
+
 import json
 import sys
 import tempfile
 import threading
 import webbrowser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import uvicorn
 
-from app import demo as demo_story
-from app import migrate
-from app.auth import load_owner_auth, reset_owner_token
 from app.config import Settings
-from app.db import make_engine
-from app.diagnosis import Diagnoser, Diagnosis
-from app.logs import uvicorn_log_config
-from app.web import create_app
+
+if TYPE_CHECKING:
+    from app.diagnosis import Diagnosis
+
+# The web stack (FastAPI, SQLAlchemy, Alembic, uvicorn) is imported inside the commands
+# that serve, so that `diagnose` starts without it.
 
 HOST_HELP = (
     "Interface to listen on. Defaults to 127.0.0.1, which means only this machine can "
@@ -35,6 +36,10 @@ def login_url(settings: Settings, host: str, port: int, token: str) -> str:
 
 def prepare_database(settings: Settings) -> str | None:
     """Migrate to head and make sure an owner token exists; returns one just generated."""
+    from app import migrate
+    from app.auth import load_owner_auth
+    from app.db import make_engine
+
     migrate.upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
     _, generated = load_owner_auth(engine, settings.token)
@@ -59,6 +64,11 @@ def main() -> None:
 )
 def serve(host: str, port: int) -> None:
     """Migrate the database to head, then serve the dashboard."""
+    import uvicorn
+
+    from app.logs import uvicorn_log_config
+    from app.web import create_app
+
     settings = Settings()
     generated = prepare_database(settings)
     if generated:
@@ -84,6 +94,8 @@ def db() -> None:
 )
 def db_upgrade(revision: str) -> None:
     """Run the migrations on CAMPAIGN_DASH_DATABASE_URL."""
+    from app import migrate
+
     settings = Settings()
     migrate.upgrade(settings.database_url, revision)
     click.echo(f"Database at {revision}.")
@@ -101,6 +113,10 @@ def token() -> None:
 @click.option("--port", default=8000, show_default=True, help="Port used in the printed link.")
 def token_reset(host: str, port: int) -> None:
     """Generate a new owner token (ends every browser session) and print its login link."""
+    from app import migrate
+    from app.auth import reset_owner_token
+    from app.db import make_engine
+
     settings = Settings()
     if settings.token:
         raise click.ClickException("CAMPAIGN_DASH_TOKEN is set: change it there instead.")
@@ -129,6 +145,12 @@ def token_reset(host: str, port: int) -> None:
 )
 def demo(port: int, no_browser: bool, speed: float) -> None:
     """Replay the EAGLE-3 campaign of the seed write-ups live, on a database of its own."""
+    import uvicorn
+
+    from app import demo as demo_story
+    from app.logs import uvicorn_log_config
+    from app.web import create_app
+
     workdir = Path(tempfile.mkdtemp(prefix="campaign-dash-demo-"))
     settings = Settings(database_url=f"sqlite:///{workdir / 'demo.db'}")
     generated = prepare_database(settings)
@@ -159,7 +181,7 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
         player.join(timeout=5)
 
 
-READ_CHUNK = 1 << 20
+READ_CHUNK = 4 << 20
 
 
 @main.command()
@@ -173,6 +195,8 @@ READ_CHUNK = 1 << 20
 )
 def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
     """Diagnose a server log offline (PATH, or - for standard input)."""
+    from app.diagnosis import Diagnoser
+
     try:
         diagnoser = Diagnoser(ready_pattern)
     except ValueError as error:

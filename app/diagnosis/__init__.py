@@ -78,7 +78,7 @@ class Diagnoser:
         if pending is not None:
             # The unfinished last line counts as it reads now.
             kept = [*kept, pending]
-        result = analyze(kept, ready_lines, scanner.first_runtime_offset)
+        result = analyze(kept, ready_lines, scanner.first_serving_offset())
         excerpt = "\n".join(line.text for line in result.excerpt) if result.excerpt else None
         return Diagnosis(
             ready=result.ready,

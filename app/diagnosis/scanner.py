@@ -25,42 +25,37 @@ HEAD_LINES = 20_000
 TAIL_LINES = 20_000
 FIRST_FIGURES = 100
 
-# Rare literals that make a line worth reading, and what kind of hint each gives.
+# Rare literals that make a line worth reading. Few and short on purpose: Hyperscan's
+# speed falls with every literal, and each of these covers a family ("illed": Killed, killed).
 _ANCHORS: list[tuple[bytes, int]] = [
     (lit, 0)
     for lit in (
-        b"rror", b"RROR", b"xception", b"Traceback", b"Killed", b"killed", b"ailed", b"FAILED",
-        b"ssert", b"what()", b"Cannot allocate memory", b"oom-kill", b"oom_kill", b"SIGSEGV",
-        b"Segmentation fault", b"core dumped", b"Fatal", b"FATAL", b"Watchdog", b"timed out",
-        b"Timeout", b"timeout", b"NCCL WARN", b"return code", b"exit code", b"exit status",
-        b"larger than the maximum", b"Try increasing", b"not supported", b"no kernel image",
-        b"[E]", b"Terminated", b"Aborted", b"sigquit", b"Cuda failure", b"Last error",
-        b"Call stack:", b"Message: ", b"Arguments: ", b"Pyspy dump", b"py-spy dump", b"(idle): ",
+        b"rror", b"RROR", b"xception", b"Traceback", b"illed", b"ailed", b"ailure", b"FAIL",
+        b"ssert", b"what()", b"emory", b"oom-k", b"oom_k", b"SIG", b"egmentation", b"dumped",
+        b"atal", b"ATAL", b"Watchdog", b"imeout", b"imed out", b"NCCL WARN", b"xit code",
+        b"xit status", b"eturn code", b"larger than the maximum", b"Try increasing",
+        b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
+        b"(idle)",
     )
-] + [(b"out of memory", hyperscan.HS_FLAG_CASELESS)]  # fmt: skip
+]  # fmt: skip
 
 READY_LITERALS = (
     b"ready to roll", b"Application startup complete", b"Uvicorn running on",
     b"server is listening", b"HTTP server listening", b"Started server process",
 )  # fmt: skip
-# Present-or-not per window (Hyperscan reports them once): serving has begun.
-_RUNTIME_LITERALS = (
-    b"Decode batch",
-    b"Prefill batch",
-    b'HTTP/1.1" 200',
-    b"Avg generation throughput",
-)
-
-_ANCHOR_ID, _READY_ID, _RUNTIME_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 2000, 3000, 4000
+_ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
 
 
 @dataclass(frozen=True)
 class FigureKind:
-    literal: bytes
-    pattern: re.Pattern[bytes]
+    literal: bytes  # searched with bytes.find
+    pattern: re.Pattern[bytes]  # parses the figures of a line holding the literal
+    anchor: bytes | None = None  # Hyperscan expression, when sharper than the literal
 
 
-# Each pattern yields (label, value, unit) from one line.
+# Each pattern yields (label, value, unit) from one line. The first kind is on most lines of
+# a serving sglang log, so it is searched with bytes.find/rfind; the rare kinds are anchors.
+DENSE_KIND = 0
 FIGURE_KINDS = (
     # sglang: "gen throughput (token/s): 1397.13", "input throughput (token/s): 559.53"
     FigureKind(
@@ -69,8 +64,8 @@ FIGURE_KINDS = (
     ),
     # vLLM: "Avg prompt throughput: 1254.4 tokens/s, Avg generation throughput: 29.2 tokens/s"
     FigureKind(
-        b" throughput: ",
-        re.compile(rb"((?:Avg )?\w+ throughput): ([0-9]+(?:\.[0-9]+)?) (tokens/s|tok/s|token/s)"),
+        b"Avg prompt throughput",
+        re.compile(rb"(Avg \w+ throughput): ([0-9]+(?:\.[0-9]+)?) (tokens/s|tok/s|token/s)"),
     ),
     # Benchmark summaries: "Output token throughput (tok/s):  5624.71",
     # "Request goodput (req/s): 3.75"
@@ -82,6 +77,7 @@ FIGURE_KINDS = (
                 rb"\s+([0-9]+(?:\.[0-9]+)?)",
                 re.M,
             ),
+            re.escape(literal.strip()),
         )
         for literal in (b" (tok/s):", b" (req/s):")
     ),
@@ -91,6 +87,8 @@ FIGURE_KINDS = (
         re.compile(
             rb"(?:([A-Za-z][\w /-]{0,40}?)\s*[:=]\s*)?([0-9]+(?:\.[0-9]+)?)\s*(tok/s)\b(?!\))"
         ),
+        # A digit before it: "tok/s" alone is too close to sglang's dense "token/s".
+        rb"[0-9] ?tok/s",
     ),
 )
 
@@ -155,10 +153,9 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
         add(re.escape(literal), _ANCHOR_ID, flag)
     for literal in READY_LITERALS:
         add(re.escape(literal), _READY_ID, 0)
-    for literal in _RUNTIME_LITERALS:
-        add(re.escape(literal), _RUNTIME_ID, hyperscan.HS_FLAG_SINGLEMATCH)
     for index, kind in enumerate(FIGURE_KINDS):
-        add(re.escape(kind.literal), _FIGURE_ID + index, hyperscan.HS_FLAG_SINGLEMATCH)
+        if index != DENSE_KIND:
+            add(kind.anchor or re.escape(kind.literal), _FIGURE_ID + index, 0)
     if ready_pattern:
         add(ready_pattern.encode(), _CUSTOM_READY_ID, 0)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
@@ -170,7 +167,10 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
 
 
 class Scanner:
-    """Feed bytes in any chunks; read `kept_lines()`, `figures()` and the markers."""
+    """Feed bytes in any chunks; read `kept_lines()`, `figures()` and the ready lines.
+
+    Internally every step works on (buffer, start, end) so that a chunk is never copied.
+    """
 
     def __init__(self, ready_pattern: str | None = None) -> None:
         self._database = compile_database(ready_pattern)
@@ -179,14 +179,13 @@ class Scanner:
         self._pending = b""
         self._pending_offset = 0
         self._pending_cut = False
-        self._carry: deque[tuple[int, bytes]] = deque(maxlen=BEFORE)  # (offset, raw) of last lines
+        self._carry: list[tuple[int, bytes]] = []  # (offset, raw) of the last lines seen
         self._after = 0
         self._last_kept_number = 0
         self.head: list[Line] = []
         self.tail: deque[Line] = deque(maxlen=TAIL_LINES)
         self.lines_dropped = 0
         self.ready_lines: list[Line] = []
-        self.first_runtime_offset: int | None = None
         self._summaries = [_Summary() for _ in FIGURE_KINDS]
         self._hits: list[tuple[int, int]] = []
 
@@ -196,24 +195,31 @@ class Scanner:
         if not data:
             return
         self.bytes_seen += len(data)
+        start = 0
         if self._pending_cut:
             newline = data.find(b"\n")
             if newline < 0:
                 return  # still inside an over-long line: its prefix is already kept
-            self._process_cut_line()
-            data = data[newline + 1 :]
-            self._pending_offset = self.bytes_seen - len(data)
-        buffer = self._pending + data if self._pending else data
-        last_newline = buffer.rfind(b"\n")
+            self._finish_cut_line()
+            start = newline + 1
+            self._pending_offset = self.bytes_seen - len(data) + start
+        elif self._pending:
+            newline = data.find(b"\n")
+            if newline < 0:
+                self._hold(self._pending + data)
+                return
+            line = self._pending + data[: newline + 1]
+            self._pending = b""
+            self._process_block(line, 0, len(line), self._pending_offset)
+            self._pending_offset += len(line)
+            start = newline + 1
+        last_newline = data.rfind(b"\n", start)
         if last_newline < 0:
-            self._hold(buffer)
+            self._hold(data[start:])
             return
-        block = buffer[: last_newline + 1]
-        block_offset = self._pending_offset
-        self._pending = b""
-        self._pending_offset = block_offset + len(block)
-        self._process_block(block, block_offset)
-        self._hold(buffer[last_newline + 1 :])
+        self._process_block(data, start, last_newline + 1, self._pending_offset)
+        self._pending_offset += last_newline + 1 - start
+        self._hold(data[last_newline + 1 :])
 
     def _hold(self, partial: bytes) -> None:
         if len(partial) > MAX_LINE_BYTES:
@@ -221,12 +227,11 @@ class Scanner:
             self._pending_cut = True
         self._pending = partial
 
-    def _process_cut_line(self) -> None:
-        offset = self._pending_offset
-        prefix = self._pending
+    def _finish_cut_line(self) -> None:
+        line = self._pending + b"\n"
         self._pending = b""
         self._pending_cut = False
-        self._process_block(prefix + b"\n", offset, cut=True)
+        self._process_block(line, 0, len(line), self._pending_offset, cut=True)
 
     def pending_line(self) -> Line | None:
         """The last line, still without its newline (what a reader sees now)."""
@@ -237,113 +242,119 @@ class Scanner:
 
     # --- blocks of whole lines ---------------------------------------------------
 
-    def _process_block(self, block: bytes, block_offset: int, cut: bool = False) -> None:
-        start = 0
-        while start < len(block):
-            absolute = block_offset + start
-            boundary = (absolute // WINDOW + 1) * WINDOW - block_offset
-            if boundary < len(block):
-                end = block.find(b"\n", boundary - 1) + 1
-                if end <= start:
-                    end = len(block)
-            else:
-                end = len(block)
-            segment = block[start:end] if (start, end) != (0, len(block)) else block
-            self._process_segment(segment, block_offset + start, absolute // WINDOW, cut)
-            start = end
+    def _process_block(
+        self, buffer: bytes, start: int, end: int, offset: int, cut: bool = False
+    ) -> None:
+        """buffer[start:end] holds whole lines; `offset` is where buffer[start] is in the log."""
+        while start < end:
+            absolute = offset
+            boundary = start + (absolute // WINDOW + 1) * WINDOW - absolute
+            stop = end
+            if boundary < end:
+                stop = buffer.find(b"\n", boundary - 1, end) + 1 or end
+                stop = max(stop, start + 1)
+            self._process_segment(buffer, start, stop, offset, absolute // WINDOW, cut)
+            offset += stop - start
+            start = stop
 
     def _on_match(self, ident: int, _from: int, to: int, _flags: int, _context: object) -> None:
         self._hits.append((ident, to))
 
-    def _process_segment(self, segment: bytes, offset: int, window: int, cut: bool) -> None:
+    def _process_segment(
+        self, buffer: bytes, start: int, end: int, offset: int, window: int, cut: bool
+    ) -> None:
         self._hits = []
-        self._database.scan(segment, match_event_handler=self._on_match)
+        view = memoryview(buffer)[start:end]  # no copy
+        self._database.scan(view, match_event_handler=self._on_match)  # type: ignore[type-var]
         first_number = self.lines_seen + 1
-        newlines = segment.count(b"\n")
+        newlines = buffer.count(b"\n", start, end)
         interesting: set[int] = set()
         ready_starts: set[int] = set()
-        for ident, end in self._hits:
-            if ident == _RUNTIME_ID:
-                position = offset + end
-                if self.first_runtime_offset is None or position < self.first_runtime_offset:
-                    self.first_runtime_offset = position
+        kinds = {DENSE_KIND}
+        for ident, hit_end in self._hits:
+            if ident >= _FIGURE_ID and ident < _CUSTOM_READY_ID:
+                kinds.add(ident - _FIGURE_ID)
                 continue
-            if _FIGURE_ID <= ident < _FIGURE_ID + len(FIGURE_KINDS):
-                self._collect_figures(
-                    ident - _FIGURE_ID, segment, offset, window, first_number, newlines
-                )
-                continue
-            line_start = segment.rfind(b"\n", 0, max(end - 1, 0)) + 1
+            line_start = buffer.rfind(b"\n", start, max(start + hit_end - 1, start)) + 1
+            line_start = max(line_start, start)
             interesting.add(line_start)
             if ident in (_READY_ID, _CUSTOM_READY_ID):
                 ready_starts.add(line_start)
-        self._keep_lines(segment, offset, first_number, sorted(interesting), ready_starts, cut)
+        for kind in sorted(kinds):
+            self._collect_figures(kind, buffer, start, end, offset, window, first_number, newlines)
+        self._keep_lines(
+            buffer, start, end, offset, first_number, sorted(interesting), ready_starts, cut
+        )
         self.lines_seen += newlines
 
     def _keep_lines(
         self,
-        segment: bytes,
+        buffer: bytes,
+        start: int,
+        end: int,
         offset: int,
         first_number: int,
         hits: list[int],
         ready_starts: set[int],
         cut: bool,
     ) -> None:
-        cursor, number = 0, first_number
+        cursor, number = start, first_number
         hit_index = 0
-        size = len(segment)
-        while cursor < size:
+        while cursor < end:
             if self._after <= 0:
                 while hit_index < len(hits) and hits[hit_index] < cursor:
                     hit_index += 1
                 if hit_index == len(hits):
                     break
                 target = hits[hit_index]
-                start = target
-                for _ in range(BEFORE):
-                    if start <= cursor:
-                        break
-                    start = segment.rfind(b"\n", 0, start - 1) + 1
-                start = max(start, cursor)
-                if start == 0 and target < _nth_line_start(segment, BEFORE):
-                    self._keep_carry(first_number, BEFORE - segment.count(b"\n", 0, target))
-                number += segment.count(b"\n", cursor, start)
-                cursor = start
-                self._after = segment.count(b"\n", start, target) + 1
-            end = segment.find(b"\n", cursor)
-            raw = segment[cursor:end]
+                context_start = target
+                lines_before = 0
+                while lines_before < BEFORE and context_start > cursor:
+                    context_start = buffer.rfind(b"\n", start, context_start - 1) + 1
+                    context_start = max(context_start, start)
+                    lines_before += 1
+                if context_start == start and lines_before < BEFORE and cursor == start:
+                    self._keep_carry(first_number, BEFORE - lines_before)
+                number += buffer.count(b"\n", cursor, context_start)
+                cursor = context_start
+                self._after = buffer.count(b"\n", context_start, target) + 1
+            line_end = buffer.find(b"\n", cursor, end)
             if hit_index < len(hits) and hits[hit_index] == cursor:
                 self._after = max(self._after, AFTER + 1)
                 hit_index += 1
-            line = self._keep(raw, offset + cursor, number, cut)
+            line = self._keep(
+                buffer[cursor : min(line_end, cursor + MAX_KEPT_CHARS)],
+                offset + cursor - start,
+                number,
+                cut,
+            )
             if cursor in ready_starts:
                 self.ready_lines.append(line)
             if FRAME.search(line.text):
                 self._after = max(self._after, 6)
             self._after -= 1
-            cursor = end + 1
+            cursor = line_end + 1
             number += 1
         # The last lines of every segment: the context before a hit in the next one.
         last_lines: list[tuple[int, bytes]] = []
-        line_end = size
-        while line_end > 0 and len(last_lines) < BEFORE:
-            line_start = segment.rfind(b"\n", 0, line_end - 1) + 1
-            last_lines.append((offset + line_start, segment[line_start : line_end - 1]))
+        line_end = end
+        while line_end > start and len(last_lines) < BEFORE:
+            line_start = max(buffer.rfind(b"\n", start, line_end - 1) + 1, start)
+            raw = buffer[line_start : min(line_end - 1, line_start + MAX_KEPT_CHARS)]
+            last_lines.append((offset + line_start - start, raw))
             line_end = line_start
         last_lines.reverse()
-        carried = [*self._carry, *last_lines][-BEFORE:]
-        self._carry.clear()
-        self._carry.extend(carried)
+        self._carry = [*self._carry, *last_lines][-BEFORE:]
 
     def _keep_carry(self, first_number: int, wanted: int) -> None:
-        carried = list(self._carry)[-wanted:] if wanted > 0 else []
+        carried = self._carry[-wanted:]
         for index, (offset, raw) in enumerate(carried):
             number = first_number - len(carried) + index
             if number > self._last_kept_number:
                 self._keep(raw, offset, number, False)
 
     def _keep(self, raw: bytes, offset: int, number: int, cut: bool) -> Line:
-        line = Line(offset, number, decode(raw[:MAX_KEPT_CHARS])[:MAX_KEPT_CHARS], cut)
+        line = Line(offset, number, decode(raw)[:MAX_KEPT_CHARS], cut)
         if number <= self._last_kept_number:
             return line
         self._last_kept_number = number
@@ -358,34 +369,42 @@ class Scanner:
     # --- throughput --------------------------------------------------------------
 
     def _collect_figures(
-        self, kind: int, segment: bytes, offset: int, window: int, first_number: int, newlines: int
+        self,
+        kind: int,
+        buffer: bytes,
+        start: int,
+        end: int,
+        offset: int,
+        window: int,
+        first_number: int,
+        newlines: int,
     ) -> None:
         summary = self._summaries[kind]
         literal = FIGURE_KINDS[kind].literal
-        position, counted, number = 0, 0, first_number
+        position, counted, number = start, start, first_number
         # Lines with the literal but no figure count too: the search stays bounded.
         while summary.first_lines < FIRST_FIGURES:
-            found = segment.find(literal, position)
+            found = buffer.find(literal, position, end)
             if found < 0:
                 return
-            start = segment.rfind(b"\n", 0, found) + 1
-            end = segment.find(b"\n", found)
-            number += segment.count(b"\n", counted, start)
-            counted = start
-            figures = _figures_in(kind, segment[start:end], offset + start, number)
+            line_start = buffer.rfind(b"\n", start, found) + 1 or start
+            line_end = buffer.find(b"\n", found, end)
+            number += buffer.count(b"\n", counted, line_start)
+            counted = line_start
+            where = offset + line_start - start
+            summary.first.extend(_figures_in(kind, buffer[line_start:line_end], where, number))
             summary.first_lines += 1
-            summary.first.extend(figures)
-            summary.last_first_offset = offset + start
-            position = end + 1
-        found = segment.rfind(literal)
+            summary.last_first_offset = where
+            position = line_end + 1
+        found = buffer.rfind(literal, position, end)
         if found < 0:
             return
-        start = segment.rfind(b"\n", 0, found) + 1
-        if offset + start <= summary.last_first_offset:
-            return
-        end = segment.find(b"\n", found)
-        number = first_number + newlines - segment.count(b"\n", start)
-        figures = _figures_in(kind, segment[start:end], offset + start, number)
+        line_start = max(buffer.rfind(b"\n", start, found) + 1, start)
+        line_end = buffer.find(b"\n", found, end)
+        number = first_number + newlines - buffer.count(b"\n", line_start, end)
+        figures = _figures_in(
+            kind, buffer[line_start:line_end], offset + line_start - start, number
+        )
         if figures:
             summary.window_last[window] = figures
 
@@ -397,15 +416,10 @@ class Scanner:
                 found.extend(figures)
         return sorted(found, key=lambda f: f.offset)
 
+    def first_serving_offset(self) -> int | None:
+        """Where periodic serving statistics first appear: the server was up by then."""
+        periodic = [*self._summaries[0].first, *self._summaries[1].first]
+        return min((f.offset for f in periodic), default=None)
+
     def kept_lines(self) -> list[Line]:
         return [*self.head, *self.tail]
-
-
-def _nth_line_start(segment: bytes, n: int) -> int:
-    position = 0
-    for _ in range(n):
-        newline = segment.find(b"\n", position)
-        if newline < 0:
-            return len(segment)
-        position = newline + 1
-    return position
