@@ -43,7 +43,8 @@ def one_mib_of_serving(rng: random.Random) -> bytes:
     while size < MIB:
         if rng.random() < 0.7:
             line = (
-                f"[2026-02-27 13:{rng.randrange(60):02d}:{rng.randrange(60):02d} TP0] Decode batch. "
+                f"[2026-02-27 13:{rng.randrange(60):02d}:{rng.randrange(60):02d} TP0] "
+                "Decode batch. "
                 f"#running-req: {rng.randrange(1, 128)}, #token: {rng.randrange(1000, 90000)}, "
                 f"token usage: 0.{rng.randrange(10, 99)}, cuda graph: True, "
                 f"gen throughput (token/s): {rng.uniform(60, 95):.2f}, #queue-req: 0\n"
@@ -81,7 +82,9 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="write the log here and keep it")
@@ -113,7 +116,9 @@ def main() -> None:
     grep_s, diagnose_s = statistics.median(grep_times), statistics.median(diagnose_times)
     print(f"log: {size / MIB:,.0f} MiB, {args.runs} runs, medians")
     print(f"grep -c -E 'Error|Traceback': {grep_s:.2f} s ({size / MIB / grep_s:,.0f} MiB/s)")
-    print(f"campaign-dash diagnose:        {diagnose_s:.2f} s ({size / MIB / diagnose_s:,.0f} MiB/s)")
+    print(
+        f"campaign-dash diagnose:        {diagnose_s:.2f} s ({size / MIB / diagnose_s:,.0f} MiB/s)"
+    )
     print(f"ratio diagnose/grep: {diagnose_s / grep_s:.2f}x (goal <= 2x)")
     print(f"diagnose peak RSS: {peak_kib / 1024:.0f} MiB (goal < 100 MiB)")
     print(

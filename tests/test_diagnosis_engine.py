@@ -331,3 +331,64 @@ def test_fingerprints_ignore_runs_hosts_ranks_and_paths_but_not_the_failure() ->
         "GPU 5 has a total capacity of 79.15 GiB; process 98121 has 77.00 GiB in use\n"
     )
     assert oom_1 == oom_2 and oom_1 != a
+
+
+@pytest.mark.parametrize(
+    "log,root_cause,error_class",
+    [
+        (
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+            "============================================================\n"
+            "train.py FAILED\n"
+            "Root Cause (first observed failure):\n"
+            "[0]:\n"
+            "  exitcode  : -9 (pid: 1234)\n"
+            "  traceback : Signal 9 (SIGKILL) received by PID 1234\n",
+            "  traceback : Signal 9 (SIGKILL) received by PID 1234",
+            "oom_host_killed",
+        ),
+        (
+            "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+            "8.0. Your Tesla T4 GPU has compute capability 7.5.\n",
+            "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+            "8.0. Your Tesla T4 GPU has compute capability 7.5.",
+            "unsupported_arch",
+        ),
+        (
+            "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime\n",
+            "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime",
+            "import_or_version",
+        ),
+        (
+            "ERROR:    Exception in ASGI application\n"
+            "Traceback (most recent call last):\n"
+            '  File "/srv/api.py", line 20, in generate\n'
+            "    raise ValueError(msg)\n"
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.\n",
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.",
+            "oom_gpu",
+        ),
+        (
+            "OSError: meta-llama/Llama-3-8B does not appear to have a file named config.json.\n",
+            "OSError: meta-llama/Llama-3-8B does not appear to have a file named config.json.",
+            "model_loading",
+        ),
+    ],
+)
+def test_more_failures_as_frameworks_print_them(
+    log: str, root_cause: str, error_class: str
+) -> None:
+    result = diagnose(log)
+    assert result.root_cause == root_cause
+    assert result.error_class == error_class
+
+
+def test_a_log_of_wrappers_only_still_says_it_crashed() -> None:
+    result = diagnose(
+        "[2026-03-01 10:00:00] Received sigquit from a child process. It usually means the child "
+        "failed.\n"
+    )
+    assert result.crashed is True
+    assert result.root_cause is not None and "sigquit" in result.root_cause

@@ -136,7 +136,7 @@ def _mark(entries: list[Entry]) -> None:
             content
         ):
             entry.strength = 2
-        if entry.strength and rules.WRAPPERS.search(content):
+        if rules.WRAPPERS.search(content):
             entry.strength = 1
         if traceback_start is not None and not rules.FRAME.search(content) and entry.strength == 0:
             # Source lines under a frame belong to the traceback too.
@@ -192,11 +192,13 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             if _specificity(candidate) > _specificity(best):
                 best = candidate
         return best
-    wrappers = [
-        e for e in entries
-        if e.strength == 1 and not e.noise and not rules.STRONG_WRAPPERS.search(e.content)
-    ]  # fmt: skip
-    return wrappers[0] if wrappers else None
+    # Only wrappers: the weakest one that still says something ("exits with return code = -9"),
+    # else a wrapper that points elsewhere, for the log holds nothing better.
+    wrappers = [e for e in entries if e.strength == 1 and not e.noise]
+    informative = [e for e in wrappers if not rules.STRONG_WRAPPERS.search(e.content)]
+    pointing = [e for e in wrappers if rules.TRACEBACK not in e.content]
+    chosen = informative or pointing
+    return chosen[0] if chosen else None
 
 
 def _excerpt(entries: list[Entry], root: Entry) -> list[Entry]:
