@@ -392,3 +392,19 @@ def test_a_log_of_wrappers_only_still_says_it_crashed() -> None:
     )
     assert result.crashed is True
     assert result.root_cause is not None and "sigquit" in result.root_cause
+
+
+def test_an_error_the_server_survived_long_ago_is_not_the_root_cause() -> None:
+    served = (
+        "[2026-03-01 10:00:00 TP0] Decode batch. #running-req: 8, gen throughput (token/s): 82\n"
+    )
+    log = (
+        "[2026-03-01 09:00:00] ERROR: request 17 failed: ValueError: prompt is too long\n"
+        + served * 5000
+        + "[2026-03-01 11:00:00 TP0] Scheduler hit an exception: "
+        + "Traceback (most recent call last):\n"
+        + '  File "/sgl/scheduler.py", line 1308, in event_loop_overlap\n'
+        + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    result = diagnose(log)
+    assert result.root_cause == "RuntimeError: CUDA error: an illegal memory access was encountered"

@@ -15,6 +15,7 @@ from app.diagnosis.scanner import Line
 EXCERPT_BEFORE = 30
 EXCERPT_AFTER = 6
 FOLLOW_UP_LINES = 60
+SURVIVED_GAP_LINES = 2000
 
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _SPLIT_LOST_NEWLINES = re.compile(r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")")
@@ -173,6 +174,14 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     if not failures:
         failures = [e for e in entries if e.strength >= 2 and not e.noise]
     if failures:
+        # A failure the server lived through long ago is not why it died: look at the last
+        # burst of failures, and blame its first one (later ranks die of it).
+        burst_start = 0
+        for index in range(1, len(failures)):
+            gap = abs(failures[index].line.number - failures[index - 1].line.number)
+            if gap > SURVIVED_GAP_LINES:
+                burst_start = index
+        failures = failures[burst_start:]
         first = failures[0]
         if first.strength == 2:
             # A logged "X failed" is usually followed by the exception that says why.
