@@ -9,6 +9,12 @@ from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Sta
 from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, CampaignUpdate, NoteCreate
 
 
+def changed(session: Session, attempt_id: int | None) -> None:
+    """Note an attempt whose row changed: after commit its tail is synced and news published."""
+    if attempt_id is not None:
+        session.info.setdefault("changed_attempts", set()).add(attempt_id)
+
+
 def require_campaign(session: Session, campaign_id: int) -> Campaign:
     campaign = repo.get_campaign(session, campaign_id=campaign_id)
     if campaign is None:
@@ -80,6 +86,7 @@ def create_attempt(session: Session, campaign_id: int, data: AttemptCreate) -> A
         attempt.started_at = utcnow()
     session.add(attempt)
     session.flush()
+    changed(session, attempt.id)
     return attempt
 
 
@@ -134,6 +141,7 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
         attempt.verdict = data.verdict.strip() or None
     attempt.updated_at = utcnow()
     session.add(attempt)
+    changed(session, attempt_id)
     return attempt
 
 

@@ -1,5 +1,7 @@
 """Settings, read from the environment (prefix CAMPAIGN_DASH_) and from `.env`."""
 
+from pathlib import Path
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -17,3 +19,11 @@ class Settings(BaseSettings):
     public_url: str | None = None
     # Mark cookies Secure; set when the dashboard is served over HTTPS.
     secure_cookies: bool = False
+    # A starting server whose log is silent this long is flagged as stalled.
+    stall_seconds: float = 300.0
+    # SSH as OpenSSH would do it: the user's config, known hosts and agent.
+    ssh_config: Path = Path("~/.ssh/config").expanduser()
+    ssh_known_hosts: Path = Path("~/.ssh/known_hosts").expanduser()
+    ssh_agent: bool = True
+    # Host keys the owner trusted from the dashboard are written here, never elsewhere.
+    trusted_hosts_file: Path = Path("campaign-dash.known_hosts")

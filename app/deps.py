@@ -1,5 +1,6 @@
 """Request dependencies: the database session, the owner check, CSRF for forms."""
 
+import logging
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -9,6 +10,8 @@ from sqlmodel import Session
 from app.auth import SESSION_COOKIE, OwnerAuth
 from app.db import session_scope
 
+log = logging.getLogger(__name__)
+
 
 class LoginRequired(Exception):
     """A page was asked for without a valid owner session."""
@@ -17,6 +20,13 @@ class LoginRequired(Exception):
 def get_session(request: Request) -> Iterator[Session]:
     with session_scope(request.app.state.engine) as session:
         yield session
+    # Committed: now the tailer may follow or stop, and pages may hear of it. The change
+    # is stored whatever happens here, so a failure is logged, not answered with a 500.
+    for attempt_id in sorted(session.info.get("changed_attempts", ())):
+        try:
+            request.app.state.after_change(attempt_id)
+        except Exception:
+            log.exception("after-change work for attempt %s failed", attempt_id)
 
 
 # scope="function": the transaction commits before the response leaves, so a client

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, LargeBinary, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 # Named constraints: batch migrations on SQLite can only alter what has a name.
@@ -47,6 +47,10 @@ class Campaign(SQLModel, table=True):
     description: str = ""
     # A delta smaller than this share of the baseline is noise, not a result.
     noise_pct: float = 1.0
+    # A throughput figure with this label, found in an attempt's log, is a measurement.
+    metric_label: str = Field(default="Output token throughput", max_length=100)
+    # Readiness line of a server the engine does not know (a regex).
+    ready_pattern: str | None = Field(default=None, max_length=500)
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -85,6 +89,8 @@ class Measurement(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     attempt_id: int = Field(foreign_key="attempt.id", index=True, ondelete="CASCADE")
     value: float
+    # Where in the stored log the figure was read; None when entered by hand.
+    log_offset: int | None = Field(default=None, sa_type=BigInteger)
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -125,9 +131,34 @@ class TailState(SQLModel, table=True):
     # Device and inode of the file being read: a change means rotation.
     file_identity: str | None = Field(default=None, max_length=100)
     size: int | None = Field(default=None, sa_type=BigInteger)
+    # Bytes stored for the attempt: the log as one stream across rotations.
+    stored_bytes: int = Field(default=0, sa_type=BigInteger)
     state: str = Field(default="connecting", max_length=40)
     last_error: str | None = None
+    # An SSH host key offered but not trusted yet ("type base64"), for the owner to trust.
+    host_key: str | None = Field(default=None, max_length=4000)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class LogChunk(SQLModel, table=True):
+    """A compressed stretch of an attempt's log, readable after the GPU machine is gone."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="attempt.id", index=True, ondelete="CASCADE")
+    stream_offset: int = Field(sa_type=BigInteger)
+    length: int
+    data: bytes = Field(sa_type=LargeBinary)
+
+
+class TailEvent(SQLModel, table=True):
+    """Things that happened to a log: rotated, truncated, middle dropped past the cap."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="attempt.id", index=True, ondelete="CASCADE")
+    kind: str = Field(max_length=20)
+    detail: str = ""
+    stream_offset: int = Field(default=0, sa_type=BigInteger)
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class SiteSecret(SQLModel, table=True):

@@ -6,21 +6,22 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from app.models import Lane, Status
+from app.tailing.sources import parse_source
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Text = Annotated[str, StringConstraints(max_length=20_000)]
-SOURCE_SCHEMES = ("ssh://", "file:///")
 
 
 def check_source(value: str | None) -> str | None:
     if value is None or value.strip() == "":
         return None
     value = value.strip()
-    if not value.startswith(SOURCE_SCHEMES):
-        raise ValueError("a log source is ssh://[user@]host[:port]/abs/path or file:///abs/path")
-    if "\x00" in value or len(value) > 2000:
-        raise ValueError("a log source may not hold NUL bytes or exceed 2000 characters")
+    if "\x00" in value or "\n" in value or len(value) > 2000:
+        raise ValueError(
+            "a log source may not hold NUL bytes or newlines, nor exceed 2000 characters"
+        )
+    parse_source(value)  # raises BadSource (a ValueError) with the reason
     return value
 
 

@@ -1,5 +1,6 @@
 """The application factory: everything the app depends on comes in through `create_app`."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +19,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.paths import resource_dir
 from app.rendering import make_templates, render
 from app.routes import api_attempts, api_campaigns, pages
+from app.tailer import Tailer, source_factory_for
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
 
@@ -48,10 +50,18 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     if migrate_on_start:
         migrate.upgrade(settings.database_url)
     auth, _ = load_owner_auth(engine, settings.token)
+    tailer = Tailer(
+        engine,
+        stall_after_s=settings.stall_seconds,
+        source_factory=source_factory_for(settings),
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Blocking work (SSH reads, catching up a large log) runs in the tailer's threads.
+        await asyncio.to_thread(tailer.start)
         yield
+        await asyncio.to_thread(tailer.stop_all)
         engine.dispose()
 
     app = FastAPI(
@@ -63,6 +73,8 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.engine = engine
     app.state.auth = auth
     app.state.templates = make_templates()
+    app.state.tailer = tailer
+    app.state.after_change = tailer.sync
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, _exc: LoginRequired) -> Response:

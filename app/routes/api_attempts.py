@@ -1,9 +1,12 @@
 """JSON API for attempts: status and verdict, measurements, notes."""
 
-from fastapi import APIRouter, Depends, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Response
 
 from app import actions, repo, views
 from app.deps import SessionDep, require_api_owner
+from app.ingest import stored_log
 from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
 
 router = APIRouter(tags=["attempts"], dependencies=[Depends(require_api_owner)])
@@ -43,6 +46,25 @@ def list_notes(attempt_id: int, session: SessionDep) -> list[NoteOut]:
     attempt = actions.require_attempt(session, attempt_id)
     notes = repo.list_notes(session, campaign_id=attempt.campaign_id, attempt_id=attempt_id)
     return [views.note_view(n) for n in notes]
+
+
+@router.get("/api/attempts/{attempt_id}/log", response_class=Response)
+def get_log(
+    attempt_id: int,
+    session: SessionDep,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int | None, Query(ge=0)] = None,
+) -> Response:
+    """The stored log, as read from its source (stream offsets: rotations are concatenated)."""
+    actions.require_attempt(session, attempt_id)
+    data = stored_log(session, attempt_id, offset, limit)
+    tail = repo.tail_states(session, attempt_ids=[attempt_id]).get(attempt_id)
+    size = tail.stored_bytes if tail else 0
+    return Response(
+        data,
+        media_type="text/plain; charset=utf-8",
+        headers={"X-Log-Size": str(size), "X-Next-Offset": str(offset + len(data))},
+    )
 
 
 @router.patch("/api/notes/{note_id}")

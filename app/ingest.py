@@ -1,0 +1,282 @@
+"""Ingest: an attempt's log from its source into the database, one transaction per batch.
+
+Each transaction holds the new offset and file identity, the stored log bytes, the
+diagnosis, status changes and measurements read from the log; a restart resumes from
+what was committed and re-reads the stored log into the diagnosis engine, so nothing is
+lost or doubled.
+"""
+
+import logging
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from app.db import session_scope
+from app.diagnosis import Diagnoser, Diagnosis
+from app.models import (
+    Attempt,
+    Campaign,
+    LogChunk,
+    Measurement,
+    Status,
+    TailEvent,
+    TailState,
+    utcnow,
+)
+from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
+
+log = logging.getLogger(__name__)
+
+BATCH_BYTES = 1 << 20
+MAX_STORED_FIGURES = 500
+INFRASTRUCTURE_STATES = frozenset(
+    {"host unreachable", "connection lost", "reconnecting", "authentication failed",
+     "host key not trusted"}
+)  # fmt: skip
+
+
+class FollowableSource(Protocol):
+    def follow(
+        self, offset: int, identity: str | None, stop: threading.Event
+    ) -> Iterator[Event]: ...
+
+
+def stored_log(
+    session: Session, attempt_id: int, offset: int = 0, limit: int | None = None
+) -> bytes:
+    """The stored bytes of an attempt's log from `offset` (stream offsets), at most `limit`."""
+    end = None if limit is None else offset + limit
+    query = select(LogChunk).where(LogChunk.attempt_id == attempt_id)
+    query = query.where(col(LogChunk.stream_offset) + col(LogChunk.length) > offset)
+    if end is not None:
+        query = query.where(col(LogChunk.stream_offset) < end)
+    parts = []
+    for chunk in session.exec(query.order_by(col(LogChunk.stream_offset))):
+        data = zlib.decompress(chunk.data)
+        start = max(0, offset - chunk.stream_offset)
+        stop = len(data) if end is None else min(len(data), end - chunk.stream_offset)
+        parts.append(data[start:stop])
+    return b"".join(parts)
+
+
+def diagnosis_for_storage(result: Diagnosis) -> dict[str, Any]:
+    body = result.to_dict()
+    figures = body["throughput"]
+    body["throughput_total"] = len(figures)
+    if len(figures) > MAX_STORED_FIGURES:
+        # The first figures and the latest say the story; thousands of periodic ones do not.
+        body["throughput"] = figures[:100] + figures[-(MAX_STORED_FIGURES - 100) :]
+    return body
+
+
+class AttemptTail:
+    """Follows one attempt's source in a thread until stopped."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        attempt_id: int,
+        source: FollowableSource,
+        *,
+        stall_after_s: float,
+        on_commit: Callable[[int], None] = lambda _attempt_id: None,
+    ) -> None:
+        self.engine = engine
+        self.attempt_id = attempt_id
+        self.source = source
+        self.stall_after_s = stall_after_s
+        self.on_commit = on_commit
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"tail-{attempt_id}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stop_event.set()
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+
+    # --- the loop ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self._follow()
+                return
+            except Exception:  # a database hiccup must not end the tail for good
+                log.exception(
+                    "tail of attempt %s failed; resuming from the database", self.attempt_id
+                )
+                self.stop_event.wait(2.0)
+
+    def _resume(self) -> tuple[TailState, Diagnoser, str | None]:
+        with session_scope(self.engine) as session:
+            attempt = session.get(Attempt, self.attempt_id)
+            assert attempt is not None and attempt.source is not None
+            campaign = session.get(Campaign, attempt.campaign_id)
+            tail = session.exec(
+                select(TailState).where(TailState.attempt_id == self.attempt_id)
+            ).first()
+            if tail is None or tail.source != attempt.source:
+                if tail is not None:
+                    session.delete(tail)
+                    session.flush()
+                tail = TailState(attempt_id=self.attempt_id, source=attempt.source)
+                session.add(tail)
+            diagnoser = Diagnoser(campaign.ready_pattern if campaign else None)
+            stored = 0
+            for chunk in session.exec(
+                select(LogChunk)
+                .where(LogChunk.attempt_id == self.attempt_id)
+                .order_by(col(LogChunk.stream_offset))
+            ):
+                diagnoser.feed(zlib.decompress(chunk.data))
+                stored = chunk.stream_offset + chunk.length
+            if stored != tail.stored_bytes:
+                tail.stored_bytes = stored
+            metric_label = campaign.metric_label if campaign else ""
+        return tail, diagnoser, metric_label
+
+    def _follow(self) -> None:
+        tail, diagnoser, metric_label = self._resume()
+        offset, identity = tail.offset, tail.file_identity
+        last_data_at = time.monotonic()
+        batch: list[Event] = []
+        batch_bytes = 0
+        for event in self.source.follow(offset, identity, self.stop_event):
+            if isinstance(event, Data):
+                # Exactly once: drop what overlaps bytes already taken.
+                if event.offset + len(event.data) <= offset:
+                    continue
+                if event.offset < offset:
+                    event = Data(offset, event.data[offset - event.offset :])
+                offset = event.offset + len(event.data)
+                batch.append(event)
+                batch_bytes += len(event.data)
+                last_data_at = time.monotonic()
+                if batch_bytes < BATCH_BYTES:
+                    continue
+            elif isinstance(event, Rotated):
+                offset = 0
+                batch.append(event)
+            elif isinstance(event, Idle) and not batch:
+                stalled = time.monotonic() - last_data_at > self.stall_after_s
+                if event.size == tail.size and not (stalled and tail.state != "stalled"):
+                    continue  # nothing new to say
+                batch.append(State("stalled") if stalled else event)
+                if stalled:
+                    batch.append(Idle(event.size))
+            else:
+                batch.append(event)
+            tail = self._commit(batch, diagnoser, metric_label)
+            batch, batch_bytes = [], 0
+        if batch:
+            self._commit(batch, diagnoser, metric_label)
+
+    # --- one transaction ---------------------------------------------------------------
+
+    def _commit(
+        self, batch: list[Event], diagnoser: Diagnoser, metric_label: str | None
+    ) -> TailState:
+        with session_scope(self.engine) as session:
+            tail = session.exec(
+                select(TailState).where(TailState.attempt_id == self.attempt_id)
+            ).one()
+            attempt = session.get(Attempt, self.attempt_id)
+            assert attempt is not None
+            fed = False
+            pending: list[bytes] = []
+
+            def flush_chunk() -> None:
+                if pending:
+                    data = b"".join(pending)
+                    session.add(
+                        LogChunk(
+                            attempt_id=self.attempt_id,
+                            stream_offset=tail.stored_bytes,
+                            length=len(data),
+                            data=zlib.compress(data, 1),
+                        )
+                    )
+                    tail.stored_bytes += len(data)
+                    pending.clear()
+
+            for event in batch:
+                if isinstance(event, Data):
+                    pending.append(event.data)
+                    diagnoser.feed(event.data)
+                    tail.offset = event.offset + len(event.data)
+                    fed = True
+                    if tail.state not in ("connected", "catching up"):
+                        tail.state, tail.last_error = "connected", None
+                elif isinstance(event, Rotated):
+                    flush_chunk()
+                    session.add(
+                        TailEvent(
+                            attempt_id=self.attempt_id,
+                            kind=event.reason,
+                            detail=event.identity or "",
+                            stream_offset=tail.stored_bytes,
+                        )
+                    )
+                    tail.offset = 0
+                    if event.identity:
+                        tail.file_identity = event.identity
+                elif isinstance(event, Opened):
+                    tail.file_identity, tail.size = event.identity, event.size
+                    tail.state, tail.last_error, tail.host_key = "connected", None, None
+                elif isinstance(event, Idle):
+                    tail.size = event.size
+                    if tail.state == "catching up":
+                        tail.state = "connected"
+                elif isinstance(event, State):
+                    if event.state == "stalled" and attempt.status != Status.running:
+                        continue  # a ready server may well be quiet
+                    tail.state, tail.last_error = event.state, event.message
+                    tail.host_key = event.host_key
+            flush_chunk()
+            if tail.size is not None and tail.offset < tail.size and tail.state == "connected":
+                tail.state = "catching up"
+            tail.updated_at = utcnow()
+            if fed:
+                self._apply_diagnosis(session, attempt, diagnoser.diagnosis(), metric_label)
+            session.add(tail)
+        self.on_commit(self.attempt_id)
+        return tail
+
+    def _apply_diagnosis(
+        self, session: Session, attempt: Attempt, result: Diagnosis, metric_label: str | None
+    ) -> None:
+        attempt.diagnosis = diagnosis_for_storage(result)
+        attempt.fingerprint = result.fingerprint
+        status = Status(attempt.status)
+        if metric_label:
+            taken = session.exec(
+                select(Measurement.log_offset).where(
+                    Measurement.attempt_id == attempt.id, col(Measurement.log_offset).is_not(None)
+                )
+            ).all()
+            last_taken = max((o for o in taken if o is not None), default=-1)
+            for figure in result.throughput:
+                if figure.label == metric_label and figure.offset > last_taken:
+                    session.add(
+                        Measurement(
+                            attempt_id=attempt.id or 0, value=figure.value, log_offset=figure.offset
+                        )
+                    )
+                    if status in (Status.running, Status.ready):
+                        status = Status.measured
+        if result.ready and status == Status.running:
+            status = Status.ready
+        if result.crashed and status in (Status.running, Status.ready):
+            status = Status.crashed
+        if status != attempt.status:
+            attempt.status = status
+        attempt.updated_at = utcnow()
+        session.add(attempt)

@@ -1,0 +1,117 @@
+"""Which attempts are being followed: one AttemptTail per attempt with a source that is not
+closed; started with the app, synced after every change, stopped on close or detach."""
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+from sqlmodel import col, select
+
+from app.config import Settings
+from app.db import session_scope
+from app.ingest import AttemptTail, FollowableSource
+from app.models import Attempt, Status
+from app.tailing.file_source import FileSource
+from app.tailing.sources import parse_source
+
+if TYPE_CHECKING:
+    from app.tailing.ssh_source import SSHOptions
+
+log = logging.getLogger(__name__)
+
+FOLLOWED = (Status.running, Status.ready, Status.measured, Status.crashed, Status.blocked)
+
+
+def source_factory_for(settings: Settings) -> Callable[[str], FollowableSource]:
+    def make(url: str) -> FollowableSource:
+        parsed = parse_source(url)
+        if parsed.scheme == "file":
+            return FileSource(parsed.path)
+        from app.tailing.ssh_source import SSHSource  # paramiko only when SSH is used
+
+        return SSHSource(parsed, ssh_options(settings))
+
+    return make
+
+
+def ssh_options(settings: Settings) -> "SSHOptions":
+    from app.tailing.ssh_source import SSHOptions
+
+    return SSHOptions(
+        config_path=settings.ssh_config,
+        known_hosts=(settings.ssh_known_hosts,),
+        trusted_hosts_file=settings.trusted_hosts_file,
+        use_agent=settings.ssh_agent,
+    )
+
+
+class Tailer:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        stall_after_s: float,
+        source_factory: Callable[[str], FollowableSource],
+        on_commit: Callable[[int], None] = lambda _attempt_id: None,
+    ) -> None:
+        self.engine = engine
+        self.stall_after_s = stall_after_s
+        self.source_factory = source_factory
+        self.on_commit = on_commit
+        self._tails: dict[int, tuple[str, AttemptTail]] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Resume every attempt that was being followed when the dashboard stopped."""
+        with session_scope(self.engine) as session:
+            ids = session.exec(
+                select(Attempt.id).where(
+                    col(Attempt.source).is_not(None), col(Attempt.status).in_(FOLLOWED)
+                )
+            ).all()
+        for attempt_id in ids:
+            if attempt_id is not None:
+                self.sync(attempt_id)
+
+    def sync(self, attempt_id: int) -> None:
+        """Follow the attempt if it should be followed, stop if it should not."""
+        with session_scope(self.engine) as session:
+            attempt = session.get(Attempt, attempt_id)
+            source = attempt.source if attempt and Status(attempt.status) in FOLLOWED else None
+        with self._lock:
+            current = self._tails.get(attempt_id)
+            if current and current[0] == source and current[1].thread.is_alive():
+                return
+            old = self._tails.pop(attempt_id, None)
+        if old:
+            # Never two readers of one attempt: the old one ends before a new one starts.
+            old[1].stop()
+        if source is None:
+            return
+        tail = AttemptTail(
+            self.engine,
+            attempt_id,
+            self.source_factory(source),
+            stall_after_s=self.stall_after_s,
+            on_commit=self.on_commit,
+        )
+        with self._lock:
+            if attempt_id in self._tails:
+                return
+            self._tails[attempt_id] = (source, tail)
+        tail.start()
+
+    def following(self) -> list[int]:
+        with self._lock:
+            return sorted(self._tails)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            tails = [tail for _, tail in self._tails.values()]
+            self._tails.clear()
+        for tail in tails:
+            tail.stop_event.set()
+        for tail in tails:
+            tail.stop()

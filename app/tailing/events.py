@@ -1,0 +1,42 @@
+"""What a source reports while it follows a log."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Opened:
+    identity: str  # device:inode of the file being read
+    size: int
+
+
+@dataclass(frozen=True)
+class Data:
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Rotated:
+    identity: str | None  # None: truncated in place
+    reason: str  # "rotated" or "truncated"
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Caught up with the file (a good moment to commit); its current size."""
+
+    size: int
+
+
+@dataclass(frozen=True)
+class State:
+    """Where the connection stands: connecting, connected, file not found yet, reconnecting..."""
+
+    state: str
+    message: str | None = None
+    retry_in: float | None = None
+    host_key: str | None = None  # "type base64" of a key that is not trusted yet
+    infrastructure: bool = False  # the host or the network failed, not the server
+
+
+Event = Opened | Data | Rotated | Idle | State

@@ -1,0 +1,48 @@
+"""Parse a log source URL into the source that follows it."""
+
+from dataclasses import dataclass
+
+
+class BadSource(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SourceURL:
+    scheme: str  # "file" or "ssh"
+    path: str
+    host: str | None = None
+    user: str | None = None
+    port: int | None = None
+
+    @property
+    def host_label(self) -> str:
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{self.host}{port}"
+
+
+def parse_source(url: str) -> SourceURL:
+    """`ssh://[user@]host[:port]/abs/path` or `file:///abs/path`; the path is taken literally."""
+    if url.startswith("file://"):
+        path = url[len("file://") :]
+        if not path.startswith("/"):
+            raise BadSource("a file source needs an absolute path: file:///abs/path")
+        return SourceURL("file", path)
+    if url.startswith("ssh://"):
+        rest = url[len("ssh://") :]
+        slash = rest.find("/")
+        if slash <= 0:
+            raise BadSource("an ssh source is ssh://[user@]host[:port]/abs/path")
+        netloc, path = rest[:slash], rest[slash:]
+        user, _, hostport = netloc.rpartition("@")
+        host, _, port_text = hostport.partition(":")
+        if not host or any(c in host for c in " /\\'\"$`;&|<>"):
+            raise BadSource(f"not a host name: {host!r}")
+        port = None
+        if port_text:
+            if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+                raise BadSource(f"not a port: {port_text!r}")
+            port = int(port_text)
+        return SourceURL("ssh", path, host=host, user=user or None, port=port)
+    raise BadSource("a log source is ssh://[user@]host[:port]/abs/path or file:///abs/path")
