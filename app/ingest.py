@@ -36,7 +36,7 @@ BATCH_BYTES = 1 << 20
 MAX_STORED_FIGURES = 500
 INFRASTRUCTURE_STATES = frozenset(
     {"host unreachable", "connection lost", "reconnecting", "authentication failed",
-     "host key not trusted"}
+     "host key not trusted", "host key changed"}
 )  # fmt: skip
 
 

@@ -90,9 +90,12 @@ class MetricOut(BaseModel):
 
 class TailOut(BaseModel):
     state: str
-    bytes_read: int
-    size: int | None
+    bytes_read: int  # of the file being read now (the source's offset)
+    size: int | None  # of that file: bytes_read / size is the catch-up progress
+    stored_bytes: int  # of the whole log kept for the attempt, across rotations
     last_error: str | None
+    host_key_offered: bool  # an SSH host key waits for the owner to trust it
+    infrastructure: bool  # the host or network failed, not the server under test
 
 
 class AttemptOut(BaseModel):

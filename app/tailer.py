@@ -36,6 +36,13 @@ def source_factory_for(settings: Settings) -> Callable[[str], FollowableSource]:
     return make
 
 
+def trust_offered_key(settings: Settings, source_url: str, key_line: str) -> None:
+    from app.tailing.ssh_source import resolve, trust_host_key
+
+    options = ssh_options(settings)
+    trust_host_key(options, resolve(parse_source(source_url), options), key_line)
+
+
 def ssh_options(settings: Settings) -> "SSHOptions":
     from app.tailing.ssh_source import SSHOptions
 
@@ -102,6 +109,13 @@ class Tailer:
                 return
             self._tails[attempt_id] = (source, tail)
         tail.start()
+
+    def restart(self, attempt_id: int) -> None:
+        with self._lock:
+            old = self._tails.pop(attempt_id, None)
+        if old:
+            old[1].stop()
+        self.sync(attempt_id)
 
     def following(self) -> list[int]:
         with self._lock:

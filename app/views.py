@@ -6,6 +6,7 @@ from sqlmodel import Session
 
 from app import repo
 from app.domain import MetricSummary, judge, lane_of
+from app.ingest import INFRASTRUCTURE_STATES
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Note, Status
 from app.schemas import (
@@ -96,7 +97,10 @@ def attempt_views(
                     state=tail.state,
                     bytes_read=tail.offset,
                     size=tail.size,
+                    stored_bytes=tail.stored_bytes,
                     last_error=tail.last_error,
+                    host_key_offered=bool(tail.host_key),
+                    infrastructure=tail.state in INFRASTRUCTURE_STATES,
                 )
                 if tail
                 else None,

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -16,6 +17,9 @@ from sqlalchemy.engine import make_url
 
 from app.config import Settings
 from app.web import create_app
+
+if TYPE_CHECKING:
+    from tests.sshd import Sshd
 
 OWNER_TOKEN = "test-owner-token-" + "x" * 24
 PG_URL_ENV = "CAMPAIGN_DASH_TEST_DATABASE_URL"
@@ -129,4 +133,45 @@ def browser(server: LiveServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=20, headers={"Accept": "text/html"}) as client:
         response = client.get("/login", params={"token": OWNER_TOKEN})
         assert response.status_code == 303
+        yield client
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator["Sshd"]:
+    from tests.sshd import start_sshd
+
+    server = start_sshd(tmp_path / "sshd")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def ssh_settings(sshd: "Sshd", tmp_path: Path) -> Settings:
+    """A dashboard whose SSH setup points at the test sshd (SQLite: SSH is not about the DB)."""
+    return Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=f"sqlite:///{tmp_path / 'ssh.db'}",
+        token=OWNER_TOKEN,
+        ssh_config=sshd.ssh_config,
+        ssh_known_hosts=sshd.known_hosts,
+        trusted_hosts_file=sshd.trusted_hosts,
+        ssh_agent=False,
+    )
+
+
+@pytest.fixture
+def ssh_server(ssh_settings: Settings) -> Iterator[LiveServer]:
+    live = LiveServer(ssh_settings).start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+@pytest.fixture
+def ssh_api(ssh_server: LiveServer) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+    with httpx.Client(base_url=ssh_server.url, headers=headers, timeout=30) as client:
         yield client

@@ -1,7 +1,9 @@
 """Small builders shared by the tests."""
 
 import re
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
 
@@ -28,3 +30,30 @@ def csrf_of(html: str) -> str:
     match = re.search(r'name="csrf_token" value="([0-9a-f]+)"', html)
     assert match, "page has no CSRF field"
     return match.group(1)
+
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T | None], *, timeout: float = 30.0, what: str = "") -> T:
+    """Poll until `probe` returns something truthy; a bounded loop that fails loudly."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what or probe}: last {last!r}")
+
+
+def attempt_of(api: httpx.Client, attempt_id: int) -> dict[str, Any]:
+    response = api.get(f"/api/attempts/{attempt_id}")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def stored_log(api: httpx.Client, attempt_id: int) -> bytes:
+    response = api.get(f"/api/attempts/{attempt_id}/log")
+    assert response.status_code == 200
+    return response.content

@@ -2,12 +2,13 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app import actions, repo, views
 from app.deps import SessionDep, require_api_owner
 from app.ingest import stored_log
 from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
+from app.tailer import trust_offered_key
 
 router = APIRouter(tags=["attempts"], dependencies=[Depends(require_api_owner)])
 
@@ -65,6 +66,16 @@ def get_log(
         media_type="text/plain; charset=utf-8",
         headers={"X-Log-Size": str(size), "X-Next-Offset": str(offset + len(data))},
     )
+
+
+@router.post("/api/attempts/{attempt_id}/trust-host-key")
+def trust_host_key(attempt_id: int, request: Request, session: SessionDep) -> AttemptOut:
+    """Trust the SSH host key the attempt's host offered (written to the dashboard's own
+    known_hosts), then follow its log. Never done automatically."""
+    source, key_line = actions.offered_host_key(session, attempt_id)
+    trust_offered_key(request.app.state.settings, source, key_line)
+    request.app.state.tailer.restart(attempt_id)
+    return views.attempt_view(session, actions.require_attempt(session, attempt_id))
 
 
 @router.patch("/api/notes/{note_id}")

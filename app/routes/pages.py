@@ -14,6 +14,7 @@ from app.errors import Invalid
 from app.models import Status
 from app.rendering import is_htmx, render
 from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, NoteCreate
+from app.tailer import trust_offered_key
 
 router = APIRouter(include_in_schema=False)
 OwnerPage = [Depends(require_page_owner)]
@@ -215,6 +216,14 @@ async def add_measurement(attempt_id: int, request: Request, session: SessionDep
     if number != number or number in (float("inf"), float("-inf")):
         raise Invalid("a measurement is a finite number, e.g. 82.4")
     actions.add_measurement(session, attempt_id, number)
+    return _attempt_answer(request, session, attempt_id)
+
+
+@router.post("/attempts/{attempt_id}/trust-host-key", dependencies=OwnerForm)
+def trust_host_key(attempt_id: int, request: Request, session: SessionDep) -> Response:
+    source, key_line = actions.offered_host_key(session, attempt_id)
+    trust_offered_key(request.app.state.settings, source, key_line)
+    request.app.state.tailer.restart(attempt_id)
     return _attempt_answer(request, session, attempt_id)
 
 

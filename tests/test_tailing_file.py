@@ -1,0 +1,162 @@
+"""file:// sources through the whole pipeline: source, ingest, database, API."""
+
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from app.diagnosis import diagnose_bytes
+from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_log_is_stored_diagnosed_and_moves_the_attempt(api: httpx.Client, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    assert attempt["status"] == "running"
+    with log.open("ab") as out:
+        out.write(b"[2026-02-27 13:21:27 TP0] Load weight begin. avail mem=93.41 GB\n")
+        out.flush()
+        wait_for(lambda: attempt_of(api, attempt["id"])["tail"]["stored_bytes"] > 0, what="bytes")
+        out.write(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
+        out.flush()
+        wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "ready", what="ready")
+        out.write(b"Output token throughput (tok/s):         81.90\n")
+        out.write(b"Output token throughput (tok/s):         82.30\n")
+        out.flush()
+        body = wait_for(
+            lambda: (a := attempt_of(api, attempt["id"]))["metric"] and a["metric"]["n"] == 2 and a,
+            what="two measurements from the log",
+        )
+    assert body["status"] == "measured" and body["metric_value"] == 82.1
+    assert stored_log(api, attempt["id"]) == log.read_bytes()
+    assert body["diagnosis"]["ready"] is True
+    assert body["tail"]["state"] == "connected" and body["tail"]["bytes_read"] == log.stat().st_size
+
+
+def test_the_seed_crash_is_found_by_the_tailer(api: httpx.Client, tmp_path: Path) -> None:
+    log = tmp_path / "torch_symm_mem_test.log"
+    log.write_bytes((DATA / "seed_torch_symm_mem.log").read_bytes())
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    body = wait_for(
+        lambda: (a := attempt_of(api, attempt["id"]))["status"] == "crashed" and a, what="crash"
+    )
+    assert body["diagnosis"]["root_cause"] == "KeyError: 12"
+    assert body["diagnosis"]["error_class"] == "unsupported_arch"
+    retest = make_attempt(api, campaign["id"], source=f"file://{log}", retest_of=attempt["id"])
+    again = wait_for(
+        lambda: (a := attempt_of(api, retest["id"]))["status"] == "crashed" and a, what="retest"
+    )
+    assert again["same_root_cause_as"] == [attempt["id"]]
+
+
+def test_a_missing_file_is_waited_for(api: httpx.Client, tmp_path: Path) -> None:
+    log = tmp_path / "later.log"
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(
+        lambda: (attempt_of(api, attempt["id"])["tail"] or {}).get("state") == "file not found yet",
+        what="file not found yet",
+    )
+    log.write_bytes(b"finally here\n")
+    wait_for(lambda: stored_log(api, attempt["id"]) == b"finally here\n", what="content")
+
+
+def test_rename_and_create_rotation_keeps_every_byte_once(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    """logrotate's default: rename the file, the server's logger creates a new one."""
+    log = tmp_path / "rotating.log"
+    log.write_bytes(b"")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: attempt_of(api, attempt["id"])["tail"], what="tail started")
+    written: list[bytes] = []
+    done = threading.Event()
+
+    def writer() -> None:
+        number = 0
+        while not done.is_set():
+            line = b"line %06d of the server log\n" % number
+            with log.open("ab") as out:  # a logger that reopens its file by name
+                out.write(line)
+            written.append(line)
+            number += 1
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for rotation in range(10):
+            time.sleep(0.6)
+            os.rename(log, tmp_path / f"rotating.log.{rotation}")
+        time.sleep(0.3)
+    finally:
+        done.set()
+        thread.join()
+    expected = b"".join(written)
+    wait_for(lambda: stored_log(api, attempt["id"]) == expected, timeout=60, what="every byte once")
+    body = attempt_of(api, attempt["id"])
+    assert body["tail"]["stored_bytes"] == len(expected)
+
+
+def test_copytruncate_rotation_never_repeats_a_line(api: httpx.Client, tmp_path: Path) -> None:
+    log = tmp_path / "copytruncate.log"
+    log.write_bytes(b"")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: attempt_of(api, attempt["id"])["tail"], what="tail started")
+    expected = []
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        for rotation in range(10):
+            for number in range(200):
+                line = b"rotation %02d line %04d\n" % (rotation, number)
+                os.write(fd, line)
+                expected.append(line)
+                if number % 50 == 0:
+                    time.sleep(0.005)
+            # logrotate's copytruncate: copy, then truncate in place while the writer goes on.
+            wait_for(
+                lambda: attempt_of(api, attempt["id"])["tail"]["bytes_read"] == log.stat().st_size,
+                what="caught up before the copy",
+            )
+            (tmp_path / f"copytruncate.log.{rotation}").write_bytes(log.read_bytes())
+            os.truncate(log, 0)
+        os.write(fd, b"after the last rotation\n")
+        expected.append(b"after the last rotation\n")
+    finally:
+        os.close(fd)
+    wait_for(
+        lambda: stored_log(api, attempt["id"]).endswith(b"after the last rotation\n"),
+        timeout=60,
+        what="the last line",
+    )
+    stored = stored_log(api, attempt["id"]).splitlines(keepends=True)
+    assert stored == expected
+    digest = hashlib.sha256(b"".join(expected)).hexdigest()
+    assert hashlib.sha256(b"".join(stored)).hexdigest() == digest
+
+
+def test_closing_the_attempt_stops_following(api: httpx.Client, tmp_path: Path) -> None:
+    log = tmp_path / "closed.log"
+    log.write_bytes(b"before close\n")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: stored_log(api, attempt["id"]) == b"before close\n", what="first bytes")
+    closed = api.patch(
+        f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "x"}
+    )
+    assert closed.status_code == 200
+    with log.open("ab") as out:
+        out.write(b"after close\n")
+    time.sleep(0.5)
+    assert stored_log(api, attempt["id"]) == b"before close\n"
+    assert diagnose_bytes(b"before close\n").crashed is False
