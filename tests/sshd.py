@@ -1,5 +1,6 @@
 """A real OpenSSH sshd on a free loopback port, with its own host key, client key and config."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -69,10 +70,8 @@ class Sshd:
 
     def stop(self) -> None:
         for pid in self.session_pids():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.terminate()
         try:
             self.process.wait(10)
