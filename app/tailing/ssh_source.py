@@ -33,7 +33,7 @@ CONNECT_TIMEOUT_S = 10.0
 # The remote follower writes at least once a second; this long without a byte means the
 # peer is gone (paramiko's keepalive only sends, it never notices a dead peer).
 DEAD_AFTER_S = 15.0
-BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 60.0
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 60.0
 UNTRUSTED_RETRY_S = 10.0
 WINDOW_BYTES = 8 << 20  # measured: a bigger window slows loopback down (LIMITS.md)
 MAX_PACKET_BYTES = 256 << 10
@@ -122,20 +122,25 @@ class ConnectionPool:
         self.options = options
         self._lock = threading.Lock()
         self._connections: dict[Target, list[_Connection]] = {}
+        self._connecting: dict[Target, threading.Lock] = {}
 
     def acquire(self, target: Target) -> _Connection:
+        # One connection attempt per host at a time: tails starting together share it.
         with self._lock:
-            pool = [c for c in self._connections.get(target, []) if c.alive]
-            self._connections[target] = pool
-            for connection in pool:
-                if connection.channels < CHANNELS_PER_CONNECTION:
-                    connection.channels += 1
-                    return connection
-        connection = _Connection(self._connect(target))
-        connection.channels = 1
-        with self._lock:
-            self._connections.setdefault(target, []).append(connection)
-        return connection
+            connecting = self._connecting.setdefault(target, threading.Lock())
+        with connecting:
+            with self._lock:
+                pool = [c for c in self._connections.get(target, []) if c.alive]
+                self._connections[target] = pool
+                for connection in pool:
+                    if connection.channels < CHANNELS_PER_CONNECTION:
+                        connection.channels += 1
+                        return connection
+            connection = _Connection(self._connect(target))
+            connection.channels = 1
+            with self._lock:
+                self._connections.setdefault(target, []).append(connection)
+            return connection
 
     def release(self, target: Target, connection: _Connection, *, broken: bool = False) -> None:
         with self._lock:
@@ -302,7 +307,8 @@ class SSHSource:
                         offset, identity = 0, event.identity or identity
                     elif isinstance(event, Opened):
                         identity = event.identity
-                        failures = 0
+                    elif isinstance(event, State) and event.state == "connected":
+                        failures = 0  # the host answered: the next drop starts the backoff anew
                     yield event
             except HostKeyNotTrusted as error:
                 key_line = f"{error.key.get_name()} {error.key.get_base64()}"
@@ -334,7 +340,7 @@ class SSHSource:
             delay *= random.uniform(0.8, 1.2)  # jitter: tails of one host do not stampede
             yield State(
                 "reconnecting",
-                f"reconnecting in {delay:.0f} s",
+                f"reconnecting in {max(1, round(delay))} s",
                 retry_in=delay,
                 infrastructure=True,
             )

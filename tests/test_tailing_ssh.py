@@ -1,0 +1,217 @@
+"""ssh:// sources against a real OpenSSH sshd on loopback: nothing here fakes the connection."""
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
+from tests.sshd import Sshd
+
+
+def followers_of(path: Path) -> list[str]:
+    """Remote follower processes still reading `path` (the sshd host is this machine)."""
+    out = subprocess.run(
+        ["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True, check=True
+    )
+    return [line for line in out.stdout.splitlines() if "python3 -" in line and str(path) in line]
+
+
+def test_follows_a_log_through_an_ssh_config_alias(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    log = tmp_path / "data" / "eagle3" / "logs" / "server.log"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="first bytes")
+    with log.open("ab") as out:
+        out.write(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
+    body = wait_for(
+        lambda: (a := attempt_of(ssh_api, attempt["id"]))["status"] == "ready" and a, what="ready"
+    )
+    assert body["tail"]["state"] == "connected" and body["tail"]["infrastructure"] is False
+    assert stored_log(ssh_api, attempt["id"]) == log.read_bytes()
+
+
+def test_a_hostile_path_is_read_literally_and_runs_nothing(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    marker = f"pwned-{os.getpid()}-{time.time_ns()}"
+    pwned = [Path.home() / marker, tmp_path / marker, Path("/tmp") / marker]
+    weird = tmp_path / f"x; touch {marker}; echo $(touch {marker}) 'q' \"dq\" `touch {marker}`.log"
+    weird.write_bytes(b"a line of a log with a hostile name\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{weird}")
+    wait_for(
+        lambda: stored_log(ssh_api, attempt["id"]) == weird.read_bytes(), what="the literal file"
+    )
+    assert not any(path.exists() for path in pwned)
+
+
+def test_an_unknown_host_key_is_refused_until_the_owner_trusts_it(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    sshd.known_hosts.write_text("")
+    log = tmp_path / "server.log"
+    log.write_bytes(b"hello from the gpu box\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    tail = wait_for(
+        lambda: (
+            (t := attempt_of(ssh_api, attempt["id"])["tail"])
+            and t["state"] == "host key not trusted"
+            and t
+        ),
+        what="refusal",
+    )
+    assert sshd.host_fingerprint in tail["last_error"]
+    assert tail["host_key_offered"] is True and tail["infrastructure"] is True
+    assert stored_log(ssh_api, attempt["id"]) == b""
+    assert not sshd.trusted_hosts.exists()
+
+    trusted = ssh_api.post(f"/api/attempts/{attempt['id']}/trust-host-key")
+    assert trusted.status_code == 200
+    assert sshd.host_public_key in sshd.trusted_hosts.read_text()
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="followed")
+    again = ssh_api.post(f"/api/attempts/{attempt['id']}/trust-host-key")
+    assert again.status_code == 409
+
+
+def test_a_changed_host_key_is_refused_with_its_fingerprint(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    sshd.known_hosts.write_text(
+        f"[127.0.0.1]:{sshd.port} {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n"
+    )
+    log = tmp_path / "server.log"
+    log.write_bytes(b"secret\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    tail = wait_for(
+        lambda: (
+            (t := attempt_of(ssh_api, attempt["id"])["tail"])
+            and t["state"] == "host key changed"
+            and t
+        ),
+        what="refusal",
+    )
+    assert sshd.host_fingerprint in tail["last_error"]
+    assert stored_log(ssh_api, attempt["id"]) == b""
+
+
+def test_a_missing_remote_file_is_waited_for(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    log = tmp_path / "not-yet.log"
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    wait_for(
+        lambda: (
+            (attempt_of(ssh_api, attempt["id"])["tail"] or {}).get("state") == "file not found yet"
+        ),
+        what="waiting state",
+    )
+    log.write_bytes(b"the server started after the attempt was created\n")
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="content")
+
+
+def test_closing_the_attempt_leaves_no_process_on_the_host(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    log = tmp_path / "orphan-check.log"
+    log.write_bytes(b"x\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == b"x\n", what="followed")
+    assert followers_of(log), "the remote follower should be running"
+    ssh_api.patch(f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "x"})
+    wait_for(lambda: not followers_of(log), timeout=10, what="no follower left")
+
+
+def test_more_tails_than_max_sessions_open_a_second_connection(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    campaign = make_campaign(ssh_api)
+    logs = []
+    for index in range(12):
+        log = tmp_path / f"rank{index}.log"
+        log.write_bytes(b"rank %d\n" % index)
+        logs.append(log)
+        make_attempt(ssh_api, campaign["id"], title=f"r{index}", source=f"ssh://{sshd.alias}{log}")
+    attempts = ssh_api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]
+    for attempt, log in zip(attempts, logs, strict=True):
+        wait_for(
+            lambda a=attempt, p=log: stored_log(ssh_api, a["id"]) == p.read_bytes(), what="all"
+        )
+    # One connection per MaxSessions (10) channels: 12 tails, 2 connections.
+    assert len(sshd.session_pids()) == 2
+
+
+def test_killed_connections_lose_and_repeat_nothing(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    """The fault test: a steady 20 MB writer, the sshd side killed 30 times at random."""
+    import hashlib
+    import random
+    import threading
+
+    from app.diagnosis import diagnose_bytes
+
+    log = tmp_path / "faulty.log"
+    log.write_bytes(b"")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    wait_for(lambda: attempt_of(ssh_api, attempt["id"])["tail"]["state"] == "connected", what="up")
+    target = 20 << 20
+    done = threading.Event()
+
+    def writer() -> None:
+        rng = random.Random(3)
+        written = 0
+        with log.open("ab") as out:
+            while written < target:
+                line = b"[2026-02-27 13:%02d:%02d TP0] Decode batch. #running-req: %d, " % (
+                    rng.randrange(60),
+                    rng.randrange(60),
+                    rng.randrange(128),
+                ) + b"gen throughput (token/s): %.2f\n" % rng.uniform(60, 95)
+                out.write(line * 200)
+                out.flush()
+                written += len(line) * 200
+                time.sleep(0.05)  # about 0.5 MB/s: the kills land while it writes
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    rng = random.Random(11)
+    kills = 0
+    deadline = time.monotonic() + 120
+    while kills < 30 and time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.05, 0.4))
+        for pid in sshd.session_pids():
+            try:
+                os.kill(pid, 9)
+                kills += 1
+            except ProcessLookupError:
+                pass
+    thread.join()
+    assert kills >= 30
+    expected = log.read_bytes()
+    wait_for(
+        lambda: attempt_of(ssh_api, attempt["id"])["tail"]["stored_bytes"] >= len(expected),
+        timeout=180,
+        what="catch up after the faults",
+    )
+    stored = stored_log(ssh_api, attempt["id"])
+    assert hashlib.sha256(stored).hexdigest() == hashlib.sha256(expected).hexdigest()
+    diagnosis = attempt_of(ssh_api, attempt["id"])["diagnosis"]
+    whole = diagnose_bytes(expected).to_dict()
+    for field in ("ready", "crashed", "root_cause", "error_class", "fingerprint"):
+        assert diagnosis[field] == whole[field]
+    assert diagnosis["throughput_total"] == len(whole["throughput"])
