@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func
 from sqlmodel import Session, col, select
 
 from app.db import session_scope
@@ -33,6 +33,7 @@ from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
 log = logging.getLogger(__name__)
 
 BATCH_BYTES = 1 << 20
+DIAGNOSIS_WINDOW = 256 << 10  # bytes kept around the root cause when the middle is dropped
 MAX_STORED_FIGURES = 500
 INFRASTRUCTURE_STATES = frozenset(
     {"host unreachable", "connection lost", "reconnecting", "authentication failed",
@@ -55,12 +56,17 @@ def stored_log(
     query = query.where(col(LogChunk.stream_offset) + col(LogChunk.length) > offset)
     if end is not None:
         query = query.where(col(LogChunk.stream_offset) < end)
-    parts = []
+    parts: list[bytes] = []
+    position = offset
     for chunk in session.exec(query.order_by(col(LogChunk.stream_offset))):
+        if chunk.stream_offset > position and parts:
+            gap = chunk.stream_offset - position
+            parts.append(b"\n[campaign-dash: %d bytes of the middle dropped past the cap]\n" % gap)
         data = zlib.decompress(chunk.data)
         start = max(0, offset - chunk.stream_offset)
         stop = len(data) if end is None else min(len(data), end - chunk.stream_offset)
         parts.append(data[start:stop])
+        position = chunk.stream_offset + chunk.length
     return b"".join(parts)
 
 
@@ -84,9 +90,11 @@ class AttemptTail:
         source: FollowableSource,
         *,
         stall_after_s: float,
+        log_cap_bytes: int = 512 << 20,
         on_commit: Callable[[int], None] = lambda _attempt_id: None,
     ) -> None:
         self.engine = engine
+        self.log_cap_bytes = log_cap_bytes
         self.attempt_id = attempt_id
         self.source = source
         self.stall_after_s = stall_after_s
@@ -136,6 +144,7 @@ class AttemptTail:
                 .where(LogChunk.attempt_id == self.attempt_id)
                 .order_by(col(LogChunk.stream_offset))
             ):
+                diagnoser.skip(chunk.stream_offset - stored)  # a middle dropped past the cap
                 diagnoser.feed(zlib.decompress(chunk.data))
                 stored = chunk.stream_offset + chunk.length
             if stored != tail.stored_bytes:
@@ -245,10 +254,60 @@ class AttemptTail:
                 tail.state = "catching up"
             tail.updated_at = utcnow()
             if fed:
-                self._apply_diagnosis(session, attempt, diagnoser.diagnosis(), metric_label)
+                result = diagnoser.diagnosis()
+                self._apply_diagnosis(session, attempt, result, metric_label)
+                if tail.stored_bytes > self.log_cap_bytes:
+                    self._drop_middle(session, tail, result)
             session.add(tail)
         self.on_commit(self.attempt_id)
         return tail
+
+    def _drop_middle(self, session: Session, tail: TailState, result: Diagnosis) -> None:
+        """Past the cap: drop the oldest chunks between the head and the tail, keeping the
+        diagnosis windows (where the root cause and the readiness line are)."""
+        kept = session.exec(
+            select(func.coalesce(func.sum(LogChunk.length), 0)).where(
+                LogChunk.attempt_id == self.attempt_id
+            )
+        ).one()
+        if kept <= self.log_cap_bytes:
+            return
+        head_end = self.log_cap_bytes // 4
+        tail_start = tail.stored_bytes - self.log_cap_bytes // 2
+        windows = [
+            (finding.offset - DIAGNOSIS_WINDOW, finding.offset + DIAGNOSIS_WINDOW)
+            for finding in (result.root_cause_at, result.ready_at)
+            if finding is not None
+        ]
+        candidates = session.exec(
+            select(LogChunk)
+            .where(
+                LogChunk.attempt_id == self.attempt_id,
+                col(LogChunk.stream_offset) >= head_end,
+                col(LogChunk.stream_offset) + col(LogChunk.length) <= tail_start,
+            )
+            .order_by(col(LogChunk.stream_offset))
+        ).all()
+        dropped_from, dropped = None, 0
+        for chunk in candidates:
+            if kept <= self.log_cap_bytes * 0.9:
+                break
+            end = chunk.stream_offset + chunk.length
+            if any(start < end and chunk.stream_offset < stop for start, stop in windows):
+                continue
+            dropped_from = chunk.stream_offset if dropped_from is None else dropped_from
+            dropped += chunk.length
+            kept -= chunk.length
+            session.delete(chunk)
+        if dropped:
+            session.add(
+                TailEvent(
+                    attempt_id=self.attempt_id,
+                    kind="dropped",
+                    detail=f"{dropped} bytes of the middle, past the {self.log_cap_bytes} B cap",
+                    stream_offset=dropped_from or 0,
+                )
+            )
 
     def _apply_diagnosis(
         self, session: Session, attempt: Attempt, result: Diagnosis, metric_label: str | None

@@ -60,11 +60,13 @@ class Tailer:
         engine: Engine,
         *,
         stall_after_s: float,
+        log_cap_bytes: int = 512 << 20,
         source_factory: Callable[[str], FollowableSource],
         on_commit: Callable[[int], None] = lambda _attempt_id: None,
     ) -> None:
         self.engine = engine
         self.stall_after_s = stall_after_s
+        self.log_cap_bytes = log_cap_bytes
         self.source_factory = source_factory
         self.on_commit = on_commit
         self._tails: dict[int, tuple[str, AttemptTail]] = {}
@@ -102,6 +104,7 @@ class Tailer:
             attempt_id,
             self.source_factory(source),
             stall_after_s=self.stall_after_s,
+            log_cap_bytes=self.log_cap_bytes,
             on_commit=self.on_commit,
         )
         with self._lock:

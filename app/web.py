@@ -53,6 +53,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     tailer = Tailer(
         engine,
         stall_after_s=settings.stall_seconds,
+        log_cap_bytes=int(settings.log_cap_mib * (1 << 20)),
         source_factory=source_factory_for(settings),
     )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 
+from app.config import Settings
 from app.diagnosis import diagnose_bytes
 from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
 
@@ -160,3 +161,43 @@ def test_closing_the_attempt_stops_following(api: httpx.Client, tmp_path: Path) 
     time.sleep(0.5)
     assert stored_log(api, attempt["id"]) == b"before close\n"
     assert diagnose_bytes(b"before close\n").crashed is False
+
+
+def test_past_the_cap_the_middle_is_dropped_and_the_crash_kept(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from tests.conftest import OWNER_TOKEN, LiveServer
+
+    capped = settings.model_copy(update={"log_cap_mib": 4.0})
+    live = LiveServer(capped).start()
+    try:
+        api = httpx.Client(
+            base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}, timeout=30
+        )
+        log = tmp_path / "big.log"
+        line = b"[2026-02-27 13:21:27 TP0] Decode batch. gen throughput (token/s): 81.50\n"
+        body = b"[2026-02-27 13:00:00] The server is fired up and ready to roll!\n"
+        body += line * 220_000  # about 16 MiB
+        body += (DATA / "seed_torch_symm_mem.log").read_bytes()
+        body += line * 3_000
+        log.write_bytes(body)
+        campaign = make_campaign(api)
+        attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+        state = wait_for(
+            lambda: (
+                (a := attempt_of(api, attempt["id"]))["tail"]
+                and a["tail"]["stored_bytes"] == len(body)
+                and a
+            ),
+            timeout=60,
+            what="all read",
+        )
+        stored = stored_log(api, attempt["id"])
+        # The cap holds to within a stored chunk (1 MiB).
+        assert len(stored) < 5.5 * (1 << 20)
+        assert stored.startswith(b"[2026-02-27 13:00:00] The server is fired up")
+        assert b"KeyError: 12" in stored and b"bytes of the middle dropped past the cap" in stored
+        assert stored.endswith(line)
+        assert state["diagnosis"]["root_cause"] == "KeyError: 12"
+    finally:
+        live.stop()

@@ -64,6 +64,12 @@ class Diagnoser:
             self._scanner.feed(data)
             self._cached = None
 
+    def skip(self, count: int) -> None:
+        """Account for bytes of the log that are no longer there (dropped past the cap)."""
+        if count:
+            self._scanner.skip(count)
+            self._cached = None
+
     def diagnosis(self) -> Diagnosis:
         if self._cached is None:
             self._cached = self._diagnose()

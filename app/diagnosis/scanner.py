@@ -221,6 +221,13 @@ class Scanner:
         self._pending_offset += last_newline + 1 - start
         self._hold(data[last_newline + 1 :])
 
+    def skip(self, count: int) -> None:
+        """Bytes that are gone (a dropped middle): offsets go on, the line in progress is cut."""
+        self.bytes_seen += count
+        self._pending, self._pending_cut = b"", False
+        self._pending_offset = self.bytes_seen
+        self._after = 0
+
     def _hold(self, partial: bytes) -> None:
         if len(partial) > MAX_LINE_BYTES:
             partial = partial[:MAX_LINE_BYTES]
