@@ -57,3 +57,8 @@ def stored_log(api: httpx.Client, attempt_id: int) -> bytes:
     response = api.get(f"/api/attempts/{attempt_id}/log")
     assert response.status_code == 200
     return response.content
+
+
+def tail_state(api: httpx.Client, attempt_id: int) -> str | None:
+    tail = attempt_of(api, attempt_id)["tail"]
+    return tail["state"] if tail else None

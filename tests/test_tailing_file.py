@@ -10,7 +10,14 @@ import httpx
 
 from app.config import Settings
 from app.diagnosis import diagnose_bytes
-from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
+from tests.helpers import (
+    attempt_of,
+    make_attempt,
+    make_campaign,
+    stored_log,
+    tail_state,
+    wait_for,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -199,5 +206,25 @@ def test_past_the_cap_the_middle_is_dropped_and_the_crash_kept(
         assert b"KeyError: 12" in stored and b"bytes of the middle dropped past the cap" in stored
         assert stored.endswith(line)
         assert state["diagnosis"]["root_cause"] == "KeyError: 12"
+    finally:
+        live.stop()
+
+
+def test_a_silent_starting_server_is_flagged_stalled(settings: Settings, tmp_path: Path) -> None:
+    from tests.conftest import OWNER_TOKEN, LiveServer
+
+    live = LiveServer(settings.model_copy(update={"stall_seconds": 1.0})).start()
+    try:
+        api = httpx.Client(
+            base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}, timeout=30
+        )
+        log = tmp_path / "quiet.log"
+        log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
+        campaign = make_campaign(api)
+        attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+        wait_for(lambda: tail_state(api, attempt["id"]) == "stalled", what="stall")
+        with log.open("ab") as out:
+            out.write(b"[2026-02-27 13:29:00 TP0] Load weight end.\n")
+        wait_for(lambda: tail_state(api, attempt["id"]) == "connected", what="on")
     finally:
         live.stop()

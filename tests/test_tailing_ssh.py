@@ -215,3 +215,82 @@ def test_killed_connections_lose_and_repeat_nothing(
     for field in ("ready", "crashed", "root_cause", "error_class", "fingerprint"):
         assert diagnosis[field] == whole[field]
     assert diagnosis["throughput_total"] == len(whole["throughput"])
+
+
+def test_the_host_going_away_is_not_the_server_crashing(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="followed")
+    sshd.stop()  # the GPU box goes away
+    tail = wait_for(
+        lambda: (
+            (t := attempt_of(ssh_api, attempt["id"])["tail"])
+            and t["state"] in ("reconnecting", "host unreachable", "connection lost")
+            and t
+        ),
+        what="infrastructure state",
+    )
+    assert tail["infrastructure"] is True
+    body = attempt_of(ssh_api, attempt["id"])
+    assert body["status"] == "running" and body["diagnosis"]["crashed"] is False
+    wait_for(
+        lambda: (
+            "reconnecting in" in (attempt_of(ssh_api, attempt["id"])["tail"]["last_error"] or "")
+        ),
+        what="a visible retry delay",
+    )
+
+
+def test_proxyjump_reaches_a_host_through_another(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    config = sshd.ssh_config.read_text()
+    jumped = config.replace(f"Host {sshd.alias}", "Host behind-the-bastion", 1)
+    sshd.ssh_config.write_text(
+        config + jumped.replace("  HostName", "  ProxyJump gpu-box\n  HostName", 1)
+    )
+    log = tmp_path / "behind.log"
+    log.write_bytes(b"reached through the jump host\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://behind-the-bastion{log}")
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="via ProxyJump")
+
+
+def test_a_1_gib_catch_up_completes_with_progress_and_a_responsive_dashboard(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    """Past paramiko's own rekey point (2^29 bytes) twice; progress shows while it reads."""
+    log = tmp_path / "one-gib.log"
+    line = (
+        b"[2026-02-27 13:21:27 TP0] Decode batch. #running-req: 32, #token: 9000, "
+        b"gen throughput (token/s): 81.50, #queue-req: 0\n"
+    )
+    block = line * ((1 << 20) // len(line) + 1)
+    with log.open("wb") as out:
+        while out.tell() < 1 << 30:
+            out.write(block)
+        out.write((Path(__file__).parent / "data" / "seed_torch_symm_mem.log").read_bytes())
+    size = log.stat().st_size
+    campaign = make_campaign(ssh_api)
+    started = time.monotonic()
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    seen_progress = False
+    slowest = 0.0
+    while True:
+        asked = time.monotonic()
+        tail = attempt_of(ssh_api, attempt["id"])["tail"]
+        slowest = max(slowest, time.monotonic() - asked)
+        if tail and tail["state"] == "catching up" and 0 < tail["bytes_read"] < tail["size"]:
+            seen_progress = True
+        if tail and tail["stored_bytes"] >= size:
+            break
+        assert time.monotonic() - started < 600, f"catch-up too slow: {tail}"
+        time.sleep(0.5)
+    assert seen_progress
+    assert slowest < 2.0, f"the API answered in {slowest:.1f} s while catching up"
+    body = attempt_of(ssh_api, attempt["id"])
+    assert body["status"] == "crashed" and body["diagnosis"]["root_cause"] == "KeyError: 12"
