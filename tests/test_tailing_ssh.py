@@ -1,11 +1,13 @@
 """ssh:// sources against a real OpenSSH sshd on loopback: nothing here fakes the connection."""
 
+import contextlib
 import os
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
 from tests.sshd import Sshd
@@ -294,3 +296,115 @@ def test_a_1_gib_catch_up_completes_with_progress_and_a_responsive_dashboard(
     assert slowest < 2.0, f"the API answered in {slowest:.1f} s while catching up"
     body = attempt_of(ssh_api, attempt["id"])
     assert body["status"] == "crashed" and body["diagnosis"]["root_cause"] == "KeyError: 12"
+
+
+def test_keys_from_ssh_agent(sshd: Sshd, tmp_path: Path, monkeypatch: "pytest.MonkeyPatch") -> None:
+    from app.config import Settings
+    from tests.conftest import OWNER_TOKEN, LiveServer
+
+    agent = subprocess.run(["ssh-agent", "-s"], capture_output=True, text=True, check=True).stdout
+    env = dict(part.split("=", 1) for part in agent.replace(";", "\n").split() if "=" in part)
+    monkeypatch.setenv("SSH_AUTH_SOCK", env["SSH_AUTH_SOCK"])
+    try:
+        subprocess.run(
+            ["ssh-add", str(sshd.directory / "client_key")],
+            env={**os.environ, "SSH_AUTH_SOCK": env["SSH_AUTH_SOCK"]},
+            capture_output=True,
+            check=True,
+        )  # fmt: skip
+        # No IdentityFile: the only way in is the agent's key.
+        sshd.ssh_config.write_text(
+            sshd.ssh_config.read_text().replace(
+                f"  IdentityFile {sshd.directory / 'client_key'}\n", ""
+            )
+            + f"Host stranger\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
+            f"  IdentityFile {tmp_path / 'stranger_key'}\n  IdentitiesOnly yes\n"
+        )
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger_key")],
+            check=True,
+        )
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, database_url=f"sqlite:///{tmp_path / 'agent.db'}", token=OWNER_TOKEN,
+            ssh_config=sshd.ssh_config, ssh_known_hosts=sshd.known_hosts,
+            trusted_hosts_file=sshd.trusted_hosts, ssh_agent=True,
+        )  # fmt: skip
+        live = LiveServer(settings).start()
+        try:
+            api = httpx.Client(
+                base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}
+            )
+            log = tmp_path / "agent.log"
+            log.write_bytes(b"via the agent\n")
+            campaign = make_campaign(api)
+            attempt = make_attempt(api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+            wait_for(lambda: stored_log(api, attempt["id"]) == log.read_bytes(), what="agent auth")
+        finally:
+            live.stop()
+    finally:
+        subprocess.run(
+            ["ssh-agent", "-k"], env={**os.environ, **env}, capture_output=True, check=False
+        )
+
+
+def test_a_refused_key_says_authentication_failed(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger")],
+        check=True,
+    )
+    sshd.ssh_config.write_text(
+        sshd.ssh_config.read_text()
+        + f"Host stranger\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
+        + f"  IdentityFile {tmp_path / 'stranger'}\n"
+    )
+    log = tmp_path / "denied.log"
+    log.write_bytes(b"x\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://stranger{log}")
+    tail = wait_for(
+        lambda: (
+            (t := attempt_of(ssh_api, attempt["id"])["tail"])
+            and t["state"] == "authentication failed"
+            and t
+        ),
+        what=f"auth refusal ({attempt_of(ssh_api, attempt['id'])['tail']})",
+    )
+    assert tail["infrastructure"] is True
+    assert stored_log(ssh_api, attempt["id"]) == b""
+
+
+def test_a_silent_peer_is_noticed_within_30_seconds(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    import signal
+
+    log = tmp_path / "silent.log"
+    log.write_bytes(b"x\n")
+    campaign = make_campaign(ssh_api)
+    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == b"x\n", what="followed")
+    frozen = sshd.session_pids()
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)  # the peer stops answering, the TCP connection stays up
+    try:
+        started = time.monotonic()
+        wait_for(
+            lambda: (
+                (attempt_of(ssh_api, attempt["id"])["tail"] or {}).get("state")
+                in ("connection lost", "reconnecting", "connecting", "connected")
+                and time.monotonic() - started > 1
+                and attempt_of(ssh_api, attempt["id"])["tail"]["state"] != "connected"
+            ),
+            timeout=30,
+            what="the silent peer noticed",
+        )
+        assert time.monotonic() - started < 30
+        with log.open("ab") as out:
+            out.write(b"y\n")
+        wait_for(lambda: stored_log(ssh_api, attempt["id"]) == b"x\ny\n", timeout=30, what="back")
+    finally:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

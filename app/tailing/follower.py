@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Tuple
 Event = Tuple
 
 READ_SIZE = 1 << 20
-POLL_ACTIVE_S = 0.01  # just after data: appends come in bursts
+POLL_ACTIVE_S = 0.005  # just after data: appends come in bursts
 POLL_IDLE_S = 0.1
 ACTIVE_FOR_S = 2.0
 HEARTBEAT_S = 1.0

@@ -333,14 +333,14 @@ class SSHSource:
                 )
             if stop.is_set():
                 return
-            if outcome is not None:
-                yield outcome
             failures += 1
             delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (failures - 1))
             delay *= random.uniform(0.8, 1.2)  # jitter: tails of one host do not stampede
+            # The cause stays the state ("authentication failed"); the retry is its message.
+            cause = outcome or State("connection lost", "the connection ended")
             yield State(
-                "reconnecting",
-                f"reconnecting in {max(1, round(delay))} s",
+                cause.state,
+                f"{cause.message}; reconnecting in {max(1, round(delay))} s",
                 retry_in=delay,
                 infrastructure=True,
             )
