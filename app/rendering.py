@@ -25,6 +25,17 @@ def fmt_number(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def fmt_filesize(size: int | None) -> str:
+    if size is None:
+        return "—"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GiB"
+
+
 def fmt_delta(pct: float | None) -> str:
     if pct is None:
         return ""
@@ -45,6 +56,7 @@ def make_templates() -> Jinja2Templates:
     )
     env.filters.update(
         number=fmt_number,
+        filesize=fmt_filesize,
         delta=fmt_delta,
         iso=iso_utc,
         markdown=render_markdown,

@@ -5,8 +5,9 @@ from datetime import datetime
 from sqlmodel import Session
 
 from app import repo
+from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
-from app.ingest import INFRASTRUCTURE_STATES
+from app.ingest import INFRASTRUCTURE_STATES, stored_log
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Note, Status
 from app.schemas import (
@@ -138,6 +139,29 @@ def campaign_detail(session: Session, campaign: Campaign) -> CampaignDetailOut:
     return CampaignDetailOut(
         **base.model_dump(), attempts=attempt_views(session, campaign, attempts)
     )
+
+
+TAIL_LINES = 500
+TAIL_BYTES = 512 << 10
+
+
+def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool]]:
+    """The last lines of the stored log, as a terminal shows them (colours stripped):
+    (number from the end, text, is the root-cause line)."""
+    if attempt.tail is None or attempt.tail.stored_bytes == 0:
+        return []
+    start = max(0, attempt.tail.stored_bytes - TAIL_BYTES)
+    data = stored_log(session, attempt.id, start)
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first one is cut
+    if lines and lines[-1] == b"":
+        lines.pop()
+    root = (attempt.diagnosis or {}).get("root_cause")
+    shown = [decode(raw) for raw in lines[-TAIL_LINES:]]
+    return [
+        (len(shown) - index, text, bool(root) and text == root) for index, text in enumerate(shown)
+    ]
 
 
 def note_view(note: Note) -> NoteOut:

@@ -228,3 +228,24 @@ def test_a_silent_starting_server_is_flagged_stalled(settings: Settings, tmp_pat
         wait_for(lambda: tail_state(api, attempt["id"]) == "connected", what="on")
     finally:
         live.stop()
+
+
+def test_the_attempt_page_shows_the_escaped_tail_with_the_root_cause_marked(
+    api: httpx.Client, browser: httpx.Client, tmp_path: Path
+) -> None:
+    log = tmp_path / "page.log"
+    log.write_bytes(
+        b"\x1b[32m<script>alert('log')</script>\x1b[0m\n"
+        + (DATA / "seed_torch_symm_mem.log").read_bytes()
+    )
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "crashed", what="crash")
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    assert f'id="tail-{attempt["id"]}"' in page
+    assert (
+        "&lt;script&gt;alert(&#39;log&#39;)&lt;/script&gt;" in page and "<script>alert" not in page
+    )
+    assert "\x1b" not in page
+    assert '<span class="line root" id="root-cause">KeyError: 12' in page
+    assert 'href="#root-cause"' in page

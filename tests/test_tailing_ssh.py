@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
+from tests.conftest import OWNER_TOKEN
+from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign, stored_log, wait_for
 from tests.sshd import Sshd
 
 
@@ -75,8 +76,13 @@ def test_an_unknown_host_key_is_refused_until_the_owner_trusts_it(
     assert stored_log(ssh_api, attempt["id"]) == b""
     assert not sshd.trusted_hosts.exists()
 
-    trusted = ssh_api.post(f"/api/attempts/{attempt['id']}/trust-host-key")
-    assert trusted.status_code == 200
+    owner = httpx.Client(base_url=str(ssh_api.base_url), headers={"Accept": "text/html"})
+    assert owner.get("/login", params={"token": OWNER_TOKEN}).status_code == 303
+    page = owner.get(f"/attempts/{attempt['id']}").text
+    assert "Trust this host key" in page and sshd.host_fingerprint in page
+    csrf = csrf_of(page)
+    trusted = owner.post(f"/attempts/{attempt['id']}/trust-host-key", data={"csrf_token": csrf})
+    assert trusted.status_code == 303
     assert sshd.host_public_key in sshd.trusted_hosts.read_text()
     wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="followed")
     again = ssh_api.post(f"/api/attempts/{attempt['id']}/trust-host-key")

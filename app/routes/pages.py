@@ -176,9 +176,11 @@ def attempt_context(session: SessionDep, attempt_id: int) -> dict[str, Any]:
     campaign = actions.require_campaign(session, attempt.campaign_id)
     siblings = repo.list_attempts(session, campaign_id=attempt.campaign_id)
     notes = repo.list_notes(session, campaign_id=attempt.campaign_id, attempt_id=attempt_id)
+    view = views.attempt_view(session, attempt)
     return {
         "campaign": campaign,
-        "attempt": views.attempt_view(session, attempt),
+        "attempt": view,
+        "log_lines": views.log_tail(session, view),
         "titles": {a.id: a.title for a in siblings},
         "notes": [views.note_view(n) for n in notes],
         "statuses": [s.value for s in Status],
