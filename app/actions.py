@@ -5,7 +5,16 @@ from sqlmodel import Session
 from app import repo
 from app.domain import CLOSED, transition_refusal
 from app.errors import Conflict, Invalid, NotFound
-from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, utcnow
+from app.models import (
+    Attempt,
+    BaselineChange,
+    Campaign,
+    LiveEvent,
+    Measurement,
+    Note,
+    Status,
+    utcnow,
+)
 from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, CampaignUpdate, NoteCreate
 
 
@@ -13,6 +22,21 @@ def changed(session: Session, attempt_id: int | None) -> None:
     """Note an attempt whose row changed: after commit its tail is synced and news published."""
     if attempt_id is not None:
         session.info.setdefault("changed_attempts", set()).add(attempt_id)
+
+
+def record(
+    session: Session,
+    campaign_id: int,
+    kind: str,
+    *,
+    attempt_id: int | None = None,
+    note_id: int | None = None,
+) -> None:
+    """An event for live pages, in the same transaction as the change it reports."""
+    session.add(
+        LiveEvent(campaign_id=campaign_id, kind=kind, attempt_id=attempt_id, note_id=note_id)
+    )
+    session.info.setdefault("changed_campaigns", set()).add(campaign_id)
 
 
 def require_campaign(session: Session, campaign_id: int) -> Campaign:
@@ -64,6 +88,7 @@ def update_campaign(session: Session, campaign_id: int, data: CampaignUpdate) ->
     session.add(campaign)
     if new_baseline is not None and new_baseline != campaign.baseline:
         _set_baseline(session, campaign, new_baseline, attempt_id=None)
+    record(session, campaign_id, "campaign")
     return campaign
 
 
@@ -87,6 +112,7 @@ def create_attempt(session: Session, campaign_id: int, data: AttemptCreate) -> A
     session.add(attempt)
     session.flush()
     changed(session, attempt.id)
+    record(session, campaign_id, "attempt", attempt_id=attempt.id)
     return attempt
 
 
@@ -142,6 +168,9 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
     attempt.updated_at = utcnow()
     session.add(attempt)
     changed(session, attempt_id)
+    record(session, attempt.campaign_id, "attempt", attempt_id=attempt_id)
+    if data.set_baseline:
+        record(session, attempt.campaign_id, "campaign")
     return attempt
 
 
@@ -174,6 +203,7 @@ def add_measurement(session: Session, attempt_id: int, value: float) -> Attempt:
     _promote_to_measured(attempt)
     attempt.updated_at = utcnow()
     session.add(attempt)
+    record(session, attempt.campaign_id, "attempt", attempt_id=attempt_id)
     return attempt
 
 
@@ -183,6 +213,7 @@ def add_note(
     note = Note(campaign_id=campaign_id, attempt_id=attempt_id, body=data.body)
     session.add(note)
     session.flush()
+    record(session, campaign_id, "note", note_id=note.id, attempt_id=attempt_id)
     return note
 
 
@@ -201,10 +232,12 @@ def edit_note(session: Session, note_id: int, data: NoteCreate) -> Note:
     note.body = data.body
     note.updated_at = utcnow()
     session.add(note)
+    record(session, note.campaign_id, "note", note_id=note.id, attempt_id=note.attempt_id)
     return note
 
 
 def delete_note(session: Session, note_id: int) -> Note:
     note = require_note(session, note_id)
     session.delete(note)
+    record(session, note.campaign_id, "note", note_id=note.id, attempt_id=note.attempt_id)
     return note

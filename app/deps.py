@@ -27,6 +27,8 @@ def get_session(request: Request) -> Iterator[Session]:
             request.app.state.after_change(attempt_id)
         except Exception:
             log.exception("after-change work for attempt %s failed", attempt_id)
+    for campaign_id in sorted(session.info.get("changed_campaigns", ())):
+        request.app.state.bus.publish(campaign_id)
 
 
 # scope="function": the transaction commits before the response leaves, so a client

@@ -21,6 +21,7 @@ from app.diagnosis import Diagnoser, Diagnosis
 from app.models import (
     Attempt,
     Campaign,
+    LiveEvent,
     LogChunk,
     Measurement,
     Status,
@@ -91,9 +92,10 @@ class AttemptTail:
         *,
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
-        on_commit: Callable[[int], None] = lambda _attempt_id: None,
+        on_commit: Callable[[int], None] = lambda _campaign_id: None,
     ) -> None:
         self.engine = engine
+        self.campaign_id = 0
         self.log_cap_bytes = log_cap_bytes
         self.attempt_id = attempt_id
         self.source = source
@@ -128,6 +130,7 @@ class AttemptTail:
             attempt = session.get(Attempt, self.attempt_id)
             assert attempt is not None and attempt.source is not None
             campaign = session.get(Campaign, attempt.campaign_id)
+            self.campaign_id = attempt.campaign_id
             tail = session.exec(
                 select(TailState).where(TailState.attempt_id == self.attempt_id)
             ).first()
@@ -200,6 +203,7 @@ class AttemptTail:
             attempt = session.get(Attempt, self.attempt_id)
             assert attempt is not None
             fed = False
+            stored_before = tail.stored_bytes
             pending: list[bytes] = []
 
             def flush_chunk() -> None:
@@ -250,6 +254,19 @@ class AttemptTail:
                     tail.state, tail.last_error = event.state, event.message
                     tail.host_key = event.host_key
             flush_chunk()
+            if tail.stored_bytes > stored_before:
+                session.add(
+                    LiveEvent(
+                        campaign_id=self.campaign_id,
+                        kind="log",
+                        attempt_id=self.attempt_id,
+                        start_offset=stored_before,
+                        end_offset=tail.stored_bytes,
+                    )
+                )
+            session.add(
+                LiveEvent(campaign_id=self.campaign_id, kind="attempt", attempt_id=self.attempt_id)
+            )
             if tail.size is not None and tail.offset < tail.size and tail.state == "connected":
                 tail.state = "catching up"
             tail.updated_at = utcnow()
@@ -259,7 +276,7 @@ class AttemptTail:
                 if tail.stored_bytes > self.log_cap_bytes:
                     self._drop_middle(session, tail, result)
             session.add(tail)
-        self.on_commit(self.attempt_id)
+        self.on_commit(self.campaign_id)
         return tail
 
     def _drop_middle(self, session: Session, tail: TailState, result: Diagnosis) -> None:

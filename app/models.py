@@ -161,6 +161,22 @@ class TailEvent(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class LiveEvent(SQLModel, table=True):
+    """Something a live page should hear about; its id is the SSE event id (Last-Event-ID)."""
+
+    __tablename__ = "event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    kind: str = Field(max_length=20)  # attempt, log, note, campaign
+    attempt_id: int | None = None
+    note_id: int | None = None
+    # For log events: the stored-log bytes [start, end) that arrived.
+    start_offset: int | None = Field(default=None, sa_type=BigInteger)
+    end_offset: int | None = Field(default=None, sa_type=BigInteger)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class SiteSecret(SQLModel, table=True):
     """Per-installation secrets: the owner token's hash and the CSRF signing key."""
 

@@ -62,7 +62,7 @@ class Tailer:
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
         source_factory: Callable[[str], FollowableSource],
-        on_commit: Callable[[int], None] = lambda _attempt_id: None,
+        on_commit: Callable[[int], None] = lambda _campaign_id: None,
     ) -> None:
         self.engine = engine
         self.stall_after_s = stall_after_s

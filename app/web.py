@@ -16,6 +16,7 @@ from app.config import Settings
 from app.db import make_engine
 from app.deps import LoginRequired
 from app.errors import Conflict, Invalid, NotFound
+from app.live import Bus
 from app.paths import resource_dir
 from app.rendering import make_templates, render
 from app.routes import api_attempts, api_campaigns, pages
@@ -50,8 +51,10 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     if migrate_on_start:
         migrate.upgrade(settings.database_url)
     auth, _ = load_owner_auth(engine, settings.token)
+    bus = Bus()
     tailer = Tailer(
         engine,
+        on_commit=bus.publish,
         stall_after_s=settings.stall_seconds,
         log_cap_bytes=int(settings.log_cap_mib * (1 << 20)),
         source_factory=source_factory_for(settings),
@@ -75,6 +78,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.auth = auth
     app.state.templates = make_templates()
     app.state.tailer = tailer
+    app.state.bus = bus
     app.state.after_change = tailer.sync
 
     @app.exception_handler(LoginRequired)

@@ -26,7 +26,7 @@ def test_upgrade_is_idempotent(database_url: str) -> None:
     with engine.connect() as connection:
         version = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0003"
+    assert version == "0004"
 
 
 def test_data_from_0001_survives_the_upgrade_to_head(database_url: str) -> None:
