@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     secure_cookies: bool = False
     # A starting server whose log is silent this long is flagged as stalled.
     stall_seconds: float = 300.0
+    # Named heartbeat events on live streams: often enough that proxies keep them open.
+    heartbeat_seconds: float = 15.0
     # Log kept per attempt; past it the middle is dropped (head, tail, diagnosis kept).
     log_cap_mib: float = 512.0
     # SSH as OpenSSH would do it: the user's config, known hosts and agent.

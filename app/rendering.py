@@ -69,6 +69,18 @@ def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
 
 
+def page_context(request: Request, context: dict[str, Any]) -> dict[str, Any]:
+    owner = is_owner(request)
+    csrf = request.app.state.auth.csrf_token() if owner else ""
+    return {"request": request, "csrf_token": csrf, "is_owner": owner, **context}
+
+
+def render_partial(request: Request, name: str, context: dict[str, Any]) -> str:
+    """A partial as text (for an SSE message): the same template the page includes."""
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.get_template(name).render(page_context(request, context))
+
+
 def render(
     request: Request,
     page: str,
@@ -80,7 +92,6 @@ def render(
     """The full page, or only its partial when htmx asks (both from the same template)."""
     templates: Jinja2Templates = request.app.state.templates
     name = partial if partial and is_htmx(request) else page
-    owner = is_owner(request)
-    csrf = request.app.state.auth.csrf_token() if owner else ""
-    context = {"csrf_token": csrf, "is_owner": owner, **context}
-    return templates.TemplateResponse(request, name, context, status_code=status_code)
+    return templates.TemplateResponse(
+        request, name, page_context(request, context), status_code=status_code
+    )

@@ -19,7 +19,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.live import Bus
 from app.paths import resource_dir
 from app.rendering import make_templates, render
-from app.routes import api_attempts, api_campaigns, pages
+from app.routes import api_attempts, api_campaigns, events, pages
 from app.tailer import Tailer, source_factory_for
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
@@ -116,5 +116,6 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
     app.include_router(api_campaigns.router)
     app.include_router(api_attempts.router)
+    app.include_router(events.router)
     app.include_router(pages.router)
     return app

@@ -1,6 +1,7 @@
 // Progressive enhancement only: every page works without this file.
 (function () {
   "use strict";
+
   // Show timestamps in the viewer's time zone (the server renders UTC).
   function localizeTimes(root) {
     root.querySelectorAll("time[datetime]").forEach(function (el) {
@@ -11,6 +12,65 @@
       }
     });
   }
+
+  // htmx's SSE extension retries a closed stream (a proxy's 502, a restart) with
+  // exponential backoff; pages of a whole team retrying in step would hammer the server,
+  // so each reconnection also waits a random part of that backoff (jitter).
+  var failures = 0;
+  function JitteredEventSource(url) {
+    var self = this;
+    var listeners = [];
+    var real = null;
+    var closed = false;
+    var delay = failures ? Math.random() * Math.min(30000, 250 * Math.pow(2, failures)) : 0;
+    self.url = url;
+    self.onerror = null;
+    self.onopen = null;
+    self.onmessage = null;
+    Object.defineProperty(self, "readyState", {
+      get: function () { return real ? real.readyState : (closed ? 2 : 0); },
+    });
+    self.addEventListener = function (name, fn) {
+      listeners.push([name, fn]);
+      if (real) { real.addEventListener(name, fn); }
+    };
+    self.removeEventListener = function (name, fn) {
+      listeners = listeners.filter(function (l) { return l[0] !== name || l[1] !== fn; });
+      if (real) { real.removeEventListener(name, fn); }
+    };
+    self.close = function () { closed = true; if (real) { real.close(); } };
+    window.setTimeout(function () {
+      if (closed) { return; }
+      real = new EventSource(url, { withCredentials: true });
+      listeners.forEach(function (l) { real.addEventListener(l[0], l[1]); });
+      real.onopen = function (e) { failures = 0; setLive(true); if (self.onopen) { self.onopen(e); } };
+      real.onerror = function (e) {
+        if (real.readyState === 2) { failures += 1; }
+        setLive(false);
+        if (self.onerror) { self.onerror(e); }
+      };
+      real.onmessage = function (e) { if (self.onmessage) { self.onmessage(e); } };
+      ["heartbeat", "hello"].forEach(function (name) {
+        real.addEventListener(name, function () { lastHeard = Date.now(); setLive(true); });
+      });
+      real.addEventListener("reload", function () { window.location.reload(); });
+    }, delay);
+  }
+  if (window.htmx) { htmx.createEventSource = function (url) { return new JitteredEventSource(url); }; }
+
+  // A stream that says nothing for three heartbeats is as good as dead: say so.
+  var lastHeard = Date.now();
+  function setLive(on) {
+    var badge = document.getElementById("live-status");
+    if (!badge) { return; }
+    badge.textContent = on ? "live" : "offline, retrying";
+    badge.className = on ? "live-status on" : "live-status off";
+    if (on) { lastHeard = Date.now(); }
+  }
+  window.setInterval(function () {
+    if (document.querySelector("[data-live]") && Date.now() - lastHeard > 45000) { setLive(false); }
+  }, 5000);
+
   document.addEventListener("DOMContentLoaded", function () {
     localizeTimes(document);
     if (window.htmx) {
@@ -22,8 +82,9 @@
         { code: "...", swap: false, error: true },
       ];
     }
+    if (document.querySelector("[data-live]")) { setLive(false); }
+    window.__pageLoadedAt = window.__pageLoadedAt || Date.now();
   });
-  document.addEventListener("htmx:afterSwap", function (event) {
-    localizeTimes(event.target);
-  });
+  document.addEventListener("htmx:afterSwap", function (event) { localizeTimes(event.target); });
+  document.addEventListener("htmx:sseMessage", function () { lastHeard = Date.now(); setLive(true); });
 })();

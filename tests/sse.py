@@ -1,0 +1,89 @@
+"""Read Server-Sent Events from a live server, with bounded waits."""
+
+import queue
+import threading
+from dataclasses import dataclass, field
+
+import httpx
+
+
+@dataclass
+class Message:
+    event: str
+    data: str
+    id: str | None
+
+
+@dataclass
+class SSEReader:
+    """Reads a stream in a thread; `next()` waits a bounded time for the next message."""
+
+    client: httpx.Client
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    status: int | None = None
+
+    def __post_init__(self) -> None:
+        self._messages: queue.Queue[Message | None] = queue.Queue()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    def _run(self) -> None:
+        try:
+            with self.client.stream("GET", self.url, headers=self.headers, timeout=30) as response:
+                self.status = response.status_code
+                self._ready.set()
+                if response.status_code != 200:
+                    return
+                event, data, ident = "message", [], None
+                for line in response.iter_lines():
+                    if self._stop.is_set():
+                        return
+                    if line == "":
+                        if data or event != "message":
+                            self._messages.put(Message(event, "\n".join(data), ident))
+                        event, data, ident = "message", [], None
+                    elif line.startswith(":"):
+                        continue
+                    else:
+                        name, _, value = line.partition(":")
+                        value = value[1:] if value.startswith(" ") else value
+                        if name == "event":
+                            event = value
+                        elif name == "data":
+                            data.append(value)
+                        elif name == "id":
+                            ident = value
+        except httpx.HTTPError:
+            pass
+        finally:
+            self._ready.set()
+            self._messages.put(None)
+
+    def next(
+        self, timeout: float = 10.0, skip: tuple[str, ...] = ("heartbeat", "hello")
+    ) -> Message:
+        while True:
+            message = self._messages.get(timeout=timeout)
+            if message is None:
+                raise AssertionError("the stream ended")
+            if message.event not in skip:
+                return message
+
+    def until(self, predicate, timeout: float = 10.0) -> Message:  # type: ignore[no-untyped-def]
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no matching message in time")
+            message = self.next(timeout=left, skip=())
+            if predicate(message):
+                return message
+
+    def close(self) -> None:
+        self._stop.set()

@@ -1,0 +1,101 @@
+"""The campaign event stream: JSON events as changes commit, resume by Last-Event-ID,
+named heartbeats, and who may listen."""
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+
+from app.config import Settings
+from tests.conftest import OWNER_TOKEN, LiveServer
+from tests.helpers import make_attempt, make_campaign
+from tests.sse import SSEReader
+
+
+def events_url(campaign_id: int, **params: str) -> str:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return f"/api/campaigns/{campaign_id}/events" + (f"?{query}" if query else "")
+
+
+def test_attempt_note_and_log_events_arrive_as_json(api: httpx.Client, tmp_path: Path) -> None:
+    campaign = make_campaign(api)
+    reader = SSEReader(api, events_url(campaign["id"]))
+    assert reader.status == 200
+    attempt = make_attempt(api, campaign["id"], title="EAGLE-3")
+    created = reader.until(lambda m: m.event == "attempt")
+    assert json.loads(created.data)["title"] == "EAGLE-3" and created.id
+
+    api.patch(f"/api/attempts/{attempt['id']}", json={"status": "running"})
+    moved = reader.until(
+        lambda m: m.event == "attempt" and json.loads(m.data)["status"] == "running"
+    )
+    assert int(moved.id or 0) > int(created.id or 0)
+
+    api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": "needs **NVLink**"})
+    note = reader.until(lambda m: m.event == "note")
+    assert "<strong>NVLink</strong>" in json.loads(note.data)["html"]
+
+    log = tmp_path / "live.log"
+    log.write_bytes(b"Load weight begin.\nKeyError: 12\n")
+    api.patch(f"/api/attempts/{attempt['id']}", json={"source": f"file://{log}"})
+    lines = reader.until(lambda m: m.event == "log")
+    assert json.loads(lines.data) == {
+        "attempt_id": attempt["id"], "lines": ["Load weight begin.", "KeyError: 12"],
+        "offset": 0, "end": log.stat().st_size,
+    }  # fmt: skip
+    reader.close()
+
+
+def test_last_event_id_gets_exactly_what_was_missed(api: httpx.Client) -> None:
+    campaign = make_campaign(api)
+    reader = SSEReader(api, events_url(campaign["id"]))
+    first = make_attempt(api, campaign["id"], title="one")
+    seen = reader.until(lambda m: m.event == "attempt")
+    reader.close()
+    make_attempt(api, campaign["id"], title="two")
+    api.post(f"/api/attempts/{first['id']}/notes", json={"body": "missed"})
+    resumed = SSEReader(api, events_url(campaign["id"]), headers={"Last-Event-ID": seen.id or ""})
+    missed = [resumed.next(), resumed.next()]
+    assert [m.event for m in missed] == ["attempt", "note"]
+    assert json.loads(missed[0].data)["title"] == "two"
+    assert json.loads(missed[1].data)["body"] == "missed"
+    resumed.close()
+
+
+def test_heartbeats_are_named_events(settings: Settings) -> None:
+    live = LiveServer(settings.model_copy(update={"heartbeat_seconds": 0.3})).start()
+    try:
+        api = httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"})
+        campaign = make_campaign(api)
+        reader = SSEReader(api, events_url(campaign["id"]))
+        started = time.monotonic()
+        beat = reader.next(timeout=5, skip=("hello",))
+        assert beat.event == "heartbeat" and time.monotonic() - started < 3
+        reader.close()
+    finally:
+        live.stop()
+
+
+def test_streams_need_the_owner_and_an_existing_campaign(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    assert anonymous.get(events_url(campaign["id"])).status_code == 401
+    assert api.get(events_url(999), headers={"Accept": "text/event-stream"}).status_code == 404
+    other = make_campaign(api, name="other")
+    stray = make_attempt(api, other["id"])
+    wrong = api.get(events_url(campaign["id"], view="attempt", attempt=str(stray["id"])))
+    assert wrong.status_code == 404
+    assert api.get(events_url(campaign["id"], view="bogus")).status_code == 422
+
+
+def test_pages_get_the_same_partials_they_include(api: httpx.Client) -> None:
+    campaign = make_campaign(api)
+    reader = SSEReader(api, events_url(campaign["id"], view="campaign"))
+    make_attempt(api, campaign["id"], title="Torch <symm> mem")
+    timeline = reader.until(lambda m: m.event == "timeline")
+    assert timeline.data.startswith('<section class="timeline" id="timeline"')
+    assert "Torch &lt;symm&gt; mem" in timeline.data and "<symm>" not in timeline.data
+    assert timeline.id  # the last message of a batch carries the event id
+    reader.close()
