@@ -175,3 +175,101 @@ def ssh_api(ssh_server: LiveServer) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {OWNER_TOKEN}"}
     with httpx.Client(base_url=ssh_server.url, headers=headers, timeout=30) as client:
         yield client
+
+
+HTMX_FILES = {
+    # CDN path the pages load -> (npm package, file inside it)
+    "htmx.org@2.0.11/dist/htmx.min.js": ("htmx.org@2.0.11", "dist/htmx.min.js"),
+    "htmx-ext-sse@2.2.4/dist/sse.min.js": ("htmx-ext-sse@2.2.4", "dist/sse.min.js"),
+}
+
+
+def vendored_htmx() -> dict[str, bytes]:
+    """The CDN files, taken from the npm registry's packages (tests run offline otherwise)."""
+    import shutil
+    import subprocess
+    import tarfile
+
+    cache = REPO / ".pytest_cache" / "vendor"
+    cache.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for cdn_path, (package, inner) in HTMX_FILES.items():
+        target = cache / package / inner
+        if not target.is_file():
+            npm = shutil.which("npm")
+            if npm is None:
+                pytest.skip("npm is needed to fetch htmx from the npm registry")
+            out = subprocess.run(
+                [npm, "pack", package, "--pack-destination", str(cache)],
+                capture_output=True, text=True, check=True, cwd=cache,
+            )  # fmt: skip
+            with tarfile.open(cache / out.stdout.strip().splitlines()[-1]) as archive:
+                member = archive.extractfile(f"package/{inner}")
+                assert member is not None
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(member.read())
+        files[cdn_path] = target.read_bytes()
+    return files
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(executable).exists():
+        pytest.skip("Debian's chromium is not installed")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def open_page(chromium: object, server: LiveServer) -> Iterator[object]:
+    """A factory of logged-in pages in fresh browser contexts, CDN served from npm copies."""
+    files = vendored_htmx()
+    contexts = []
+
+    def route_cdn(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        for cdn_path, body in files.items():
+            if url.endswith(cdn_path):
+                route.fulfill(
+                    body=body,
+                    content_type="application/javascript",  # type: ignore[attr-defined]
+                    headers={"Access-Control-Allow-Origin": "*"},
+                )
+                return
+        route.abort()  # type: ignore[attr-defined]
+
+    def make(path: str, *, logged_in: bool = True) -> object:
+        context = chromium.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+        contexts.append(context)
+        context.route("https://cdn.jsdelivr.net/**", route_cdn)
+        page = context.new_page()
+        dialogs: list[str] = []
+        page.dialogs = dialogs  # type: ignore[attr-defined]  # an XSS that runs shows up here
+
+        def on_dialog(dialog: object) -> None:
+            dialogs.append(dialog.message)  # type: ignore[attr-defined]
+            dialog.dismiss()  # type: ignore[attr-defined]
+
+        page.on("dialog", on_dialog)
+        if logged_in:
+            page.goto(f"{server.url}/login?token={OWNER_TOKEN}&next={path}")
+        else:
+            page.goto(f"{server.url}{path}")
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()

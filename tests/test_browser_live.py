@@ -1,0 +1,118 @@
+"""What a person sees in Debian's Chromium: live updates without reloading, and no XSS.
+
+Each test sets a JS marker first; it surviving proves the page was never reloaded.
+"""
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers import make_attempt, make_campaign
+
+pytestmark = pytest.mark.browser
+DATA = Path(__file__).parent / "data"
+
+
+def mark(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_selector("#live-status.on", timeout=10_000)
+    page.evaluate("window.__marker = 'no reload'")
+
+
+def still_marked(page) -> bool:  # type: ignore[no-untyped-def]
+    return page.evaluate("window.__marker") == "no reload"
+
+
+def test_campaign_page_follows_attempts_notes_and_crashes_live(
+    api: httpx.Client,
+    open_page,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    campaign = make_campaign(api)
+    log = tmp_path / "torch_symm_mem_test.log"
+    log.write_bytes(b"")
+    first = make_attempt(
+        api, campaign["id"], title="Torch symmetric memory", source=f"file://{log}"
+    )
+    page = open_page(f"/campaigns/{campaign['id']}")
+    second = open_page(f"/campaigns/{campaign['id']}")
+    mark(page)
+    mark(second)
+
+    # A crash appended to the log: the card turns crashed and shows the root cause.
+    log.write_bytes((DATA / "seed_torch_symm_mem.log").read_bytes())
+    card = page.locator(f"#attempt-{first['id']}")
+    card.locator(".chip.status-crashed").wait_for(timeout=10_000)
+    assert "KeyError: 12" in card.inner_text()
+    assert "unsupported_arch" in card.inner_text()
+
+    # A note posted through the API appears.
+    api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": "PCIe only: **no NVLink**"})
+    page.locator("#notes strong", has_text="no NVLink").wait_for(timeout=10_000)
+
+    # A status change moves the card to the eliminated lane.
+    api.patch(
+        f"/api/attempts/{first['id']}", json={"status": "eliminated", "verdict": "arch table"}
+    )
+    page.locator(f"#attempt-{first['id']}.lane-eliminated").wait_for(timeout=10_000)
+
+    # A new attempt appears in the tested lane.
+    make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
+    page.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=10_000)
+
+    # The second page saw all of it too.
+    second.locator(f"#attempt-{first['id']}.lane-eliminated").wait_for(timeout=10_000)
+    second.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=10_000)
+    second.locator("#notes strong", has_text="no NVLink").wait_for(timeout=10_000)
+    assert still_marked(page) and still_marked(second)
+    page.screenshot(path="test-artifacts/campaign-live.png", full_page=True)
+
+
+def test_attempt_page_tail_grows_live(api: httpx.Client, open_page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    campaign = make_campaign(api)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    page = open_page(f"/attempts/{attempt['id']}")
+    page.locator(f"#log-{attempt['id']}", has_text="Load weight begin.").wait_for(timeout=10_000)
+    mark(page)
+    with log.open("ab") as out:
+        out.write(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
+    page.locator(f"#log-{attempt['id']}", has_text="fired up and ready to roll").wait_for(
+        timeout=10_000
+    )
+    page.locator(".chip.status-ready").first.wait_for(timeout=10_000)
+    api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": "ready in *33 s*"})
+    page.locator(f"#notes-list-attempt-{attempt['id']} em", has_text="33 s").wait_for(
+        timeout=10_000
+    )
+    assert still_marked(page)
+
+
+def test_hostile_log_lines_and_notes_stay_text(
+    api: httpx.Client, open_page, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    hostile = (
+        "<script>alert('x1')</script> <img src=x onerror=\"alert('x2')\"> "
+        "[click](javascript:alert('x3')) <a href=\"javascript:alert('x4')\">a</a>"
+    )
+    campaign = make_campaign(api, name=hostile[:150])
+    log = tmp_path / "hostile.log"
+    log.write_bytes(hostile.encode() + b"\nRuntimeError: " + hostile.encode() + b"\n")
+    attempt = make_attempt(api, campaign["id"], title=hostile[:150], source=f"file://{log}")
+    page = open_page(f"/attempts/{attempt['id']}")
+    page.locator(f"#log-{attempt['id']}", has_text="<script>").wait_for(timeout=10_000)
+    mark(page)
+    api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": hostile})
+    page.locator(f"#notes-list-attempt-{attempt['id']} .note").wait_for(timeout=10_000)
+    with log.open("ab") as out:
+        out.write(b"<img src=y onerror=\"alert('x5')\">\n")
+    page.locator(f"#log-{attempt['id']}", has_text="alert('x5')").wait_for(timeout=10_000)
+    campaign_page = open_page(f"/campaigns/{campaign['id']}")
+    campaign_page.wait_for_selector("#live-status.on", timeout=10_000)
+    for shown in (page, campaign_page):
+        assert shown.locator("script:not([src])").count() == 0
+        assert shown.locator("img").count() == 0
+        assert shown.locator("a[href^='javascript']").count() == 0
+        assert shown.dialogs == []
+    assert still_marked(page)
