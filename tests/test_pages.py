@@ -273,3 +273,21 @@ def test_forms_need_the_owner_even_with_a_csrf_token(
 def test_the_session_cookie_cannot_write_through_the_api(browser: httpx.Client) -> None:
     assert browser.get("/api/campaigns").status_code == 200
     assert browser.post("/api/campaigns", json={"name": "x"}).status_code == 401
+
+
+def test_the_campaign_page_draws_the_throughput_chart(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api, baseline=89.5, target=120)
+    empty = browser.get(f"/campaigns/{campaign['id']}").text
+    assert 'id="chart"' in empty and "<svg" not in empty
+    faster = make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
+    api.post(f"/api/attempts/{faster['id']}/measurements", json={"value": 92.6})
+    slower = make_attempt(api, campaign["id"], title="Custom allreduce")
+    api.post(f"/api/attempts/{slower['id']}/measurements", json={"value": 38.0})
+    page = browser.get(f"/campaigns/{campaign['id']}").text
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert svg.count('<circle class="point') == 2
+    assert '<circle class="point up"' in svg and '<circle class="point down"' in svg
+    assert 'class="target"' in svg and 'class="baseline"' in svg
+    assert f'href="/attempts/{faster["id"]}"' in svg

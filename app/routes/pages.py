@@ -9,6 +9,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, views
 from app.auth import SESSION_COOKIE
+from app.chart import build_chart
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner
 from app.errors import Invalid
 from app.models import Status
@@ -120,6 +121,7 @@ def campaign_context(session: SessionDep, campaign_id: int) -> dict[str, Any]:
     notes = repo.list_notes(session, campaign_id=campaign_id)
     return {
         "campaign": detail,
+        "chart_data": build_chart(detail, detail.attempts),
         "attempts": detail.attempts,
         "attempts_by_id": {a.id: a for a in detail.attempts},
         "campaign_notes": [views.note_view(n) for n in notes if n.attempt_id is None],
