@@ -116,3 +116,30 @@ def test_hostile_log_lines_and_notes_stay_text(
         assert shown.locator("a[href^='javascript']").count() == 0
         assert shown.dialogs == []
     assert still_marked(page)
+
+
+def test_a_failing_stream_shows_offline_then_recovers(
+    api: httpx.Client,
+    open_page,
+    server,  # type: ignore[no-untyped-def]
+) -> None:
+    from tests.conftest import LiveServer
+
+    campaign = make_campaign(api)
+    page = open_page(f"/campaigns/{campaign['id']}")
+    mark(page)
+    # The server goes away and a proxy in front answers 502: EventSource gives up, and the
+    # page has to retry by itself (with backoff and jitter) and say it is offline.
+    page.context.route("**/events?*", lambda route: route.fulfill(status=502, body="bad gateway"))
+    server.stop()
+    page.wait_for_selector("#live-status.off", timeout=15_000)
+    assert "offline" in page.inner_text("#live-status")
+    replacement = LiveServer(server.settings, port=server.port).start()
+    try:
+        page.context.unroute("**/events?*")
+        page.wait_for_selector("#live-status.on", timeout=60_000)
+        make_attempt(api, campaign["id"], title="after the outage")
+        page.locator(".card .title", has_text="after the outage").wait_for(timeout=10_000)
+        assert still_marked(page)
+    finally:
+        replacement.stop()

@@ -99,3 +99,39 @@ def test_pages_get_the_same_partials_they_include(api: httpx.Client) -> None:
     assert "Torch &lt;symm&gt; mem" in timeline.data and "<symm>" not in timeline.data
     assert timeline.id  # the last message of a batch carries the event id
     reader.close()
+
+
+def test_a_listener_too_far_behind_is_told_to_reload(api: httpx.Client, server: LiveServer) -> None:
+    from app.db import session_scope
+    from app.models import LiveEvent
+
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    first = SSEReader(api, events_url(campaign["id"], after="0")).next()
+    assert first.event == "attempt"
+    with session_scope(server.app.state.engine) as session:
+        for _ in range(6_000):
+            session.add(
+                LiveEvent(campaign_id=campaign["id"], kind="attempt", attempt_id=attempt["id"])
+            )
+    late = SSEReader(api, events_url(campaign["id"]), headers={"Last-Event-ID": first.id or ""})
+    assert late.next(timeout=10).event == "reload"
+
+
+def test_publishing_never_waits_for_listeners() -> None:
+    import asyncio
+
+    from app.live import Bus
+
+    bus = Bus()
+
+    async def scenario() -> float:
+        with bus.listen(1), bus.listen(1):  # two listeners that never read
+            started = time.perf_counter()
+            for _ in range(100_000):
+                bus.publish(1)
+            return time.perf_counter() - started
+
+    elapsed = asyncio.run(scenario())
+    assert bus.listener_count(1) == 0
+    assert elapsed < 5  # a wake-up flag per listener, not a queue per event
