@@ -19,7 +19,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.live import Bus
 from app.paths import resource_dir
 from app.rendering import make_templates, render
-from app.routes import api_attempts, api_campaigns, events, pages
+from app.routes import api_attempts, api_campaigns, events, pages, shares
 from app.tailer import Tailer, source_factory_for
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
@@ -117,5 +117,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.include_router(api_campaigns.router)
     app.include_router(api_attempts.router)
     app.include_router(events.router)
+    app.include_router(shares.owner_router)
+    app.include_router(shares.public_router)
     app.include_router(pages.router)
     return app

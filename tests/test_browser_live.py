@@ -143,3 +143,21 @@ def test_a_failing_stream_shows_offline_then_recovers(
         assert still_marked(page)
     finally:
         replacement.stop()
+
+
+def test_a_share_link_in_a_fresh_context_updates_live(api: httpx.Client, open_page) -> None:  # type: ignore[no-untyped-def]
+    campaign = make_campaign(api, name="Shared EAGLE-3 story")
+    attempt = make_attempt(api, campaign["id"], title="EAGLE-3 speculative decoding")
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares", json={}).json()["token"]
+    page = open_page(f"/s/{token}", logged_in=False)  # no cookies: a teammate in chat
+    assert "Shared EAGLE-3 story" in page.inner_text("h1")
+    mark(page)
+    assert page.locator("form").count() == 0
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 54})
+    api.patch(
+        f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "122 allreduces"}
+    )
+    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=10_000)
+    assert "-34.1 %" in page.inner_text(f"#attempt-{attempt['id']}")
+    assert still_marked(page)
+    page.screenshot(path="test-artifacts/share-live.png", full_page=True)

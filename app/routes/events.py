@@ -6,7 +6,7 @@ from a dead one. Database reads and rendering run in worker threads, never on th
 """
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
@@ -23,6 +23,8 @@ from app.ingest import stored_log
 from app.models import LiveEvent
 from app.rendering import render_partial
 
+__all__ = ["SEND_TIMEOUT_S", "newest_event_id", "render_partial", "stream"]
+
 router = APIRouter(tags=["events"])
 
 SEND_TIMEOUT_S = 10.0  # a client that cannot take a message this long is dropped
@@ -32,7 +34,7 @@ LOG_LINES_PER_EVENT = 500
 THROTTLE_S = 0.1  # gather a burst of commits into one update
 
 
-def _last_id(session: Session, campaign_id: int) -> int:
+def newest_event_id(session: Session, campaign_id: int) -> int:
     query = select(func.coalesce(func.max(LiveEvent.id), 0))
     return int(session.exec(query.where(LiveEvent.campaign_id == campaign_id)).one() or 0)
 
@@ -178,7 +180,7 @@ async def campaign_events(
                 if found.campaign_id != campaign_id:
                     raise NotFound(f"attempt {attempt} is not in campaign {campaign_id}")
             resume = after if after is not None else _parse_id(last_event_id)
-            return resume if resume is not None else _last_id(session, campaign_id)
+            return resume if resume is not None else newest_event_id(session, campaign_id)
 
     cursor = await anyio.to_thread.run_sync(start)
     heartbeat = request.app.state.settings.heartbeat_seconds
@@ -195,8 +197,17 @@ def _parse_id(value: str | None) -> int | None:
     return int(value) if value and value.strip().isdigit() else None
 
 
+ShareView = tuple[Callable[[], bool], Callable[[Session], list[ServerSentEvent]]]
+
+
 async def stream(
-    request: Request, campaign_id: int, cursor: int, view: str | None, attempt_id: int | None
+    request: Request,
+    campaign_id: int,
+    cursor: int,
+    view: str | None,
+    attempt_id: int | None,
+    *,
+    share: ShareView | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
     engine = request.app.state.engine
     bus = request.app.state.bus
@@ -207,12 +218,15 @@ async def stream(
             oldest = _oldest_id(session, campaign_id)
             events_lost = bool(after) and oldest > after + 1
             events = _events_after(session, campaign_id, after)
-            behind = bool(events) and _last_id(session, campaign_id) - after > TOO_FAR_BEHIND
+            behind = bool(events) and newest_event_id(session, campaign_id) - after > TOO_FAR_BEHIND
             if events_lost or behind:
                 return [], after, True
             if not events:
                 return [], after, False
-            if view is None:
+            if share is not None:
+                messages = share[1](session)
+                messages[-1].id = str(events[-1].id)
+            elif view is None:
                 messages = json_messages(session, events)
             else:
                 messages = html_messages(request, session, events, view, attempt_id)
@@ -221,6 +235,10 @@ async def stream(
     with bus.listen(campaign_id) as listener:
         yield ServerSentEvent(data="", event="hello", retry=2000)
         while True:
+            if share is not None and not await anyio.to_thread.run_sync(share[0]):
+                # Revoked or expired: the reader's stream ends now.
+                yield ServerSentEvent(data="", event="gone")
+                return
             messages, cursor, reload = await anyio.to_thread.run_sync(fetch, cursor)
             if reload:
                 # Too far behind to catch up message by message: the page reloads itself.

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from app import actions, repo, views
+from app import actions, repo, sharing, views
 from app.auth import SESSION_COOKIE
 from app.chart import build_chart
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner
@@ -125,6 +125,7 @@ def campaign_context(session: SessionDep, campaign_id: int) -> dict[str, Any]:
         "attempts": detail.attempts,
         "attempts_by_id": {a.id: a for a in detail.attempts},
         "campaign_notes": [views.note_view(n) for n in notes if n.attempt_id is None],
+        "shares": [sharing.share_out(link) for link in sharing.list_links(session, campaign_id)],
         "note_counts": _count_by_attempt(notes),
     }
 
@@ -168,6 +169,35 @@ async def add_campaign_note(campaign_id: int, request: Request, session: Session
             request, "partials/_campaign_notes.html", campaign_context(session, campaign_id)
         )
     return see_other(f"/campaigns/{campaign_id}#notes")
+
+
+@router.post("/campaigns/{campaign_id}/shares", dependencies=OwnerForm)
+async def create_share(campaign_id: int, request: Request, session: SessionDep) -> Response:
+    form = await request.form()
+    hours = form.get("expires_in_hours")
+    try:
+        expires = float(hours) if isinstance(hours, str) and hours.strip() else None
+    except ValueError:
+        raise Invalid("expiry: a number of hours, or empty for never") from None
+    if expires is not None and not 0 < expires <= 24 * 366:
+        raise Invalid("expiry: between a few minutes and a year")
+    _, token = sharing.create(
+        session, campaign_id, expires_in_hours=expires, redact=form.get("redact") == "on"
+    )
+    session.flush()
+    # Shown once, on this answer only: the token is stored hashed.
+    context = {
+        **campaign_context(session, campaign_id),
+        "new_share_url": sharing.share_url(request, token),
+    }
+    return render(request, "pages/campaign.html", context, partial="partials/_shares.html")
+
+
+@router.post("/shares/{link_id}/revoke", dependencies=OwnerForm)
+def revoke_share(link_id: int, request: Request, session: SessionDep) -> Response:
+    link = sharing.get_link(session, link_id)
+    sharing.revoke(session, link)
+    return see_other(f"/campaigns/{link.campaign_id}#shares")
 
 
 # --- attempts --------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""Share links: the owner's API and buttons, and the public read-only summary at /s/{token}."""
+
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from app import actions, sharing
+from app.chart import build_chart
+from app.db import session_scope
+from app.deps import SessionDep, require_api_owner
+from app.errors import NotFound
+from app.models import ShareLink
+from app.rendering import render
+from app.routes import events
+
+owner_router = APIRouter(tags=["shares"], dependencies=[Depends(require_api_owner)])
+public_router = APIRouter(include_in_schema=False)
+
+
+class ShareCreate(BaseModel):
+    expires_in_hours: Annotated[float, Field(gt=0, le=24 * 366)] | None = None
+    redact: bool = True
+
+
+@owner_router.post("/api/campaigns/{campaign_id}/shares", status_code=201)
+def create_share(
+    campaign_id: int, request: Request, session: SessionDep, data: ShareCreate | None = None
+) -> sharing.ShareOut:
+    """A read-only link to the campaign's summary; the token is shown this once."""
+    data = data or ShareCreate()
+    link, token = sharing.create(
+        session, campaign_id, expires_in_hours=data.expires_in_hours, redact=data.redact
+    )
+    return sharing.share_out(link, token, sharing.share_url(request, token))
+
+
+@owner_router.get("/api/campaigns/{campaign_id}/shares")
+def list_shares(campaign_id: int, session: SessionDep) -> list[sharing.ShareOut]:
+    """The campaign's share links, with when each was last opened."""
+    actions.require_campaign(session, campaign_id)
+    return [sharing.share_out(link) for link in sharing.list_links(session, campaign_id)]
+
+
+@owner_router.delete("/api/shares/{token}", status_code=204)
+def revoke_share(token: str, session: SessionDep) -> Response:
+    """Revoke a link: its page, exports and open event streams end at once."""
+    sharing.revoke(session, sharing.find(session, token))
+    return Response(status_code=204)
+
+
+# --- public ----------------------------------------------------------------------
+
+
+def share_context(
+    request: Request, session: SessionDep, link: ShareLink, token: str
+) -> dict[str, Any]:
+    result = sharing.summary(session, link)
+    shared = [s.attempt for s in result.attempts]
+    return {
+        "summary": result,
+        "campaign": result.campaign,
+        "chart_data": build_chart(result.campaign, shared),
+        "chart_link_prefix": "#attempt-",
+        "token": token,
+    }
+
+
+@public_router.get("/s/{name}")
+def shared_summary(name: str, request: Request, session: SessionDep) -> Response:
+    token, _, suffix = name.partition(".")
+    link = sharing.find(session, token)
+    link.last_opened_at = sharing.utcnow()
+    session.add(link)
+    if suffix == "md":
+        markdown = sharing.to_markdown(sharing.summary(session, link))
+        return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
+    if suffix == "json":
+        return JSONResponse(sharing.to_json(sharing.summary(session, link)))
+    if suffix:
+        raise NotFound("a share link ends in nothing, .md or .json")
+    return render(
+        request, "pages/share.html", share_context(request, session, link, token),
+        partial="partials/_share_summary.html",
+    )  # fmt: skip
+
+
+@public_router.get("/s/{token}/events")
+async def shared_events(token: str, request: Request) -> EventSourceResponse:
+    """Live updates of one shared summary; ends when the link is revoked or expires."""
+    engine = request.app.state.engine
+
+    def start() -> tuple[int, int]:
+        with session_scope(engine) as session:
+            link = sharing.find(session, token)
+            return link.campaign_id, events.newest_event_id(session, link.campaign_id)
+
+    campaign_id, cursor = await anyio.to_thread.run_sync(start)
+
+    def still_shared() -> bool:
+        with session_scope(engine) as session:
+            try:
+                sharing.find(session, token)
+            except NotFound:
+                return False
+            return True
+
+    def render_summary(session: SessionDep) -> list[ServerSentEvent]:
+        link = sharing.find(session, token)
+        context = share_context(request, session, link, token)
+        html = events.render_partial(request, "partials/_share_summary.html", context)
+        return [ServerSentEvent(html, event="share-summary")]
+
+    heartbeat = request.app.state.settings.heartbeat_seconds
+    return EventSourceResponse(
+        events.stream(
+            request, campaign_id, cursor, None, None, share=(still_shared, render_summary)
+        ),
+        ping=heartbeat,
+        ping_message_factory=lambda: ServerSentEvent(data="", event="heartbeat"),
+        send_timeout=events.SEND_TIMEOUT_S,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )

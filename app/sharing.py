@@ -1,0 +1,274 @@
+"""Read-only share links: an unguessable token (stored hashed) for one campaign's summary."""
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from fastapi import Request
+from pydantic import BaseModel
+from sqlmodel import Session, col, select
+
+from app import actions, repo, views
+from app.auth import sha256_hex
+from app.errors import NotFound
+from app.markdown import render_markdown
+from app.models import ShareLink, utcnow
+from app.redact import Redactor, no_redaction
+from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
+from app.tailing.sources import BadSource, parse_source
+
+TOKEN_BYTES = 24  # 192 bits from the OS's CSPRNG
+Mask = Callable[[str | None], str]
+
+
+def create(
+    session: Session, campaign_id: int, *, expires_in_hours: float | None, redact: bool
+) -> tuple[ShareLink, str]:
+    actions.require_campaign(session, campaign_id)
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    link = ShareLink(
+        campaign_id=campaign_id,
+        token_hash=sha256_hex(token),
+        redact=redact,
+        expires_at=utcnow() + timedelta(hours=expires_in_hours) if expires_in_hours else None,
+    )
+    session.add(link)
+    session.flush()
+    return link, token
+
+
+def find(session: Session, token: str) -> ShareLink:
+    """The live link for a token; revoked, expired and unknown ones are all simply not found."""
+    link = session.exec(select(ShareLink).where(ShareLink.token_hash == sha256_hex(token))).first()
+    if link is None or not is_live(link):
+        raise NotFound("no such share link (it may have been revoked or have expired)")
+    return link
+
+
+def is_live(link: ShareLink) -> bool:
+    if link.revoked_at is not None:
+        return False
+    return link.expires_at is None or link.expires_at > utcnow()
+
+
+def revoke(session: Session, link: ShareLink) -> None:
+    link.revoked_at = utcnow()
+    session.add(link)
+    # Open share streams of this campaign wake up and close themselves.
+    actions.record(session, link.campaign_id, "share")
+
+
+def list_links(session: Session, campaign_id: int) -> list[ShareLink]:
+    query = select(ShareLink).where(ShareLink.campaign_id == campaign_id)
+    return list(session.exec(query.order_by(col(ShareLink.id).desc())))
+
+
+def get_link(session: Session, link_id: int) -> ShareLink:
+    link = session.get(ShareLink, link_id)
+    if link is None:
+        raise NotFound(f"share link {link_id} not found")
+    return link
+
+
+class ShareOut(BaseModel):
+    id: int
+    token: str | None = None  # only in the answer that creates it: it is stored hashed
+    url: str | None = None
+    redact: bool
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_opened_at: datetime | None
+    live: bool
+
+
+def share_out(link: ShareLink, token: str | None = None, url: str | None = None) -> ShareOut:
+    assert link.id is not None
+    return ShareOut(
+        id=link.id, token=token, url=url, redact=link.redact, created_at=link.created_at,
+        expires_at=link.expires_at, revoked_at=link.revoked_at,
+        last_opened_at=link.last_opened_at, live=is_live(link),
+    )  # fmt: skip
+
+
+def share_url(request: Request, token: str) -> str:
+    base = request.app.state.settings.public_url or str(request.base_url)
+    return f"{base.rstrip('/')}/s/{token}"
+
+
+@dataclass
+class SharedAttempt:
+    attempt: AttemptOut
+    notes: list[NoteOut]
+    turning_point: str | None  # "retest of #3", "blocked by #8"
+
+
+@dataclass
+class Summary:
+    campaign: CampaignDetailOut
+    attempts: list[SharedAttempt]
+    campaign_notes: list[NoteOut]
+    best: AttemptOut | None
+
+
+def _redactor(session: Session, campaign_id: int) -> Redactor:
+    hosts, users = set(), set()
+    for attempt in repo.list_attempts(session, campaign_id=campaign_id):
+        if attempt.source:
+            try:
+                url = parse_source(attempt.source)
+            except BadSource:
+                continue
+            hosts.add(url.host or "")
+            users.add(url.user or "")
+    return Redactor(hosts=hosts, users=users)
+
+
+def summary(session: Session, link: ShareLink) -> Summary:
+    """The campaign's story for readers outside: verdicts, figures, causes and notes."""
+    campaign = actions.require_campaign(session, link.campaign_id)
+    detail = views.campaign_detail(session, campaign)
+    mask: Mask = _redactor(session, link.campaign_id) if link.redact else no_redaction
+    notes = [views.note_view(n) for n in repo.list_notes(session, campaign_id=link.campaign_id)]
+    shared = []
+    for attempt in detail.attempts:
+        masked = _mask_attempt(attempt, mask)
+        turning = []
+        if attempt.retest_of:
+            turning.append(f"retest of #{attempt.retest_of}")
+        if attempt.blocked_by:
+            turning.append(f"blocked by #{attempt.blocked_by}")
+        shared.append(
+            SharedAttempt(
+                masked,
+                [_mask_note(n, mask) for n in notes if n.attempt_id == attempt.id],
+                ", ".join(turning) or None,
+            )
+        )
+    adopted = [a for a in detail.attempts if a.status == "adopted" and a.metric_value is not None]
+    best = None
+    if adopted:
+        pick = max if campaign.higher_is_better else min
+        best = pick(adopted, key=lambda a: a.metric_value or 0.0)
+    masked_campaign = detail.model_copy(
+        update={"description": mask(detail.description), "name": mask(detail.name), "attempts": []}
+    )
+    return Summary(
+        masked_campaign,
+        shared,
+        [_mask_note(n, mask) for n in notes if n.attempt_id is None],
+        _mask_attempt(best, mask) if best else None,
+    )
+
+
+def _mask_attempt(attempt: AttemptOut, mask: Mask) -> AttemptOut:
+    diagnosis = dict(attempt.diagnosis) if attempt.diagnosis else None
+    if diagnosis:
+        for field in ("root_cause", "excerpt"):
+            diagnosis[field] = mask(diagnosis.get(field)) or None
+        for field in ("root_cause_at", "ready_at"):
+            if diagnosis.get(field):
+                diagnosis[field] = {**diagnosis[field], "text": mask(diagnosis[field]["text"])}
+    return attempt.model_copy(
+        update={
+            "title": mask(attempt.title),
+            "hypothesis": mask(attempt.hypothesis),
+            "command": mask(attempt.command),
+            "flags": mask(attempt.flags),
+            "source": mask(attempt.source) if attempt.source else None,
+            "verdict": mask(attempt.verdict) if attempt.verdict else None,
+            "diagnosis": diagnosis,
+            "tail": None,  # connection details are the owner's business
+        }
+    )
+
+
+def _mask_note(note: NoteOut, mask: Mask) -> NoteOut:
+    body = mask(note.body)
+    return note.model_copy(update={"body": body, "html": render_markdown(body)})
+
+
+def _md(text: str | None) -> str:
+    """Text for a Markdown document: any HTML in it is shown, never rendered."""
+    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _fence(text: str) -> str:
+    """A code block no backtick run inside the text can close."""
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}text\n{text}\n{ticks}"
+
+
+def to_markdown(result: Summary) -> str:
+    campaign = result.campaign
+    metric = campaign.metric
+    lines = [f"# {_md(campaign.name)}", ""]
+    if campaign.description:
+        lines += [_md(campaign.description), ""]
+    baselines = " → ".join(f"{b.value:g}" for b in campaign.baseline_history) or "not set"
+    lines.append(f"- **Baseline:** {baselines} {metric}")
+    if campaign.target is not None:
+        lines.append(f"- **Target:** {campaign.target:g} {metric}")
+    if result.best is not None and result.best.metric_value is not None:
+        lines.append(
+            f"- **Best adopted:** #{result.best.id} {_md(result.best.title)}: "
+            f"{result.best.metric_value:.1f} {metric}"
+        )
+    lanes = [shared.attempt.lane.value for shared in result.attempts]
+    lines += [
+        f"- **Hypotheses:** {len(lanes)} ({lanes.count('eliminated')} eliminated, "
+        f"{lanes.count('adopted')} adopted, {lanes.count('tested')} still in play)",
+        "",
+    ]
+    lines += ["## Hypotheses, in the order tried", ""]
+    for shared in result.attempts:
+        attempt = shared.attempt
+        figure = ""
+        if attempt.metric_value is not None:
+            figure = f" — {attempt.metric_value:.1f} {metric}"
+            if attempt.delta_pct is not None:
+                noise = ", within noise" if attempt.delta_within_noise else ""
+                figure += f" ({attempt.delta_pct:+.1f} %{noise})"
+        lines.append(f"### #{attempt.id} {_md(attempt.title)} — {attempt.status.value}{figure}")
+        if shared.turning_point:
+            lines.append(f"*Turning point: {shared.turning_point}.*")
+        if attempt.hypothesis:
+            lines.append(f"- Hypothesis: {_md(attempt.hypothesis)}")
+        if attempt.flags:
+            lines.append(f"- Flags: `{attempt.flags.replace('`', '')}`")
+        if attempt.verdict:
+            lines.append(f"- Verdict: {_md(attempt.verdict)}")
+        diagnosis = attempt.diagnosis or {}
+        if diagnosis.get("root_cause"):
+            lines.append(f"- Root cause ({diagnosis.get('error_class')}):")
+            lines += ["", _fence(diagnosis["root_cause"]), ""]
+        if attempt.same_root_cause_as:
+            same = ", ".join(f"#{i}" for i in attempt.same_root_cause_as)
+            lines.append(f"- Same root cause as {same}")
+        for note in shared.notes:
+            lines.append(f"- Note: {_md(note.body)}")
+        lines.append("")
+    if result.campaign_notes:
+        lines += ["## Notes", ""]
+        lines += [f"- {_md(note.body)}" for note in result.campaign_notes]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def to_json(result: Summary) -> dict[str, object]:
+    return {
+        "campaign": result.campaign.model_dump(mode="json", exclude={"attempts"}),
+        "best_adopted": result.best.model_dump(mode="json") if result.best else None,
+        "attempts": [
+            {
+                **shared.attempt.model_dump(mode="json", exclude={"tail"}),
+                "notes": [n.model_dump(mode="json") for n in shared.notes],
+                "turning_point": shared.turning_point,
+            }
+            for shared in result.attempts
+        ],
+        "notes": [n.model_dump(mode="json") for n in result.campaign_notes],
+    }
