@@ -160,15 +160,18 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
     url = login_url(settings, "127.0.0.1", port, token)
     click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
     click.echo(f"Open: {url}")
+    click.echo(f"Server logs of the story are written to {workdir}. Ctrl-C stops the demo.")
 
     stop = threading.Event()
-    pause_s = 15.0 / speed
-    player = threading.Thread(
-        target=demo_story.play,
-        args=(app.state.engine,),
-        kwargs={"pause_s": pause_s, "stop": stop},
-        daemon=True,
-    )
+    replay = demo_story.Replay(app.state, workdir, speed=speed, stop=stop)
+
+    def start_when_serving() -> None:
+        # The tailer starts with the server (its lifespan); the story starts after it.
+        while not stop.is_set() and not getattr(app.state, "serving", False):
+            stop.wait(0.05)
+        replay.run()
+
+    player = threading.Thread(target=start_when_serving, name="demo-replay", daemon=True)
     player.start()
     if not no_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()

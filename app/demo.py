@@ -1,22 +1,32 @@
-"""`campaign-dash demo`: the campaign of the seed write-ups, replayed step by step.
+"""`campaign-dash demo`: the campaign of the seed write-ups, replayed live.
 
-The story is data (one `Step` per hypothesis); the runner plays it through the same
-actions the API and forms use, on a database of its own.
+The replay plays the engineer: it creates each attempt with a `file://` log source, writes
+the server's log into that file line by line, waits for the tailer and the diagnosis
+engine to find what happened (ready, throughput, crash and root cause), then gives the
+verdict and the note an engineer would. It never writes a finding itself.
 """
 
+import logging
+import random
 import threading
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine
-
-from app import actions
+from app import actions, demo_logs
 from app.db import session_scope
-from app.models import Status
+from app.deps import after_commit
+from app.models import Attempt, Status
 from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, NoteCreate
 
+log = logging.getLogger(__name__)
+
+STEP_SECONDS = 16.0  # at speed 1: eleven steps, about three minutes
 LAUNCH = (
     "python3 -m sglang.launch_server --model /shared/kimi-k2.5-int4 --port 30000 --tp 8 "
-    "--trust-remote-code --host 0.0.0.0 --cuda-graph-max-bs 128"
+    "--trust-remote-code --host 0.0.0.0"
 )
 
 
@@ -25,13 +35,20 @@ class Step:
     title: str
     hypothesis: str
     flags: str
+    server_flags: dict[str, object]
     runs: tuple[float, ...] = ()
-    status: Status = Status.measured
-    verdict: str = ""
+    crash: Callable[[], list[str]] | None = None
+    verdict: Status | None = None
+    verdict_text: str = ""
     note: str = ""
     retest_of: str | None = None
     set_baseline: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def expected_status(self) -> Status:
+        if self.verdict is not None:
+            return self.verdict
+        return Status.crashed if self.crash else Status.measured
 
 
 CAMPAIGN = CampaignCreate(
@@ -46,142 +63,158 @@ CAMPAIGN = CampaignCreate(
 )
 
 STORY: tuple[Step, ...] = (
-    Step(
-        "Baseline: sglang TP8, NCCL Ring",
-        "Reference run without speculation",
-        "",
-        runs=(81.7, 82.3, 82.0),
-        status=Status.adopted,
-        verdict="Reference.",
-    ),
-    Step(
-        "EAGLE-3 speculative decoding",
-        "Draft model lifts decode throughput",
-        "--speculative-algorithm EAGLE3",
-        runs=(54.2, 53.8),
-        status=Status.eliminated,
-        verdict="Regression: 122 allreduces per verify pass, ~200 µs each, ~24 ms per pass.",
-        note="Speculation only pays once the verify pass's allreduces get cheap.",
-    ),
-    Step(
-        "FlashInfer allreduce fusion",
-        "Fuse allreduce with RMSNorm to cut launches",
-        "--enable-flashinfer-allreduce-fusion",
-        status=Status.eliminated,
-        verdict="FlashInfer's JIT does not support SM120.",
-        note="Blocked by the CUDA 12.8 stack: retest after a CUDA upgrade.",
-    ),
-    Step(
-        "Custom allreduce on PCIe",
-        "sglang's custom allreduce beats NCCL for small tensors",
-        "(custom all-reduce enabled)",
-        runs=(38.1, 37.9),
-        status=Status.eliminated,
-        verdict="2x slower than NCCL: all-to-all saturates the PCIe switch.",
-    ),
-    Step(
-        "NCCL Tree algorithm",
-        "Tree has lower latency than Ring for small messages",
-        "NCCL_ALGO=Tree",
-        status=Status.eliminated,
-        verdict="Incompatible with CUDA graph capture.",
-    ),
-    Step(
-        "NCCL reduced channels",
-        "Fewer channels, less overhead per small allreduce",
-        "NCCL_MAX_NCHANNELS=2",
-        status=Status.eliminated,
-        verdict="Out of memory at start-up.",
-    ),
-    Step(
-        "Torch symmetric memory",
-        "PyTorch-native symmetric memory bypasses NCCL",
-        "--enable-torch-symm-mem --disable-custom-all-reduce",
-        status=Status.eliminated,
-        verdict="KeyError: 12: the arch table has no SM120.",
-        note="Likely needs NVLink for the fast path anyway. Dead end on CUDA 12.8.",
-    ),
-    Step(
-        "CUDA graph max batch 128",
-        "Capture graphs up to batch 128",
-        "--cuda-graph-max-bs 128",
-        runs=(89.3, 89.7, 89.5),
-        status=Status.adopted,
-        verdict="Solid gain, adopted as the new baseline.",
-        set_baseline=True,
-    ),
-    Step(
-        "CUDA 13 upgrade",
-        "CUDA 13 has native SM120 support and unblocks Blackwell kernels",
-        "torch 2.9.1+cu130, sgl-kernel 0.3.21+cu130, flashinfer 0.6.4",
-        runs=(92.4, 92.8, 92.6),
-        status=Status.adopted,
-        set_baseline=True,
-        verdict="The pivot: FlashInfer attention works on SM120, +3.5 %.",
-    ),
-    Step(
-        "FlashInfer allreduce fusion (CUDA 13)",
-        "Now that SM120 is supported",
-        "--enable-flashinfer-allreduce-fusion",
-        runs=(92.7,),
-        status=Status.measured,
-        retest_of="FlashInfer allreduce fusion",
-        note="Starts now, but 92.7 vs 92.6 is inside the noise.",
-    ),
-    Step(
-        "Torch symmetric memory (CUDA 13)",
-        "Retest after the pivot",
-        "--enable-torch-symm-mem --disable-custom-all-reduce",
-        status=Status.crashed,
-        retest_of="Torch symmetric memory",
-        note="Same KeyError: 12 as before the upgrade.",
-    ),
-)
+    Step("Baseline: sglang TP8, NCCL Ring", "The reference every hypothesis is judged against",
+         "", {}, runs=(81.7, 82.3, 82.0), verdict=Status.adopted, verdict_text="Reference run."),
+    Step("EAGLE-3 speculative decoding", "A draft model lifts decode throughput",
+         "--speculative-algorithm EAGLE3", {"speculative_algorithm": "EAGLE3"},
+         runs=(54.2, 53.8), verdict=Status.eliminated,
+         verdict_text="Regression: 122 allreduces per verify pass at ~200 µs each, ~24 ms a pass.",
+         note="Speculation only pays once the verify pass's **122 allreduces** get cheap."),
+    Step("FlashInfer allreduce fusion", "Fuse allreduce with RMSNorm to cut kernel launches",
+         "--enable-flashinfer-allreduce-fusion", {"enable_flashinfer_allreduce_fusion": True},
+         crash=demo_logs.crash_flashinfer_fusion, verdict=Status.eliminated,
+         verdict_text="FlashInfer's JIT does not support SM120.",
+         note="Blocked by the CUDA 12.8 stack: retest after a CUDA upgrade."),
+    Step("Custom allreduce on PCIe", "sglang's custom allreduce beats NCCL on small tensors",
+         "(custom all-reduce on)", {"disable_custom_all_reduce": False},
+         runs=(38.1, 37.9), verdict=Status.eliminated,
+         verdict_text="2x slower than NCCL: the all-to-all saturates the PCIe switch."),
+    Step("NCCL Tree algorithm", "Tree has lower latency than Ring for small messages",
+         "NCCL_ALGO=Tree", {}, crash=demo_logs.crash_nccl_tree, verdict=Status.eliminated,
+         verdict_text="NCCL Tree is incompatible with CUDA graph capture."),
+    Step("NCCL reduced channels", "Fewer channels, less overhead per small allreduce",
+         "NCCL_MAX_NCHANNELS=2", {}, crash=demo_logs.crash_nccl_channels,
+         verdict=Status.eliminated, verdict_text="Out of memory at start-up."),
+    Step("Torch symmetric memory", "PyTorch's symmetric memory bypasses NCCL",
+         "--enable-torch-symm-mem --disable-custom-all-reduce",
+         {"enable_torch_symm_mem": True, "disable_custom_all_reduce": True},
+         crash=demo_logs.crash_torch_symm_mem, verdict=Status.eliminated,
+         verdict_text="KeyError: 12: its arch table has no SM120.",
+         note="Likely needs NVLink for the fast path anyway. Dead end on CUDA 12.8."),
+    Step("CUDA graph max batch 128", "Capture graphs up to batch 128", "--cuda-graph-max-bs 128",
+         {"cuda_graph_max_bs": 128}, runs=(89.3, 89.7, 89.5), verdict=Status.adopted,
+         verdict_text="A solid gain: the new baseline.", set_baseline=True),
+    Step("CUDA 13 upgrade", "CUDA 13 supports SM120 natively and unblocks Blackwell kernels",
+         "torch 2.9.1+cu130, sgl-kernel 0.3.21+cu130, flashinfer 0.6.4", {},
+         runs=(92.4, 92.8, 92.6), verdict=Status.adopted, set_baseline=True,
+         verdict_text="The pivot: FlashInfer attention works on SM120, +3.5 %."),
+    Step("FlashInfer allreduce fusion (CUDA 13)", "Now that SM120 is supported",
+         "--enable-flashinfer-allreduce-fusion", {"enable_flashinfer_allreduce_fusion": True},
+         runs=(92.7,), retest_of="FlashInfer allreduce fusion",
+         note="Starts now, but 92.7 against 92.6 is inside the noise."),
+    Step("Torch symmetric memory (CUDA 13)", "Retest after the pivot",
+         "--enable-torch-symm-mem --disable-custom-all-reduce",
+         {"enable_torch_symm_mem": True, "disable_custom_all_reduce": True},
+         crash=demo_logs.crash_torch_symm_mem, retest_of="Torch symmetric memory",
+         note="Same `KeyError: 12` as before the upgrade: the arch table still lacks SM120."),
+)  # fmt: skip
 
 
-def play(engine: Engine, *, pause_s: float, stop: threading.Event) -> int:
-    """Create the campaign and play the story; returns the campaign id when done."""
-    with session_scope(engine) as session:
-        campaign = actions.create_campaign(session, CAMPAIGN)
-        assert campaign.id is not None
-        campaign_id = campaign.id
-    ids: dict[str, int] = {}
-    for step in STORY:
-        if stop.wait(pause_s):
-            break
-        with session_scope(engine) as session:
-            attempt = actions.create_attempt(
-                session,
-                campaign_id,
-                AttemptCreate(
-                    title=step.title,
-                    hypothesis=step.hypothesis,
-                    command=f"{LAUNCH} {step.flags}".strip(),
-                    flags=step.flags,
-                    retest_of=ids.get(step.retest_of) if step.retest_of else None,
-                ),
+class Replay:
+    """Plays the story against a running app (its state: engine, tailer, bus)."""
+
+    def __init__(self, state: Any, workdir: Path, *, speed: float, stop: threading.Event) -> None:
+        self.state = state
+        self.engine = state.engine
+        self.workdir = workdir
+        self.step_s = STEP_SECONDS / speed
+        self.stop = stop
+        self.rng = random.Random(82)
+        self.campaign_id = 0
+        self.ids: dict[str, int] = {}
+        self.log_files: dict[int, Path] = {}
+        self.done = threading.Event()
+
+    def _write(self, session_changes: Callable[[Any], Any]) -> Any:
+        with session_scope(self.engine) as session:
+            result = session_changes(session)
+        after_commit(self.state, session)
+        return result
+
+    def _type(self, path: Path, lines: list[str], seconds: float) -> None:
+        """Append lines over `seconds`, as a server would print them."""
+        pause = seconds / max(len(lines), 1)
+        with path.open("a", encoding="utf-8") as out:
+            for line in lines:
+                if self.stop.is_set():
+                    return
+                out.write(line + "\n")
+                out.flush()
+                self.stop.wait(pause)
+
+    def _wait_for(self, attempt_id: int, check: Callable[[Attempt], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.stop.is_set():
+            with session_scope(self.engine) as session:
+                attempt = session.get(Attempt, attempt_id)
+                if attempt is not None and check(attempt):
+                    return True
+            self.stop.wait(0.05)
+        return False
+
+    def run(self) -> None:
+        try:
+            self.campaign_id = self._write(lambda s: actions.create_campaign(s, CAMPAIGN).id)
+            for number, step in enumerate(STORY, start=1):
+                if self.stop.is_set():
+                    return
+                self._play(number, step)
+        except Exception:
+            log.exception("the demo replay failed")
+        finally:
+            self.done.set()
+
+    def _play(self, number: int, step: Step) -> None:
+        path = self.workdir / f"{number:02d}-{step.title.lower().replace(' ', '-')[:40]}.log"
+        retest = self.ids.get(step.retest_of) if step.retest_of else None
+        data = AttemptCreate(
+            title=step.title, hypothesis=step.hypothesis, command=f"{LAUNCH} {step.flags}".strip(),
+            flags=step.flags, source=f"file://{path}", retest_of=retest,
+        )  # fmt: skip
+        attempt_id = self._write(lambda s: actions.create_attempt(s, self.campaign_id, data).id)
+        self.ids[step.title] = attempt_id
+        self.log_files[attempt_id] = path
+        self.stop.wait(self.step_s * 0.1)  # the server is launched a moment later
+        self._type(path, demo_logs.startup(step.server_flags, ready=step.crash is None),
+                   self.step_s * 0.35)  # fmt: skip
+        if step.crash is not None:
+            self._type(path, step.crash(), self.step_s * 0.2)
+            found = self._wait_for(attempt_id, lambda a: a.status == Status.crashed, 60)
+        else:
+            for run, value in enumerate(step.runs):
+                self._type(path, demo_logs.benchmark(run, value, self.rng),
+                           self.step_s * 0.35 / len(step.runs))  # fmt: skip
+            found = self._wait_for(
+                attempt_id,
+                lambda a: a.status == Status.measured and len(a.diagnosis["throughput"] or []) > 0
+                if a.diagnosis else False,
+                60,
+            )  # fmt: skip
+            found = found and self._wait_for(
+                attempt_id, lambda a: self._measured(a.id) >= len(step.runs), 60
             )
-            assert attempt.id is not None
-            ids[step.title] = attempt.id
-            actions.update_attempt(session, attempt.id, AttemptUpdate(status=Status.running))
-        for value in step.runs:
-            if stop.wait(pause_s / 3):
-                return campaign_id
-            with session_scope(engine) as session:
-                actions.add_measurement(session, attempt.id, value)
-        with session_scope(engine) as session:
-            if step.status == Status.crashed or (
-                step.status == Status.eliminated and not step.runs
-            ):
-                actions.update_attempt(session, attempt.id, AttemptUpdate(status=Status.crashed))
-            if step.status in (Status.adopted, Status.eliminated):
-                actions.update_attempt(
-                    session,
-                    attempt.id,
-                    AttemptUpdate(
-                        status=step.status, verdict=step.verdict, set_baseline=step.set_baseline
-                    ),
+        if not found:
+            log.warning("demo: the tailer did not report attempt %s in time", attempt_id)
+        self.stop.wait(self.step_s * 0.1)  # the engineer reads the diagnosis
+        self._verdict(attempt_id, step)
+
+    def _measured(self, attempt_id: int | None) -> int:
+        from app import repo
+
+        with session_scope(self.engine) as session:
+            return len(
+                repo.samples_by_attempt(session, attempt_ids=[attempt_id or 0]).get(
+                    attempt_id or 0, []
                 )
-            if step.note:
-                actions.add_attempt_note(session, attempt.id, NoteCreate(body=step.note))
-    return campaign_id
+            )
+
+    def _verdict(self, attempt_id: int, step: Step) -> None:
+        if step.verdict is not None:
+            update = AttemptUpdate(
+                status=step.verdict, verdict=step.verdict_text, set_baseline=step.set_baseline
+            )
+            self._write(lambda s: actions.update_attempt(s, attempt_id, update))
+        if step.note:
+            self._write(
+                lambda s: actions.add_attempt_note(s, attempt_id, NoteCreate(body=step.note))
+            )

@@ -2,7 +2,7 @@
 
 import logging
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 from sqlmodel import Session
@@ -20,15 +20,19 @@ class LoginRequired(Exception):
 def get_session(request: Request) -> Iterator[Session]:
     with session_scope(request.app.state.engine) as session:
         yield session
-    # Committed: now the tailer may follow or stop, and pages may hear of it. The change
-    # is stored whatever happens here, so a failure is logged, not answered with a 500.
+    after_commit(request.app.state, session)
+
+
+def after_commit(state: Any, session: Session) -> None:
+    """Committed: now the tailer may follow or stop, and pages may hear of it. The change
+    is stored whatever happens here, so a failure is logged, never answered with a 500."""
     for attempt_id in sorted(session.info.get("changed_attempts", ())):
         try:
-            request.app.state.after_change(attempt_id)
+            state.after_change(attempt_id)
         except Exception:
             log.exception("after-change work for attempt %s failed", attempt_id)
     for campaign_id in sorted(session.info.get("changed_campaigns", ())):
-        request.app.state.bus.publish(campaign_id)
+        state.bus.publish(campaign_id)
 
 
 # scope="function": the transaction commits before the response leaves, so a client

@@ -64,7 +64,9 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # Blocking work (SSH reads, catching up a large log) runs in the tailer's threads.
         await asyncio.to_thread(tailer.start)
+        app.state.serving = True
         yield
+        app.state.serving = False
         await asyncio.to_thread(tailer.stop_all)
         engine.dispose()
 

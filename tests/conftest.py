@@ -238,8 +238,9 @@ def chromium() -> Iterator[object]:
 
 
 @pytest.fixture
-def open_page(chromium: object, server: LiveServer) -> Iterator[object]:
-    """A factory of logged-in pages in fresh browser contexts, CDN served from npm copies."""
+def open_page(chromium: object, request: pytest.FixtureRequest) -> Iterator[object]:
+    """A factory of logged-in pages in fresh browser contexts, CDN served from npm copies.
+    Pages are on the test's live server unless `base=` names another dashboard."""
     files = vendored_htmx()
     contexts = []
 
@@ -255,7 +256,8 @@ def open_page(chromium: object, server: LiveServer) -> Iterator[object]:
                 return
         route.abort()  # type: ignore[attr-defined]
 
-    def make(path: str, *, logged_in: bool = True) -> object:
+    def make(path: str, *, logged_in: bool = True, base: str | None = None) -> object:
+        base = base or request.getfixturevalue("server").url
         context = chromium.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
         contexts.append(context)
         context.route("https://cdn.jsdelivr.net/**", route_cdn)
@@ -269,9 +271,9 @@ def open_page(chromium: object, server: LiveServer) -> Iterator[object]:
 
         page.on("dialog", on_dialog)
         if logged_in:
-            page.goto(f"{server.url}/login?token={OWNER_TOKEN}&next={path}")
+            page.goto(f"{base}/login?token={OWNER_TOKEN}&next={path}")
         else:
-            page.goto(f"{server.url}{path}")
+            page.goto(f"{base}{path}")
         return page
 
     yield make

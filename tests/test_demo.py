@@ -1,0 +1,138 @@
+"""`campaign-dash demo` at high speed: the seed campaign replayed through the real tailer."""
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import OWNER_TOKEN
+from tests.helpers import wait_for
+from tests.sshd import free_port
+
+EXPECTED = [
+    # title, final status, metric (None: none measured), root cause, error class
+    ("Baseline: sglang TP8, NCCL Ring", "adopted", 82.0, None, None),
+    ("EAGLE-3 speculative decoding", "eliminated", 54.0, None, None),
+    ("FlashInfer allreduce fusion", "eliminated", None, "not supported on sm_120",
+     "unsupported_arch"),
+    ("Custom allreduce on PCIe", "eliminated", 38.0, None, None),
+    ("NCCL Tree algorithm", "eliminated", None, "not permitted when stream is capturing",
+     "cuda_graph"),
+    ("NCCL reduced channels", "eliminated", None, "CUDA out of memory", "oom_gpu"),
+    ("Torch symmetric memory", "eliminated", None, "KeyError: 12", "unsupported_arch"),
+    ("CUDA graph max batch 128", "adopted", 89.5, None, None),
+    ("CUDA 13 upgrade", "adopted", 92.6, None, None),
+    ("FlashInfer allreduce fusion (CUDA 13)", "measured", 92.7, None, None),
+    ("Torch symmetric memory (CUDA 13)", "crashed", None, "KeyError: 12", "unsupported_arch"),
+]  # fmt: skip
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    env = {**os.environ, "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN, "TMPDIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "demo", "--no-browser", "--speed", "12", "--port", str(port)],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(f"{url}/openapi.json", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_for(up, timeout=30, what="demo up")
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def campaign(url: str) -> dict:
+    auth = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+    campaigns = httpx.get(f"{url}/api/campaigns", headers=auth).json()
+    if not campaigns:
+        return {"attempts": []}
+    return httpx.get(f"{url}/api/campaigns/{campaigns[0]['id']}", headers=auth).json()
+
+
+def finished(url: str) -> dict | None:
+    detail = campaign(url)
+    attempts = detail["attempts"]
+    if len(attempts) == len(EXPECTED) and attempts[-1]["status"] == "crashed":
+        notes = httpx.get(f"{url}/api/attempts/{attempts[-1]['id']}/notes",
+                          headers={"Authorization": f"Bearer {OWNER_TOKEN}"}).json()  # fmt: skip
+        return detail if notes else None
+    return None
+
+
+def test_the_demo_replays_the_seed_campaign_through_the_tailer(
+    demo: tuple[str, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    url, process = demo
+    detail = wait_for(lambda: finished(url), timeout=120, what="the whole story")
+    auth = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+    attempts = detail["attempts"]
+    for attempt, (title, status, metric, cause, error_class) in zip(
+        attempts, EXPECTED, strict=True
+    ):
+        assert attempt["title"] == title
+        assert attempt["status"] == status, title
+        if metric is None:
+            assert attempt["metric_value"] is None, title
+        else:
+            assert attempt["metric_value"] == pytest.approx(metric, abs=0.05), title
+        diagnosis = attempt["diagnosis"] or {}
+        if cause:
+            assert cause in (diagnosis.get("root_cause") or ""), title
+            assert diagnosis["error_class"] == error_class, title
+        else:
+            assert not diagnosis.get("crashed"), title
+        # Every finding came through the tailer: the stored log is the file written.
+        path = Path(attempt["source"].removeprefix("file://"))
+        stored = httpx.get(f"{url}/api/attempts/{attempt['id']}/log", headers=auth).content
+        assert stored == path.read_bytes(), title
+    torch, retest = attempts[6], attempts[10]
+    assert torch["diagnosis"]["fingerprint"] == retest["diagnosis"]["fingerprint"]
+    assert retest["same_root_cause_as"] == [torch["id"]] and retest["retest_of"] == torch["id"]
+    assert [b["value"] for b in detail["baseline_history"]] == [82.0, 89.5, pytest.approx(92.6)]
+    assert attempts[8]["delta_pct"] == pytest.approx(3.46, abs=0.05)
+    assert attempts[9]["delta_within_noise"] is True
+
+    process.send_signal(signal.SIGINT)  # Ctrl-C stops it cleanly
+    assert process.wait(15) == 0
+    output = process.stdout.read().decode() if process.stdout else ""
+    assert "Traceback" not in output
+
+
+def test_the_demo_page_mid_replay_and_at_the_end(
+    demo: tuple[str, subprocess.Popen[bytes]],
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    url, _ = demo
+    wait_for(lambda: campaign(url)["attempts"], timeout=30, what="the first attempt")
+    page = open_page(f"/campaigns/{campaign(url)['id']}", base=url)
+    page.wait_for_selector("#live-status.on", timeout=15_000)
+    page.evaluate("window.__marker = 'no reload'")
+    page.locator(".card").nth(3).wait_for(timeout=60_000)
+    Path("test-artifacts").mkdir(exist_ok=True)
+    page.screenshot(path="test-artifacts/demo-mid-replay.png", full_page=True)
+    wait_for(lambda: finished(url), timeout=120, what="the end of the story")
+    page.locator(".card").nth(len(EXPECTED) - 1).wait_for(timeout=15_000)
+    page.locator(".card.status-crashed .badge.same-cause").wait_for(timeout=15_000)
+    page.screenshot(path="test-artifacts/demo-end.png", full_page=True)
+    assert page.evaluate("window.__marker") == "no reload"
+    assert page.locator(".card.lane-eliminated").count() == 6
+    assert page.locator(".card.lane-adopted").count() == 3
