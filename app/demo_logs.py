@@ -188,5 +188,6 @@ def crash_torch_symm_mem() -> list[str]:
              "initialize_model_parallel", "_TP = init_model_parallel_group("),
             ("/root/sglang/python/sglang/srt/distributed/device_communicators/torch_symm_mem.py", 56,
              "__init__", "self.max_size = TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES[self.device_capability][self.world_size]"),
-        ], "KeyError: 12") + [""]  # fmt: skip
+        ], "KeyError: 12")  # fmt: skip
+        ranks.append("")
     return [*logging_error, *ranks, "Killed"]
