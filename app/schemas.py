@@ -29,6 +29,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def check_ready_pattern(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    from app.diagnosis import Diagnoser
+
+    Diagnoser(value)  # raises ValueError when the engine cannot use it
+    return value
+
+
+MetricLabel = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+ReadyPattern = Annotated[str, StringConstraints(max_length=500)]
+
+
 class CampaignCreate(Strict):
     name: Name
     metric: Annotated[
@@ -39,6 +52,12 @@ class CampaignCreate(Strict):
     target: Finite | None = None
     description: Text = ""
     noise_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 1.0
+    # The throughput figure (by label) that counts as a measurement when found in a log.
+    metric_label: MetricLabel = "Output token throughput"
+    # A regex for the readiness line of a server the engine does not know.
+    ready_pattern: ReadyPattern | None = None
+
+    _ready = field_validator("ready_pattern")(check_ready_pattern)
 
 
 class CampaignUpdate(Strict):
@@ -47,6 +66,10 @@ class CampaignUpdate(Strict):
     target: Finite | None = None
     description: Text | None = None
     noise_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
+    metric_label: MetricLabel | None = None
+    ready_pattern: ReadyPattern | None = None
+
+    _ready = field_validator("ready_pattern")(check_ready_pattern)
 
 
 class AttemptCreate(Strict):
@@ -141,6 +164,8 @@ class CampaignOut(BaseModel):
     target: float | None
     description: str
     noise_pct: float
+    metric_label: str
+    ready_pattern: str | None
     created_at: datetime
     attempt_count: int
     baseline_history: list[BaselineOut]

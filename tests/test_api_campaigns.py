@@ -166,3 +166,17 @@ def test_openapi_documents_the_contract(anonymous: httpx.Client) -> None:
     ):
         assert path in schema["paths"], path
     assert anonymous.get("/docs").status_code == 200
+
+
+def test_log_settings_of_a_campaign(api: httpx.Client) -> None:
+    campaign = make_campaign(
+        api, metric_label="Request throughput", ready_pattern=r"listening on :\d+"
+    )
+    assert campaign["metric_label"] == "Request throughput"
+    assert campaign["ready_pattern"] == r"listening on :\d+"
+    bad = api.post("/api/campaigns", json={"name": "x", "ready_pattern": "(unclosed"})
+    assert bad.status_code == 422
+    patched = api.patch(
+        f"/api/campaigns/{campaign['id']}", json={"metric_label": "Output token throughput"}
+    )
+    assert patched.json()["metric_label"] == "Output token throughput"

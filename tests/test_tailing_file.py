@@ -249,3 +249,19 @@ def test_the_attempt_page_shows_the_escaped_tail_with_the_root_cause_marked(
     assert "\x1b" not in page
     assert '<span class="line root" id="root-cause">KeyError: 12' in page
     assert 'href="#root-cause"' in page
+
+
+def test_a_campaign_teaches_readiness_and_its_metric(api: httpx.Client, tmp_path: Path) -> None:
+    campaign = make_campaign(
+        api, metric="req/s", metric_label="Request throughput", ready_pattern=r"accepting on :\d+"
+    )
+    log = tmp_path / "llama.log"
+    log.write_bytes(b"llama server: model loaded, accepting on :8080\n")
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "ready", what="custom ready")
+    with log.open("ab") as out:
+        out.write(b"Request throughput (req/s):              3.75\n")
+    body = wait_for(
+        lambda: (a := attempt_of(api, attempt["id"]))["metric_value"] == 3.75 and a, what="metric"
+    )
+    assert body["status"] == "measured"
