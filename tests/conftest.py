@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,6 +109,24 @@ class LiveServer:
         self._sock.close()
 
 
+def owner_client(url: str) -> httpx.Client:
+    """The owner, through the JSON API."""
+    return httpx.Client(
+        base_url=url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}, timeout=30
+    )
+
+
+@contextmanager
+def running(settings: Settings) -> Iterator[tuple[LiveServer, httpx.Client]]:
+    """A dashboard with these settings, and the owner's API client to it."""
+    live = LiveServer(settings).start()
+    try:
+        with owner_client(live.url) as client:
+            yield live, client
+    finally:
+        live.stop()
+
+
 @pytest.fixture
 def server(settings: Settings) -> Iterator[LiveServer]:
     live = LiveServer(settings).start()
@@ -119,9 +138,7 @@ def server(settings: Settings) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def api(server: LiveServer) -> Iterator[httpx.Client]:
-    """The owner, through the JSON API."""
-    headers = {"Authorization": f"Bearer {OWNER_TOKEN}"}
-    with httpx.Client(base_url=server.url, headers=headers, timeout=20) as client:
+    with owner_client(server.url) as client:
         yield client
 
 
@@ -166,18 +183,8 @@ def ssh_settings(sshd: "Sshd", tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def ssh_server(ssh_settings: Settings) -> Iterator[LiveServer]:
-    live = LiveServer(ssh_settings).start()
-    try:
-        yield live
-    finally:
-        live.stop()
-
-
-@pytest.fixture
-def ssh_api(ssh_server: LiveServer) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {OWNER_TOKEN}"}
-    with httpx.Client(base_url=ssh_server.url, headers=headers, timeout=30) as client:
+def ssh_api(ssh_settings: Settings) -> Iterator[httpx.Client]:
+    with running(ssh_settings) as (_, client):
         yield client
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from app.config import Settings
-from tests.conftest import OWNER_TOKEN, LiveServer
+from tests.conftest import LiveServer, running
 from tests.helpers import make_attempt, make_campaign
 from tests.sse import SSEReader
 
@@ -64,17 +64,13 @@ def test_last_event_id_gets_exactly_what_was_missed(api: httpx.Client) -> None:
 
 
 def test_heartbeats_are_named_events(settings: Settings) -> None:
-    live = LiveServer(settings.model_copy(update={"heartbeat_seconds": 0.3})).start()
-    try:
-        api = httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"})
+    with running(settings.model_copy(update={"heartbeat_seconds": 0.3})) as (_, api):
         campaign = make_campaign(api)
         reader = SSEReader(api, events_url(campaign["id"]))
         started = time.monotonic()
         beat = reader.next(timeout=5, skip=("hello",))
         assert beat.event == "heartbeat" and time.monotonic() - started < 3
         reader.close()
-    finally:
-        live.stop()
 
 
 def test_streams_need_the_owner_and_an_existing_campaign(
@@ -120,6 +116,7 @@ def test_a_listener_too_far_behind_is_told_to_reload(api: httpx.Client, server: 
 
 def test_publishing_never_waits_for_listeners() -> None:
     import asyncio
+    import threading
 
     from app.live import Bus
 
@@ -132,6 +129,11 @@ def test_publishing_never_waits_for_listeners() -> None:
                 bus.publish(1)
             return time.perf_counter() - started
 
-    elapsed = asyncio.run(scenario())
+    # Its own thread: a browser test's Playwright may own this thread's event loop.
+    results: list[float] = []
+    worker = threading.Thread(target=lambda: results.append(asyncio.run(scenario())))
+    worker.start()
+    worker.join(30)
+    elapsed = results[0]
     assert bus.listener_count(1) == 0
     assert elapsed < 5  # a wake-up flag per listener, not a queue per event

@@ -173,14 +173,9 @@ def test_closing_the_attempt_stops_following(api: httpx.Client, tmp_path: Path) 
 def test_past_the_cap_the_middle_is_dropped_and_the_crash_kept(
     settings: Settings, tmp_path: Path
 ) -> None:
-    from tests.conftest import OWNER_TOKEN, LiveServer
+    from tests.conftest import running
 
-    capped = settings.model_copy(update={"log_cap_mib": 4.0})
-    live = LiveServer(capped).start()
-    try:
-        api = httpx.Client(
-            base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}, timeout=30
-        )
+    with running(settings.model_copy(update={"log_cap_mib": 4.0})) as (_, api):
         log = tmp_path / "big.log"
         line = b"[2026-02-27 13:21:27 TP0] Decode batch. gen throughput (token/s): 81.50\n"
         body = b"[2026-02-27 13:00:00] The server is fired up and ready to roll!\n"
@@ -206,18 +201,12 @@ def test_past_the_cap_the_middle_is_dropped_and_the_crash_kept(
         assert b"KeyError: 12" in stored and b"bytes of the middle dropped past the cap" in stored
         assert stored.endswith(line)
         assert state["diagnosis"]["root_cause"] == "KeyError: 12"
-    finally:
-        live.stop()
 
 
 def test_a_silent_starting_server_is_flagged_stalled(settings: Settings, tmp_path: Path) -> None:
-    from tests.conftest import OWNER_TOKEN, LiveServer
+    from tests.conftest import running
 
-    live = LiveServer(settings.model_copy(update={"stall_seconds": 1.0})).start()
-    try:
-        api = httpx.Client(
-            base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}, timeout=30
-        )
+    with running(settings.model_copy(update={"stall_seconds": 1.0})) as (_, api):
         log = tmp_path / "quiet.log"
         log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
         campaign = make_campaign(api)
@@ -226,8 +215,6 @@ def test_a_silent_starting_server_is_flagged_stalled(settings: Settings, tmp_pat
         with log.open("ab") as out:
             out.write(b"[2026-02-27 13:29:00 TP0] Load weight end.\n")
         wait_for(lambda: tail_state(api, attempt["id"]) == "connected", what="on")
-    finally:
-        live.stop()
 
 
 def test_the_attempt_page_shows_the_escaped_tail_with_the_root_cause_marked(

@@ -306,7 +306,7 @@ def test_a_1_gib_catch_up_completes_with_progress_and_a_responsive_dashboard(
 
 def test_keys_from_ssh_agent(sshd: Sshd, tmp_path: Path, monkeypatch: "pytest.MonkeyPatch") -> None:
     from app.config import Settings
-    from tests.conftest import OWNER_TOKEN, LiveServer
+    from tests.conftest import running
 
     agent = subprocess.run(["ssh-agent", "-s"], capture_output=True, text=True, check=True).stdout
     env = dict(part.split("=", 1) for part in agent.replace(";", "\n").split() if "=" in part)
@@ -323,30 +323,18 @@ def test_keys_from_ssh_agent(sshd: Sshd, tmp_path: Path, monkeypatch: "pytest.Mo
             sshd.ssh_config.read_text().replace(
                 f"  IdentityFile {sshd.directory / 'client_key'}\n", ""
             )
-            + f"Host stranger\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
-            f"  IdentityFile {tmp_path / 'stranger_key'}\n  IdentitiesOnly yes\n"
-        )
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger_key")],
-            check=True,
         )
         settings = Settings(  # type: ignore[call-arg]
             _env_file=None, database_url=f"sqlite:///{tmp_path / 'agent.db'}", token=OWNER_TOKEN,
             ssh_config=sshd.ssh_config, ssh_known_hosts=sshd.known_hosts,
             trusted_hosts_file=sshd.trusted_hosts, ssh_agent=True,
         )  # fmt: skip
-        live = LiveServer(settings).start()
-        try:
-            api = httpx.Client(
-                base_url=live.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}
-            )
+        with running(settings) as (_, api):
             log = tmp_path / "agent.log"
             log.write_bytes(b"via the agent\n")
             campaign = make_campaign(api)
             attempt = make_attempt(api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
             wait_for(lambda: stored_log(api, attempt["id"]) == log.read_bytes(), what="agent auth")
-        finally:
-            live.stop()
     finally:
         subprocess.run(
             ["ssh-agent", "-k"], env={**os.environ, **env}, capture_output=True, check=False
