@@ -408,3 +408,19 @@ def test_an_error_the_server_survived_long_ago_is_not_the_root_cause() -> None:
     )
     result = diagnose(log)
     assert result.root_cause == "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' is missing",
+         "model_loading"),
+        ("sglang-server exited with code 137", "oom_host_killed"),
+        ("error: the following arguments are required: --model-path", "other"),
+    ],
+)  # fmt: skip
+def test_failures_without_a_python_exception(line: str, error_class: str) -> None:
+    result = diagnose(f"starting the server\n{line}\n")
+    assert result.crashed is True
+    assert result.root_cause == line
+    assert result.error_class == error_class

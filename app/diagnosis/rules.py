@@ -52,6 +52,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
         r"Cannot allocate memory", r"\[Errno 12\]", r"return code = -9\b",
         r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
+        r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"^(?:.*\s)?Killed(?:\s.*)?$",
         r"died with <Signals\.SIGKILL",
     )),
@@ -239,6 +240,10 @@ NATIVE_FAILURE = _any(
     r"\[TensorRT-LLM\]\[ERROR\]",
     r"^[\w./-]+: error: ",
     r"[Ss]ignal \d+ \(SIG\w+\) received",
+    r"^error: ",
+    r"\berror loading model\b",
+    r"\bfailed to load model\b",
+    r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
 )
 # Of several lines describing one failure, the most telling one.
 SPECIFICITY = [
