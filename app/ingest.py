@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, func
+from sqlalchemy import Engine, delete, func
 from sqlmodel import Session, col, select
 
 from app.db import session_scope
@@ -34,6 +34,8 @@ from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
 log = logging.getLogger(__name__)
 
 BATCH_BYTES = 1 << 20
+PRUNE_EVERY = 500  # commits
+KEEP_EVENTS = 20_000
 DIAGNOSIS_WINDOW = 256 << 10  # bytes kept around the root cause when the middle is dropped
 MAX_STORED_FIGURES = 500
 INFRASTRUCTURE_STATES = frozenset(
@@ -96,6 +98,7 @@ class AttemptTail:
     ) -> None:
         self.engine = engine
         self.campaign_id = 0
+        self._commits = 0
         self.log_cap_bytes = log_cap_bytes
         self.attempt_id = attempt_id
         self.source = source
@@ -267,6 +270,9 @@ class AttemptTail:
             session.add(
                 LiveEvent(campaign_id=self.campaign_id, kind="attempt", attempt_id=self.attempt_id)
             )
+            self._commits += 1
+            if self._commits % PRUNE_EVERY == 0:
+                self._prune_events(session)
             if tail.size is not None and tail.offset < tail.size and tail.state == "connected":
                 tail.state = "catching up"
             tail.updated_at = utcnow()
@@ -278,6 +284,19 @@ class AttemptTail:
             session.add(tail)
         self.on_commit(self.campaign_id)
         return tail
+
+    def _prune_events(self, session: Session) -> None:
+        """Live events are for listeners catching up; a listener further behind reloads."""
+        newest = session.exec(
+            select(func.max(LiveEvent.id)).where(LiveEvent.campaign_id == self.campaign_id)
+        ).one()
+        if newest and newest > KEEP_EVENTS:
+            session.execute(
+                delete(LiveEvent).where(
+                    col(LiveEvent.campaign_id) == self.campaign_id,
+                    col(LiveEvent.id) < newest - KEEP_EVENTS,
+                )
+            )
 
     def _drop_middle(self, session: Session, tail: TailState, result: Diagnosis) -> None:
         """Past the cap: drop the oldest chunks between the head and the tail, keeping the

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.config import Settings
 from app.diagnosis import diagnose_bytes
@@ -252,3 +253,28 @@ def test_a_campaign_teaches_readiness_and_its_metric(api: httpx.Client, tmp_path
         lambda: (a := attempt_of(api, attempt["id"]))["metric_value"] == 3.75 and a, what="metric"
     )
     assert body["status"] == "measured"
+
+
+def test_old_live_events_are_pruned(
+    api: httpx.Client,
+    server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    from sqlalchemy import text
+
+    import app.ingest
+
+    monkeypatch.setattr(app.ingest, "PRUNE_EVERY", 1)
+    monkeypatch.setattr(app.ingest, "KEEP_EVENTS", 5)
+    log = tmp_path / "chatty.log"
+    log.write_bytes(b"")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    for number in range(20):
+        with log.open("ab") as out:
+            out.write(b"line %d\n" % number)
+        wait_for(lambda: stored_log(api, attempt["id"]) == log.read_bytes(), what="stored")
+    with server.app.state.engine.connect() as connection:
+        kept = connection.execute(text("SELECT count(*) FROM event")).scalar()
+    assert kept is not None and kept <= 8
