@@ -105,9 +105,12 @@ def trust_host_key(options: SSHOptions, target: Target, key_line: str) -> None:
 
 
 class _Connection:
-    def __init__(self, client: paramiko.SSHClient) -> None:
+    def __init__(
+        self, client: paramiko.SSHClient, via: "tuple[Target, _Connection] | None" = None
+    ) -> None:
         self.client = client
         self.channels = 0
+        self.via = via  # the ProxyJump connection this one tunnels through
 
     @property
     def alive(self) -> bool:
@@ -136,7 +139,7 @@ class ConnectionPool:
                     if connection.channels < CHANNELS_PER_CONNECTION:
                         connection.channels += 1
                         return connection
-            connection = _Connection(self._connect(target))
+            connection = _Connection(*self._connect(target))
             connection.channels = 1
             with self._lock:
                 self._connections.setdefault(target, []).append(connection)
@@ -154,6 +157,8 @@ class ConnectionPool:
                 close = False
         if close:
             connection.client.close()
+            if connection.via is not None:
+                self.release(*connection.via)
 
     def connections_to(self, target: Target) -> int:
         with self._lock:
@@ -166,13 +171,22 @@ class ConnectionPool:
         for connection in connections:
             connection.client.close()
 
-    def _connect(self, target: Target) -> paramiko.SSHClient:
-        sock = None
+    def _connect(
+        self, target: Target
+    ) -> tuple[paramiko.SSHClient, tuple[Target, _Connection] | None]:
+        sock, via = None, None
         if target.proxy_jump:
-            jump_url = SourceURL("ssh", "/", host=target.proxy_jump.split("@")[-1].split(":")[0])
+            # "[user@]host[:port]", the first hop when several are given.
+            hop = target.proxy_jump.split(",")[0]
+            user, _, hostport = hop.rpartition("@")
+            host, _, port = hostport.partition(":")
+            jump_url = SourceURL(
+                "ssh", "/", host=host, user=user or None, port=int(port) if port.isdigit() else None
+            )
             jump = resolve(jump_url, self.options)
-            jump_client = self.acquire(jump).client
-            transport = jump_client.get_transport()
+            jump_connection = self.acquire(jump)
+            via = (jump, jump_connection)
+            transport = jump_connection.client.get_transport()
             assert transport is not None
             sock = transport.open_channel(
                 "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0)
@@ -196,13 +210,14 @@ class ConnectionPool:
                 sock=sock,
                 transport_factory=_tuned_transport,
             )
-        except paramiko.BadHostKeyException as error:
+        except BaseException as error:
             client.close()
-            raise HostKeyNotTrusted(target.known_hosts_name, error.key, changed=True) from None
-        except BaseException:
-            client.close()
+            if via is not None:
+                self.release(*via)
+            if isinstance(error, paramiko.BadHostKeyException):
+                raise HostKeyNotTrusted(target.known_hosts_name, error.key, changed=True) from None
             raise
-        return client
+        return client, via
 
 
 def _tuned_transport(sock: Any, **kwargs: Any) -> paramiko.Transport:
