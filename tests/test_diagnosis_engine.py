@@ -424,3 +424,15 @@ def test_failures_without_a_python_exception(line: str, error_class: str) -> Non
     assert result.crashed is True
     assert result.root_cause == line
     assert result.error_class == error_class
+
+
+def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
+    result = diagnose(
+        "[2026-03-01 10:00:00] Connecting to the metrics exporter\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/metrics.py", line 12, in connect\n'
+        "ConnectionRefusedError: [Errno 111] Connection refused\n"
+        "[2026-03-01 10:00:05] retrying in 1 s\n"
+        "[2026-03-01 10:00:30] The server is fired up and ready to roll!\n"
+    )
+    assert result.ready is True and result.crashed is False and result.root_cause is None

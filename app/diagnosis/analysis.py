@@ -234,8 +234,6 @@ def analyze(
     if newest_first:
         entries.reverse()
     _mark(entries)
-    root = _choose_root(entries)
-
     sglang = any(_SGLANG.search(e.text) for e in entries)
     ready_line = next(
         (
@@ -245,6 +243,13 @@ def analyze(
         ),
         None,
     )
+    if ready_line is not None:
+        # A server that became ready lived through whatever failed before (a retried
+        # connection, a warning's traceback): only what fails after counts.
+        for entry in entries:
+            if _before(entry.line, ready_line, newest_first):
+                entry.strength = min(entry.strength, 0)
+    root = _choose_root(entries)
 
     if root is None:
         hang = any(_HANG_DUMP.search(e.content) for e in entries)
