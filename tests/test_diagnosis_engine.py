@@ -436,3 +436,22 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
         "[2026-03-01 10:00:30] The server is fired up and ready to roll!\n"
     )
     assert result.ready is True and result.crashed is False and result.root_cause is None
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("NotImplementedError: FP8 block GEMM is not supported on SM 120", "unsupported_arch"),
+        ("RuntimeError: Triton Error [CUDA]: device kernel image is invalid", "unsupported_arch"),
+        ("OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
+         "import_or_version"),
+        ("ValueError: The checkpoint you are trying to load has model type `qwen3_next` but "
+         "Transformers does not recognize this architecture.", "import_or_version"),
+        ("OSError: You are trying to access a gated repo.", "model_loading"),
+        ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients.",
+         "timeout_or_hang"),
+        ("RuntimeError: NCCL communicator was aborted on rank 3.", "nccl_comm"),
+    ],
+)  # fmt: skip
+def test_classes_of_more_framework_messages(line: str, error_class: str) -> None:
+    assert diagnose(f"{line}\n").error_class == error_class

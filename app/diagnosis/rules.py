@@ -28,11 +28,12 @@ def _any(*patterns: str) -> re.Pattern[str]:
 CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("timeout_or_hang", _any(
         r"Watchdog caught collective operation timeout", r"\b\w*Timeout\w*Error\b",
-        r"\btimed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
+        r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
-        r"\bsm_?\d{2,3}a?\b.*not (?:be )?supported", r"not supported.*\bsm_?\d{2,3}",
+        r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
+        r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
         r"Unknown recipe", r"compute capability.*(?:not supported|at least|or (?:higher|newer))",
         r"(?:only )?supported (?:only )?on GPUs with compute capability",
@@ -75,7 +76,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
-        r"not compiled with CUDA",
+        r"not compiled with CUDA", r"cannot open shared object file",
+        r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
@@ -97,7 +99,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"'model\.layers\.", r"safetensors", r"[Ee]rror loading model",
         r"does not appear to have a file",
         r"not a valid model identifier", r"Repository ?Not ?Found", r"HFValidationError",
-        r"GatedRepoError", r"config\.json", r"checkpoint", r"Cannot find model", r"model weights",
+        r"GatedRepoError", r"gated repo", r"EntryNotFound", r"config\.json", r"checkpoint",
+        r"Cannot find model", r"model weights",
         r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'", r"failed to load model",
     )),
 ]
