@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -173,8 +174,13 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
 
     player = threading.Thread(target=start_when_serving, name="demo-replay", daemon=True)
     player.start()
-    if not no_browser:
+    has_display = sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+    if not no_browser and has_display:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    elif not no_browser:
+        click.echo("No display here: open the link above in your browser.")
     try:
         uvicorn.run(
             app, host="127.0.0.1", port=port, log_level="warning", log_config=uvicorn_log_config()
