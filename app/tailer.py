@@ -1,7 +1,7 @@
 """Which attempts are being followed: one AttemptTail per attempt with a source that is not
 closed; started with the app, synced after every change, stopped on close or detach."""
 
-import logging
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -18,8 +18,6 @@ from app.tailing.sources import parse_source
 
 if TYPE_CHECKING:
     from app.tailing.ssh_source import SSHOptions
-
-log = logging.getLogger(__name__)
 
 FOLLOWED = (Status.running, Status.ready, Status.measured, Status.crashed, Status.blocked)
 
@@ -120,10 +118,6 @@ class Tailer:
             old[1].stop()
         self.sync(attempt_id)
 
-    def following(self) -> list[int]:
-        with self._lock:
-            return sorted(self._tails)
-
     def stop_all(self) -> None:
         with self._lock:
             tails = [tail for _, tail in self._tails.values()]
@@ -132,3 +126,6 @@ class Tailer:
             tail.stop_event.set()
         for tail in tails:
             tail.stop()
+        ssh = sys.modules.get("app.tailing.ssh_source")
+        if ssh is not None:  # only when some source used SSH
+            ssh.close_pools()

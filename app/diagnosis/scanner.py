@@ -184,7 +184,6 @@ class Scanner:
         self._last_kept_number = 0
         self.head: list[Line] = []
         self.tail: deque[Line] = deque(maxlen=TAIL_LINES)
-        self.lines_dropped = 0
         self.ready_lines: list[Line] = []
         self._summaries = [_Summary() for _ in FIGURE_KINDS]
         self._hits: list[tuple[int, int]] = []
@@ -368,8 +367,6 @@ class Scanner:
         if len(self.head) < HEAD_LINES:
             self.head.append(line)
         else:
-            if len(self.tail) == self.tail.maxlen:
-                self.lines_dropped += 1
             self.tail.append(line)
         return line
 

@@ -9,7 +9,6 @@ sshd's MaxSessions is reached. paramiko lives in this module only.
 
 import base64
 import hashlib
-import logging
 import random
 import shlex
 import threading
@@ -25,8 +24,6 @@ from app.tailing import follower
 from app.tailing.events import Data, Event, Opened, Rotated, State
 from app.tailing.file_source import translate
 from app.tailing.sources import SourceURL
-
-log = logging.getLogger(__name__)
 
 CHANNELS_PER_CONNECTION = 10  # sshd's MaxSessions default
 CONNECT_TIMEOUT_S = 10.0
@@ -160,10 +157,6 @@ class ConnectionPool:
             if connection.via is not None:
                 self.release(*connection.via)
 
-    def connections_to(self, target: Target) -> int:
-        with self._lock:
-            return len([c for c in self._connections.get(target, []) if c.alive])
-
     def close_all(self) -> None:
         with self._lock:
             connections = [c for pool in self._connections.values() for c in pool]
@@ -241,6 +234,12 @@ def default_pool(options: SSHOptions) -> ConnectionPool:
         if _default_pool is None or _default_pool.options != options:
             _default_pool = ConnectionPool(options)
         return _default_pool
+
+
+def close_pools() -> None:
+    with _default_pool_lock:
+        if _default_pool is not None:
+            _default_pool.close_all()
 
 
 def remote_command(path: str, offset: int, identity: str | None) -> str:
