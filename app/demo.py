@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app import actions, demo_logs
+from app import actions, demo_logs, repo
 from app.db import session_scope
 from app.deps import after_commit
 from app.models import Attempt, Status
@@ -199,8 +199,6 @@ class Replay:
         self._verdict(attempt_id, step)
 
     def _measured(self, attempt_id: int | None) -> int:
-        from app import repo
-
         with session_scope(self.engine) as session:
             return len(
                 repo.samples_by_attempt(session, attempt_ids=[attempt_id or 0]).get(

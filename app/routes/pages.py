@@ -14,7 +14,13 @@ from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner
 from app.errors import Invalid
 from app.models import Status
 from app.rendering import is_htmx, render
-from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, NoteCreate
+from app.schemas import (
+    AttemptCreate,
+    AttemptUpdate,
+    CampaignCreate,
+    MeasurementCreate,
+    NoteCreate,
+)
 from app.tailer import trust_offered_key
 
 router = APIRouter(include_in_schema=False)
@@ -241,15 +247,8 @@ async def change_status(attempt_id: int, request: Request, session: SessionDep) 
 
 @router.post("/attempts/{attempt_id}/measurements", dependencies=OwnerForm)
 async def add_measurement(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = await request.form()
-    value = form.get("value")
-    try:
-        number = float(value) if isinstance(value, str) else float("nan")
-    except ValueError:
-        number = float("nan")
-    if number != number or number in (float("inf"), float("-inf")):
-        raise Invalid("a measurement is a finite number, e.g. 82.4")
-    actions.add_measurement(session, attempt_id, number)
+    data = parse_form(MeasurementCreate, await request.form(), ["value"])
+    actions.add_measurement(session, attempt_id, data.value)
     return _attempt_answer(request, session, attempt_id)
 
 
