@@ -5,6 +5,7 @@ from sqlmodel import Session
 from app import repo
 from app.domain import CLOSED, transition_refusal
 from app.errors import Conflict, Invalid, NotFound
+from app.live import notify_instances
 from app.models import (
     Attempt,
     BaselineChange,
@@ -36,6 +37,7 @@ def record(
     session.add(
         LiveEvent(campaign_id=campaign_id, kind=kind, attempt_id=attempt_id, note_id=note_id)
     )
+    notify_instances(session, campaign_id)
     session.info.setdefault("changed_campaigns", set()).add(campaign_id)
 
 

@@ -15,6 +15,15 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
+def is_postgres(url: str) -> bool:
+    return make_url(url).get_backend_name() == "postgresql"
+
+
+def libpq_dsn(url: str) -> str:
+    """The SQLAlchemy URL as psycopg's own connection string."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def make_engine(url: str) -> Engine:
     if not is_sqlite(url):
         return create_engine(url, pool_pre_ping=True)

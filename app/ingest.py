@@ -16,8 +16,9 @@ from typing import Any, Protocol
 from sqlalchemy import Engine, delete, func
 from sqlmodel import Session, col, select
 
-from app.db import session_scope
+from app.db import is_postgres, libpq_dsn, session_scope
 from app.diagnosis import Diagnoser, Diagnosis
+from app.live import notify_instances
 from app.models import (
     Attempt,
     Campaign,
@@ -34,6 +35,7 @@ from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
 log = logging.getLogger(__name__)
 
 BATCH_BYTES = 1 << 20
+TAIL_LOCK_SPACE = 0x63640001  # advisory lock namespace of campaign-dash tails
 PRUNE_EVERY = 500  # commits
 KEEP_EVENTS = 20_000
 DIAGNOSIS_WINDOW = 256 << 10  # bytes kept around the root cause when the middle is dropped
@@ -118,15 +120,40 @@ class AttemptTail:
     # --- the loop ------------------------------------------------------------------
 
     def _run(self) -> None:
+        lock = self._exclusive()
+        if lock is False:
+            return
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    self._follow()
+                    return
+                except Exception:  # a database hiccup must not end the tail for good
+                    log.exception("tail of attempt %s failed; resuming", self.attempt_id)
+                    self.stop_event.wait(2.0)
+        finally:
+            if lock is not None:
+                lock.close()
+
+    def _exclusive(self) -> Any:
+        """Several dashboards on one PostgreSQL database: one of them follows each attempt
+        (a session advisory lock, held while following). None: nothing to hold (SQLite);
+        False: stopped before the lock was had."""
+        url = self.engine.url.render_as_string(hide_password=False)
+        if not is_postgres(url):
+            return None
+        import psycopg
+
         while not self.stop_event.is_set():
-            try:
-                self._follow()
-                return
-            except Exception:  # a database hiccup must not end the tail for good
-                log.exception(
-                    "tail of attempt %s failed; resuming from the database", self.attempt_id
-                )
-                self.stop_event.wait(2.0)
+            connection = psycopg.connect(libpq_dsn(url), autocommit=True)
+            row = connection.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (TAIL_LOCK_SPACE, self.attempt_id)
+            ).fetchone()
+            if row and row[0]:
+                return connection
+            connection.close()  # another instance follows it; take over if it goes away
+            self.stop_event.wait(5.0)
+        return False
 
     def _resume(self) -> tuple[TailState, Diagnoser, str | None]:
         with session_scope(self.engine) as session:
@@ -270,6 +297,7 @@ class AttemptTail:
             session.add(
                 LiveEvent(campaign_id=self.campaign_id, kind="attempt", attempt_id=self.attempt_id)
             )
+            notify_instances(session, self.campaign_id)
             self._commits += 1
             if self._commits % PRUNE_EVERY == 0:
                 self._prune_events(session)

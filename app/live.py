@@ -4,13 +4,22 @@ Publishers (the API, the forms, the tailer) write an Event row in their transact
 once it is committed, call `publish(campaign_id)`. The bus carries no data: a listener
 wakes up and reads the events after its last id from the database, so a late or resumed
 listener is never out of date, and a slow one costs a flag, not a growing queue.
+On PostgreSQL, a NOTIFY sent in the same transaction wakes the other instances too.
 """
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import text
+
+from app.db import libpq_dsn
+
+log = logging.getLogger(__name__)
 
 
 class Listener:
@@ -58,3 +67,46 @@ class Bus:
     def listener_count(self, campaign_id: int) -> int:
         with self._lock:
             return len(self._listeners.get(campaign_id, ()))
+
+
+CHANNEL = "campaign_dash_events"
+
+
+def notify_instances(session: Any, campaign_id: int) -> None:
+    """On PostgreSQL, other dashboard instances hear of the event when it commits."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_notify(:channel, :campaign)"),
+                        {"channel": CHANNEL, "campaign": str(campaign_id)})  # fmt: skip
+
+
+class PostgresRelay:
+    """Carries other instances' events into this one's bus (LISTEN/NOTIFY)."""
+
+    def __init__(self, database_url: str, bus: Bus) -> None:
+        self.database_url = database_url
+        self.bus = bus
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pg-listen", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        import psycopg
+
+        dsn = libpq_dsn(self.database_url)
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(dsn, autocommit=True) as connection:
+                    connection.execute(f"LISTEN {CHANNEL}")
+                    while not self._stop.is_set():
+                        for notice in connection.notifies(timeout=1.0, stop_after=100):
+                            if notice.payload.isdigit():
+                                self.bus.publish(int(notice.payload))
+            except Exception:
+                log.exception("listening for other instances' events failed; retrying")
+                self._stop.wait(2.0)

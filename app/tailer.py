@@ -1,6 +1,7 @@
 """Which attempts are being followed: one AttemptTail per attempt with a source that is not
 closed; started with the app, synced after every change, stopped on close or detach."""
 
+import logging
 import sys
 import threading
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from app.tailing.sources import parse_source
 if TYPE_CHECKING:
     from app.tailing.ssh_source import SSHOptions
 
+log = logging.getLogger(__name__)
+RESCAN_S = 10.0
 FOLLOWED = (Status.running, Status.ready, Status.measured, Status.crashed, Status.blocked)
 
 
@@ -69,9 +72,17 @@ class Tailer:
         self.on_commit = on_commit
         self._tails: dict[int, tuple[str, AttemptTail]] = {}
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
 
     def start(self) -> None:
-        """Resume every attempt that was being followed when the dashboard stopped."""
+        """Resume every attempt that was being followed when the dashboard stopped, then
+        look again now and then: attempts another instance created or stopped following
+        (several dashboards on one PostgreSQL) are picked up too."""
+        self.resync()
+        self._rescanner = threading.Thread(target=self._rescan, name="tail-rescan", daemon=True)
+        self._rescanner.start()
+
+    def resync(self) -> None:
         with session_scope(self.engine) as session:
             ids = session.exec(
                 select(Attempt.id).where(
@@ -81,6 +92,13 @@ class Tailer:
         for attempt_id in ids:
             if attempt_id is not None:
                 self.sync(attempt_id)
+
+    def _rescan(self) -> None:
+        while not self._stopping.wait(RESCAN_S):
+            try:
+                self.resync()
+            except Exception:  # the database may be briefly away; try again later
+                log.exception("rescanning the attempts to follow failed")
 
     def sync(self, attempt_id: int) -> None:
         """Follow the attempt if it should be followed, stop if it should not."""
@@ -119,6 +137,7 @@ class Tailer:
         self.sync(attempt_id)
 
     def stop_all(self) -> None:
+        self._stopping.set()
         with self._lock:
             tails = [tail for _, tail in self._tails.values()]
             self._tails.clear()

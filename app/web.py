@@ -13,10 +13,10 @@ from starlette.responses import JSONResponse, Response
 from app import migrate
 from app.auth import load_owner_auth
 from app.config import Settings
-from app.db import make_engine
+from app.db import is_postgres, make_engine
 from app.deps import LoginRequired
 from app.errors import Conflict, Invalid, NotFound
-from app.live import Bus
+from app.live import Bus, PostgresRelay
 from app.paths import resource_dir
 from app.rendering import make_templates, render
 from app.routes import api_attempts, api_campaigns, events, pages, shares
@@ -52,6 +52,9 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         migrate.upgrade(settings.database_url)
     auth, _ = load_owner_auth(engine, settings.token)
     bus = Bus()
+    relay = (
+        PostgresRelay(settings.database_url, bus) if is_postgres(settings.database_url) else None
+    )
     tailer = Tailer(
         engine,
         on_commit=bus.publish,
@@ -63,10 +66,14 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # Blocking work (SSH reads, catching up a large log) runs in the tailer's threads.
+        if relay is not None:
+            relay.start()
         await asyncio.to_thread(tailer.start)
         app.state.serving = True
         yield
         app.state.serving = False
+        if relay is not None:
+            await asyncio.to_thread(relay.stop)
         await asyncio.to_thread(tailer.stop_all)
         engine.dispose()
 

@@ -1,0 +1,68 @@
+"""Two dashboards on one PostgreSQL database: events cross instances, each log is followed once."""
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings
+from tests.conftest import (
+    OWNER_TOKEN,
+    PG_URL_ENV,
+    LiveServer,
+    _create_pg_database,
+    _drop_pg_database,
+    owner_client,
+)
+from tests.helpers import make_attempt, make_campaign, stored_log, wait_for
+from tests.sse import SSEReader
+
+
+@pytest.fixture
+def pg_settings(tmp_path: Path) -> Iterator[Settings]:
+    admin = os.environ.get(PG_URL_ENV)
+    if not admin:
+        pytest.skip(f"{PG_URL_ENV} names no PostgreSQL server")
+    url, name = _create_pg_database(admin)
+    try:
+        yield Settings(  # type: ignore[call-arg]
+            _env_file=None, token=OWNER_TOKEN,
+            database_url=url.replace("postgresql://", "postgresql+psycopg://", 1),
+        )  # fmt: skip
+    finally:
+        _drop_pg_database(admin, name)
+
+
+def test_events_cross_instances_and_a_log_is_followed_once(
+    pg_settings: Settings, tmp_path: Path
+) -> None:
+    first = LiveServer(pg_settings).start()
+    second = LiveServer(pg_settings).start()
+    try:
+        api_a, api_b = owner_client(first.url), owner_client(second.url)
+        campaign = make_campaign(api_a)
+        listening_on_b = SSEReader(api_b, f"/api/campaigns/{campaign['id']}/events")
+        log = tmp_path / "shared.log"
+        log.write_bytes(b"line 1\n")
+        attempt = make_attempt(api_a, campaign["id"], source=f"file://{log}")
+        heard = listening_on_b.until(lambda m: m.event == "attempt")
+        assert json.loads(heard.data)["id"] == attempt["id"]
+        wait_for(lambda: stored_log(api_b, attempt["id"]) == log.read_bytes(), what="followed")
+        with log.open("ab") as out:
+            out.write(b"line 2\n")
+        wait_for(lambda: stored_log(api_a, attempt["id"]) == log.read_bytes(), what="once")
+        # Whichever instance follows it goes away: the other takes over.
+        first.stop()
+        with log.open("ab") as out:
+            out.write(b"line 3\n")
+        wait_for(
+            lambda: stored_log(api_b, attempt["id"]) == log.read_bytes(),
+            timeout=30,
+            what="taken over",
+        )
+        listening_on_b.close()
+    finally:
+        first.stop()
+        second.stop()
