@@ -59,6 +59,10 @@ def stored_log(api: httpx.Client, attempt_id: int) -> bytes:
     return response.content
 
 
+def tail_of(api: httpx.Client, attempt_id: int) -> dict[str, Any]:
+    """The attempt's tail state; empty until the tailer has started on it."""
+    return attempt_of(api, attempt_id)["tail"] or {}
+
+
 def tail_state(api: httpx.Client, attempt_id: int) -> str | None:
-    tail = attempt_of(api, attempt_id)["tail"]
-    return tail["state"] if tail else None
+    return tail_of(api, attempt_id).get("state")

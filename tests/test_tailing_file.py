@@ -16,6 +16,7 @@ from tests.helpers import (
     make_attempt,
     make_campaign,
     stored_log,
+    tail_of,
     tail_state,
     wait_for,
 )
@@ -32,7 +33,7 @@ def test_a_log_is_stored_diagnosed_and_moves_the_attempt(api: httpx.Client, tmp_
     with log.open("ab") as out:
         out.write(b"[2026-02-27 13:21:27 TP0] Load weight begin. avail mem=93.41 GB\n")
         out.flush()
-        wait_for(lambda: attempt_of(api, attempt["id"])["tail"]["stored_bytes"] > 0, what="bytes")
+        wait_for(lambda: tail_of(api, attempt["id"]).get("stored_bytes", 0) > 0, what="bytes")
         out.write(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
         out.flush()
         wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "ready", what="ready")
@@ -134,7 +135,7 @@ def test_copytruncate_rotation_never_repeats_a_line(api: httpx.Client, tmp_path:
                     time.sleep(0.005)
             # logrotate's copytruncate: copy, then truncate in place while the writer goes on.
             wait_for(
-                lambda: attempt_of(api, attempt["id"])["tail"]["bytes_read"] == log.stat().st_size,
+                lambda: tail_of(api, attempt["id"]).get("bytes_read") == log.stat().st_size,
                 what="caught up before the copy",
             )
             (tmp_path / f"copytruncate.log.{rotation}").write_bytes(log.read_bytes())

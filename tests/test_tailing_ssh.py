@@ -10,7 +10,15 @@ import httpx
 import pytest
 
 from tests.conftest import OWNER_TOKEN
-from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign, stored_log, wait_for
+from tests.helpers import (
+    attempt_of,
+    csrf_of,
+    make_attempt,
+    make_campaign,
+    stored_log,
+    tail_state,
+    wait_for,
+)
 from tests.sshd import Sshd
 
 
@@ -175,7 +183,7 @@ def test_killed_connections_lose_and_repeat_nothing(
     log.write_bytes(b"")
     campaign = make_campaign(ssh_api)
     attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
-    wait_for(lambda: attempt_of(ssh_api, attempt["id"])["tail"]["state"] == "connected", what="up")
+    wait_for(lambda: tail_state(ssh_api, attempt["id"]) == "connected", what="up")
     target = 20 << 20
     done = threading.Event()
 
