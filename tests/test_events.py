@@ -125,7 +125,7 @@ def test_publishing_never_waits_for_listeners() -> None:
     async def scenario() -> float:
         with bus.listen(1), bus.listen(1):  # two listeners that never read
             started = time.perf_counter()
-            for _ in range(100_000):
+            for _ in range(20_000):
                 bus.publish(1)
             return time.perf_counter() - started
 
