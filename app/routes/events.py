@@ -214,9 +214,10 @@ async def stream(
 
     def fetch(after: int) -> tuple[list[ServerSentEvent], int, bool]:
         with session_scope(engine) as session:
-            # Events before the oldest kept one are gone: the page must reload.
+            # The last event this reader saw was pruned, and maybe more after it: reload.
+            # (Ids are shared by all campaigns, so gaps between a campaign's ids are normal.)
             oldest = _oldest_id(session, campaign_id)
-            events_lost = bool(after) and oldest > after + 1
+            events_lost = bool(after) and oldest > after
             events = _events_after(session, campaign_id, after)
             behind = bool(events) and newest_event_id(session, campaign_id) - after > TOO_FAR_BEHIND
             if events_lost or behind:
