@@ -85,6 +85,21 @@
     if (document.querySelector("[data-live]")) { setLive(false); }
     window.__pageLoadedAt = window.__pageLoadedAt || Date.now();
   });
-  document.addEventListener("htmx:afterSwap", function (event) { localizeTimes(event.target); });
+  // A log is read from its end: keep the newest lines in view (unless the reader scrolled up).
+  var pinned = {};
+  function keepLogsAtEnd(root) {
+    root.querySelectorAll("pre.log[id^='log-']").forEach(function (pre) {
+      if (pinned[pre.id] !== false) { pre.scrollTop = pre.scrollHeight; }
+      pre.addEventListener("scroll", function () {
+        pinned[pre.id] = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { keepLogsAtEnd(document); });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    localizeTimes(event.target);
+    keepLogsAtEnd(document);
+  });
+  document.addEventListener("htmx:sseMessage", function () { keepLogsAtEnd(document); });
   document.addEventListener("htmx:sseMessage", function () { lastHeard = Date.now(); setLive(true); });
 })();
