@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ class Step:
     note: str = ""
     retest_of: str | None = None
     set_baseline: bool = False
+    # Earlier attempts that were waiting on this one (marked "blocked by" it once it lands).
+    unblocks: tuple[str, ...] = ()
 
     @property
     def expected_status(self) -> Status:
@@ -97,7 +100,8 @@ STORY: tuple[Step, ...] = (
     Step("CUDA 13 upgrade", "CUDA 13 supports SM120 natively and unblocks Blackwell kernels",
          "torch 2.9.1+cu130, sgl-kernel 0.3.21+cu130, flashinfer 0.6.4", {},
          runs=(92.4, 92.8, 92.6), verdict=Status.adopted, set_baseline=True,
-         verdict_text="The pivot: FlashInfer attention works on SM120, +3.5 %."),
+         verdict_text="The pivot: FlashInfer attention works on SM120, +3.5 %.",
+         unblocks=("FlashInfer allreduce fusion", "Torch symmetric memory")),
     Step("FlashInfer allreduce fusion (CUDA 13)", "Now that SM120 is supported",
          "--enable-flashinfer-allreduce-fusion", {"enable_flashinfer_allreduce_fusion": True},
          runs=(92.7,), retest_of="FlashInfer allreduce fusion",
@@ -216,3 +220,7 @@ class Replay:
             self._write(
                 lambda s: actions.add_attempt_note(s, attempt_id, NoteCreate(body=step.note))
             )
+        waiting = AttemptUpdate(blocked_by=attempt_id)
+        for title in step.unblocks:
+            earlier = self.ids[title]
+            self._write(partial(actions.update_attempt, attempt_id=earlier, data=waiting))

@@ -104,6 +104,7 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(
         path = Path(attempt["source"].removeprefix("file://"))
         stored = httpx.get(f"{url}/api/attempts/{attempt['id']}/log", headers=auth).content
         assert stored == path.read_bytes(), title
+    assert attempts[2]["blocked_by"] == attempts[6]["blocked_by"] == attempts[8]["id"]
     torch, retest = attempts[6], attempts[10]
     assert torch["diagnosis"]["fingerprint"] == retest["diagnosis"]["fingerprint"]
     assert retest["same_root_cause_as"] == [torch["id"]] and retest["retest_of"] == torch["id"]
