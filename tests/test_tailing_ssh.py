@@ -22,6 +22,12 @@ from tests.helpers import (
 from tests.sshd import Sshd
 
 
+def attach(api: httpx.Client, source: str) -> dict:
+    """A campaign with one attempt following `source`."""
+    campaign = make_campaign(api)
+    return make_attempt(api, campaign["id"], source=source)
+
+
 def followers_of(path: Path) -> list[str]:
     """Remote follower processes still reading `path` (the sshd host is this machine)."""
     out = subprocess.run(
@@ -36,8 +42,7 @@ def test_follows_a_log_through_an_ssh_config_alias(
     log = tmp_path / "data" / "eagle3" / "logs" / "server.log"
     log.parent.mkdir(parents=True)
     log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="first bytes")
     with log.open("ab") as out:
         out.write(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
@@ -55,8 +60,7 @@ def test_a_hostile_path_is_read_literally_and_runs_nothing(
     pwned = [Path.home() / marker, tmp_path / marker, Path("/tmp") / marker]
     weird = tmp_path / f"x; touch {marker}; echo $(touch {marker}) 'q' \"dq\" `touch {marker}`.log"
     weird.write_bytes(b"a line of a log with a hostile name\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{weird}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{weird}")
     wait_for(
         lambda: stored_log(ssh_api, attempt["id"]) == weird.read_bytes(), what="the literal file"
     )
@@ -69,8 +73,7 @@ def test_an_unknown_host_key_is_refused_until_the_owner_trusts_it(
     sshd.known_hosts.write_text("")
     log = tmp_path / "server.log"
     log.write_bytes(b"hello from the gpu box\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     tail = wait_for(
         lambda: (
             (t := attempt_of(ssh_api, attempt["id"])["tail"])
@@ -107,8 +110,7 @@ def test_a_changed_host_key_is_refused_with_its_fingerprint(
     )
     log = tmp_path / "server.log"
     log.write_bytes(b"secret\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     tail = wait_for(
         lambda: (
             (t := attempt_of(ssh_api, attempt["id"])["tail"])
@@ -125,8 +127,7 @@ def test_a_missing_remote_file_is_waited_for(
     ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
 ) -> None:
     log = tmp_path / "not-yet.log"
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     wait_for(
         lambda: (
             (attempt_of(ssh_api, attempt["id"])["tail"] or {}).get("state") == "file not found yet"
@@ -142,8 +143,7 @@ def test_closing_the_attempt_leaves_no_process_on_the_host(
 ) -> None:
     log = tmp_path / "orphan-check.log"
     log.write_bytes(b"x\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     wait_for(lambda: stored_log(ssh_api, attempt["id"]) == b"x\n", what="followed")
     assert followers_of(log), "the remote follower should be running"
     ssh_api.patch(f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "x"})
@@ -181,8 +181,7 @@ def test_killed_connections_lose_and_repeat_nothing(
 
     log = tmp_path / "faulty.log"
     log.write_bytes(b"")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     wait_for(lambda: tail_state(ssh_api, attempt["id"]) == "connected", what="up")
     target = 20 << 20
     done = threading.Event()
@@ -238,8 +237,7 @@ def test_the_host_going_away_is_not_the_server_crashing(
 ) -> None:
     log = tmp_path / "server.log"
     log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="followed")
     sshd.stop()  # the GPU box goes away
     tail = wait_for(
@@ -271,8 +269,7 @@ def test_proxyjump_reaches_a_host_through_another(
     )
     log = tmp_path / "behind.log"
     log.write_bytes(b"reached through the jump host\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://behind-the-bastion{log}")
+    attempt = attach(ssh_api, f"ssh://behind-the-bastion{log}")
     wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="via ProxyJump")
 
 
@@ -363,8 +360,7 @@ def test_a_refused_key_says_authentication_failed(
     )
     log = tmp_path / "denied.log"
     log.write_bytes(b"x\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://stranger{log}")
+    attempt = attach(ssh_api, f"ssh://stranger{log}")
     tail = wait_for(
         lambda: (
             (t := attempt_of(ssh_api, attempt["id"])["tail"])
@@ -384,8 +380,7 @@ def test_a_silent_peer_is_noticed_within_30_seconds(
 
     log = tmp_path / "silent.log"
     log.write_bytes(b"x\n")
-    campaign = make_campaign(ssh_api)
-    attempt = make_attempt(ssh_api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
     wait_for(lambda: stored_log(ssh_api, attempt["id"]) == b"x\n", what="followed")
     frozen = sshd.session_pids()
     for pid in frozen:
