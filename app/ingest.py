@@ -379,15 +379,14 @@ class AttemptTail:
         attempt.diagnosis = diagnosis_for_storage(result)
         attempt.fingerprint = result.fingerprint
         status = Status(attempt.status)
-        if metric_label:
-            taken = session.exec(
-                select(Measurement.log_offset).where(
-                    Measurement.attempt_id == attempt.id, col(Measurement.log_offset).is_not(None)
-                )
-            ).all()
-            last_taken = max((o for o in taken if o is not None), default=-1)
-            for figure in result.throughput:
-                if figure.label == metric_label and figure.offset > last_taken:
+        figures = [f for f in result.throughput if metric_label and f.label == metric_label]
+        if figures:
+            # Only when the log has benchmark figures: most commits need no query here.
+            last_taken = session.exec(
+                select(func.max(Measurement.log_offset)).where(Measurement.attempt_id == attempt.id)
+            ).one()
+            for figure in figures:
+                if last_taken is None or figure.offset > last_taken:
                     session.add(
                         Measurement(
                             attempt_id=attempt.id or 0, value=figure.value, log_offset=figure.offset

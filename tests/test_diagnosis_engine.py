@@ -188,6 +188,13 @@ def test_newest_first_cloud_viewer_logs_are_read_in_time_order() -> None:
         ("launch_server.py: error: unrecognized arguments: --enable-torch-symm", "config_or_args"),
         ("KeyError: 'model.layers.55.mlp.gate_up_proj.input_scale'", "model_loading"),
         ("AssertionError: res=<Response [502]>, res.text=''", "other"),
+        # Failures without a Python exception:
+        (
+            "llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' is missing",
+            "model_loading",
+        ),
+        ("sglang-server exited with code 137", "oom_host_killed"),
+        ("error: the following arguments are required: --model-path", "other"),
     ],
 )
 def test_each_failure_maps_to_its_class(line: str, error_class: str) -> None:
@@ -408,22 +415,6 @@ def test_an_error_the_server_survived_long_ago_is_not_the_root_cause() -> None:
     )
     result = diagnose(log)
     assert result.root_cause == "RuntimeError: CUDA error: an illegal memory access was encountered"
-
-
-@pytest.mark.parametrize(
-    "line,error_class",
-    [
-        ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' is missing",
-         "model_loading"),
-        ("sglang-server exited with code 137", "oom_host_killed"),
-        ("error: the following arguments are required: --model-path", "other"),
-    ],
-)  # fmt: skip
-def test_failures_without_a_python_exception(line: str, error_class: str) -> None:
-    result = diagnose(f"starting the server\n{line}\n")
-    assert result.crashed is True
-    assert result.root_cause == line
-    assert result.error_class == error_class
 
 
 def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
