@@ -39,11 +39,12 @@ def prepare_database(settings: Settings) -> str | None:
     """Migrate to head and make sure an owner token exists; returns one just generated."""
     from app import migrate
     from app.auth import load_owner_auth
-    from app.db import make_engine
+    from app.db import make_engine, startup_lock
 
-    migrate.upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
-    _, generated = load_owner_auth(engine, settings.token)
+    with startup_lock(settings.database_url):
+        migrate.upgrade(settings.database_url)
+        _, generated = load_owner_auth(engine, settings.token)
     engine.dispose()
     return generated
 

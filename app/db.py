@@ -1,5 +1,7 @@
 """Engine and sessions; SQLite tuned for one writer and many readers, PostgreSQL as is."""
 
+import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -9,6 +11,7 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+STARTUP_LOCK_KEY = 0x63640002  # advisory lock: one dashboard at a time prepares the database
 
 
 def is_sqlite(url: str) -> bool:
@@ -22,6 +25,39 @@ def is_postgres(url: str) -> bool:
 def libpq_dsn(url: str) -> str:
     """The SQLAlchemy URL as psycopg's own connection string."""
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@contextmanager
+def startup_lock(url: str) -> Iterator[None]:
+    """Dashboards starting at once on one database migrate it and create its secrets one
+    at a time: concurrent Alembic runs both create the tables, and two generated owner
+    tokens would collide."""
+    if is_sqlite(url):
+        with _sqlite_file_lock(make_url(url).database):
+            yield
+        return
+    if not is_postgres(url):
+        yield
+        return
+    import psycopg
+
+    with psycopg.connect(libpq_dsn(url), autocommit=True) as connection:
+        connection.execute("SELECT pg_advisory_lock(%s)", (STARTUP_LOCK_KEY,))
+        yield  # the lock ends with the connection
+
+
+@contextmanager
+def _sqlite_file_lock(path: str | None) -> Iterator[None]:
+    if not path or path == ":memory:" or path.startswith("file:"):
+        yield
+        return
+    # flock is separate from the fcntl byte-range locks SQLite itself takes on the file.
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def make_engine(url: str) -> Engine:
@@ -48,12 +84,30 @@ def make_engine(url: str) -> Engine:
 
 
 @contextmanager
-def session_scope(engine: Engine) -> Iterator[Session]:
-    """One unit of work: committed on success, rolled back on any error."""
+def session_scope(engine: Engine, *, snapshot: bool = False) -> Iterator[Session]:
+    """One unit of work: committed on success, rolled back on any error.
+
+    `snapshot`: a read-only unit whose queries all see one moment. Without it a page built
+    from several queries could show a tail already past the crash beside a diagnosis from
+    before it (PostgreSQL's READ COMMITTED and pysqlite's autocommit SELECTs both take a
+    new snapshot per statement)."""
     with Session(engine, expire_on_commit=False) as session:
+        if snapshot:
+            _begin_snapshot(engine, session)
         try:
             yield session
             session.commit()
         except BaseException:
             session.rollback()
             raise
+
+
+def _begin_snapshot(engine: Engine, session: Session) -> None:
+    if engine.dialect.name == "postgresql":
+        session.connection(
+            execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+        )
+    elif engine.dialect.name == "sqlite":
+        # pysqlite opens transactions only for writes; in WAL mode a BEGIN makes every
+        # read that follows share the first one's snapshot.
+        session.connection().exec_driver_sql("BEGIN")

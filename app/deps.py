@@ -18,7 +18,8 @@ class LoginRequired(Exception):
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    with session_scope(request.app.state.engine) as session:
+    reading = request.method in ("GET", "HEAD")
+    with session_scope(request.app.state.engine, snapshot=reading) as session:
         yield session
     after_commit(request.app.state, session)
 

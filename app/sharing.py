@@ -7,10 +7,12 @@ from datetime import datetime, timedelta
 
 from fastapi import Request
 from pydantic import BaseModel
+from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
 from app import actions, repo, views
 from app.auth import sha256_hex
+from app.db import session_scope
 from app.errors import NotFound
 from app.markdown import render_markdown
 from app.models import ShareLink, utcnow
@@ -44,6 +46,14 @@ def find(session: Session, token: str) -> ShareLink:
     if link is None or not is_live(link):
         raise NotFound("no such share link (it may have been revoked or have expired)")
     return link
+
+
+def mark_opened(engine: Engine, link_id: int) -> None:
+    """When the link was last opened, written on its own: the page itself reads a snapshot."""
+    with session_scope(engine) as session:
+        session.execute(
+            update(ShareLink).where(col(ShareLink.id) == link_id).values(last_opened_at=utcnow())
+        )
 
 
 def is_live(link: ShareLink) -> bool:

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from app import migrate
 from app.auth import load_owner_auth
 from app.config import Settings
-from app.db import is_postgres, make_engine
+from app.db import is_postgres, make_engine, startup_lock
 from app.deps import LoginRequired
 from app.errors import Conflict, Invalid, NotFound
 from app.live import Bus, PostgresRelay
@@ -48,9 +48,10 @@ def error_response(request: Request, status_code: int, detail: object) -> Respon
 
 def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     engine = make_engine(settings.database_url)
-    if migrate_on_start:
-        migrate.upgrade(settings.database_url)
-    auth, _ = load_owner_auth(engine, settings.token)
+    with startup_lock(settings.database_url):
+        if migrate_on_start:
+            migrate.upgrade(settings.database_url)
+        auth, _ = load_owner_auth(engine, settings.token)
     bus = Bus()
     relay = (
         PostgresRelay(settings.database_url, bus) if is_postgres(settings.database_url) else None

@@ -38,9 +38,8 @@ def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedP
     )
 
 
-@contextmanager
-def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[str]]:
-    process = subprocess.Popen(
+def launch(env: dict[str, str], cwd: Path, port: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],
         env=env,
         cwd=cwd,
@@ -48,28 +47,42 @@ def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Po
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def wait_until_serving(process: subprocess.Popen[str], port: int) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"serve exited: {process.stdout.read() if process.stdout else ''}")
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
+            return
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def interrupt(process: subprocess.Popen[str]) -> str:
+    """Ctrl-C; what the process printed."""
+    process.send_signal(signal.SIGINT)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"serve exited: {process.stdout.read() if process.stdout else ''}"
-                )
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        output, _ = process.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output or ""
+
+
+@contextmanager
+def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+    process = launch(env, cwd, port)
+    try:
+        wait_until_serving(process, port)
         yield process
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process.returncode is None:
+            interrupt(process)
 
 
 @pytest.fixture
@@ -112,8 +125,7 @@ def test_serve_prints_a_login_link_once_and_data_survives_a_restart(
 ) -> None:
     port = free_port()
     with serving(env, tmp_path, port) as first:
-        first.send_signal(signal.SIGINT)
-        output = first.stdout.read() if first.stdout else ""
+        output = interrupt(first)
     match = re.search(rf"http://127\.0\.0\.1:{port}/login\?token=([\w-]+)", output)
     assert match, output
     token = match.group(1)
@@ -135,8 +147,7 @@ def test_serve_prints_a_login_link_once_and_data_survives_a_restart(
         )
         login = httpx.get(f"{url}/login", params={"token": token})
         assert login.status_code == 303
-        second.send_signal(signal.SIGINT)
-        second_output = second.stdout.read() if second.stdout else ""
+        second_output = interrupt(second)
     assert token not in second_output  # printed once, never again
 
     with serving(env, tmp_path, port):
@@ -146,6 +157,22 @@ def test_serve_prints_a_login_link_once_and_data_survives_a_restart(
         assert body["name"] == "kept"
         assert body["attempts"][0]["metric_value"] == 54
         assert body["attempts"][0]["delta_pct"] == pytest.approx(-34.15, abs=0.01)
+
+
+def test_two_dashboards_started_at_once_on_a_new_database_both_serve_one_token(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    ports = [free_port(), free_port()]
+    processes = [launch(env, tmp_path, port) for port in ports]
+    try:
+        for process, port in zip(processes, ports, strict=True):
+            wait_until_serving(process, port)
+    finally:
+        outputs = [interrupt(process) for process in processes]
+    tokens = {t for out in outputs for t in re.findall(r"/login\?token=([\w-]+)", out)}
+    # One of them generated the owner token; the other found it stored and printed none.
+    assert len(tokens) == 1, outputs
+    assert_token_stored_only_hashed(env["CAMPAIGN_DASH_DATABASE_URL"], tokens.pop())
 
 
 def assert_token_stored_only_hashed(database_url: str, token: str) -> None:
@@ -166,8 +193,7 @@ def test_configured_token_is_used_and_never_printed(env: dict[str, str], tmp_pat
             headers={"Authorization": f"Bearer {OWNER_TOKEN}"},
         )
         assert ok.status_code == 200
-        process.send_signal(signal.SIGINT)
-        output = process.stdout.read() if process.stdout else ""
+        output = interrupt(process)
     assert OWNER_TOKEN not in output and "login?token=" not in output
 
 

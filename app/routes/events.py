@@ -173,7 +173,7 @@ async def campaign_events(
     engine = request.app.state.engine
 
     def start() -> int:
-        with session_scope(engine) as session:
+        with session_scope(engine, snapshot=True) as session:
             actions.require_campaign(session, campaign_id)
             if attempt is not None:
                 found = actions.require_attempt(session, attempt)
@@ -213,7 +213,7 @@ async def stream(
     bus = request.app.state.bus
 
     def fetch(after: int) -> tuple[list[ServerSentEvent], int, bool]:
-        with session_scope(engine) as session:
+        with session_scope(engine, snapshot=True) as session:
             # The last event this reader saw was pruned, and maybe more after it: reload.
             # (Ids are shared by all campaigns, so gaps between a campaign's ids are normal.)
             oldest = _oldest_id(session, campaign_id)

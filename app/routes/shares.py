@@ -73,8 +73,7 @@ def share_context(
 def shared_summary(name: str, request: Request, session: SessionDep) -> Response:
     token, _, suffix = name.partition(".")
     link = sharing.find(session, token)
-    link.last_opened_at = sharing.utcnow()
-    session.add(link)
+    sharing.mark_opened(request.app.state.engine, link.id or 0)
     if suffix == "md":
         markdown = sharing.to_markdown(sharing.summary(session, link))
         return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
@@ -94,14 +93,14 @@ async def shared_events(token: str, request: Request) -> EventSourceResponse:
     engine = request.app.state.engine
 
     def start() -> tuple[int, int]:
-        with session_scope(engine) as session:
+        with session_scope(engine, snapshot=True) as session:
             link = sharing.find(session, token)
             return link.campaign_id, events.newest_event_id(session, link.campaign_id)
 
     campaign_id, cursor = await anyio.to_thread.run_sync(start)
 
     def still_shared() -> bool:
-        with session_scope(engine) as session:
+        with session_scope(engine, snapshot=True) as session:
             try:
                 sharing.find(session, token)
             except NotFound:
