@@ -58,6 +58,34 @@
   }
   if (window.htmx) { htmx.createEventSource = function (url) { return new JitteredEventSource(url); }; }
 
+  // Offline (an air-gapped lab, no CDN), htmx never loads: the page stays live on the same
+  // stream, swapping in the same server-rendered fragments the templates name (outerHTML).
+  function followWithoutHtmx(root) {
+    var names = {};
+    root.querySelectorAll("[sse-swap]").forEach(function (el) { names[el.getAttribute("sse-swap")] = true; });
+    var source = new JitteredEventSource(root.getAttribute("sse-connect"));
+    Object.keys(names).forEach(function (name) {
+      source.addEventListener(name, function (event) { swapFragment(name, event.data); });
+    });
+    var closeOn = root.getAttribute("sse-close");
+    if (closeOn) {
+      source.addEventListener(closeOn, function () { source.close(); setLive(false); });
+    }
+    source.onerror = function () {
+      if (source.readyState === 2) { source.close(); followWithoutHtmx(root); }
+    };
+  }
+  function swapFragment(name, html) {
+    document.querySelectorAll('[sse-swap="' + CSS.escape(name) + '"]').forEach(function (el) {
+      var template = document.createElement("template");
+      template.innerHTML = html;
+      el.replaceWith(template.content);
+    });
+    localizeTimes(document);
+    keepLogsAtEnd(document);
+    setLive(true);
+  }
+
   // A stream that says nothing for three heartbeats is as good as dead: say so.
   var lastHeard = Date.now();
   function setLive(on) {
@@ -83,6 +111,7 @@
       ];
     }
     if (document.querySelector("[data-live]")) { setLive(false); }
+    if (!window.htmx) { document.querySelectorAll("[sse-connect]").forEach(followWithoutHtmx); }
     window.__pageLoadedAt = window.__pageLoadedAt || Date.now();
   });
   // A log is read from its end: keep the newest lines in view (unless the reader scrolled up).

@@ -246,8 +246,9 @@ def chromium() -> Iterator[object]:
 
 @pytest.fixture
 def open_page(chromium: object, request: pytest.FixtureRequest) -> Iterator[object]:
-    """A factory of logged-in pages in fresh browser contexts, CDN served from npm copies.
-    Pages are on the test's live server unless `base=` names another dashboard."""
+    """A factory of logged-in pages in fresh browser contexts, CDN served from npm copies
+    (`cdn=False`: the CDN unreachable, as offline). Pages are on the test's live server
+    unless `base=` names another dashboard."""
     files = vendored_htmx()
     contexts = []
 
@@ -263,11 +264,16 @@ def open_page(chromium: object, request: pytest.FixtureRequest) -> Iterator[obje
                 return
         route.abort()  # type: ignore[attr-defined]
 
-    def make(path: str, *, logged_in: bool = True, base: str | None = None) -> object:
+    def offline(route: object) -> None:
+        route.abort()  # type: ignore[attr-defined]
+
+    def make(
+        path: str, *, logged_in: bool = True, base: str | None = None, cdn: bool = True
+    ) -> object:
         base = base or request.getfixturevalue("server").url
         context = chromium.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
         contexts.append(context)
-        context.route("https://cdn.jsdelivr.net/**", route_cdn)
+        context.route("https://cdn.jsdelivr.net/**", route_cdn if cdn else offline)
         page = context.new_page()
         dialogs: list[str] = []
         page.dialogs = dialogs  # type: ignore[attr-defined]  # an XSS that runs shows up here

@@ -161,3 +161,37 @@ def test_a_share_link_in_a_fresh_context_updates_live(api: httpx.Client, open_pa
     assert "-34.1 %" in page.inner_text(f"#attempt-{attempt['id']}")
     assert still_marked(page)
     page.screenshot(path="test-artifacts/share-live.png", full_page=True)
+
+
+def test_offline_without_the_cdn_the_pages_stay_live(
+    api: httpx.Client,
+    open_page,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """An air-gapped lab: htmx never loads, the page keeps its stream and swaps by itself."""
+    campaign = make_campaign(api)
+    log = tmp_path / "offline.log"
+    log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
+    attempt = make_attempt(api, campaign["id"], title="Baseline", source=f"file://{log}")
+    page = open_page(f"/campaigns/{campaign['id']}", cdn=False)
+    detail = open_page(f"/attempts/{attempt['id']}", cdn=False)
+    assert page.evaluate("typeof window.htmx") == "undefined"
+    mark(page)
+    mark(detail)
+
+    with log.open("ab") as out:
+        out.write(b"<img src=x onerror=alert(1)> The server is fired up and ready to roll!\n")
+    detail.locator(f"#log-{attempt['id']}", has_text="ready to roll").wait_for(timeout=10_000)
+    assert detail.locator("img").count() == 0 and detail.dialogs == []
+
+    make_attempt(api, campaign["id"], title="EAGLE-3 speculative decoding")
+    page.locator(".card .title", has_text="EAGLE-3 speculative decoding").wait_for(timeout=10_000)
+    api.patch(
+        f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "dead end"}
+    )
+    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=10_000)
+    api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": "<b>x</b> **PCIe only**"})
+    page.locator("#notes strong", has_text="PCIe only").wait_for(timeout=10_000)
+    assert page.locator("#notes b").count() == 0  # sanitized on the server, swapped as is
+
+    assert still_marked(page) and still_marked(detail)
