@@ -5,11 +5,19 @@ import re
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
+_SEVERITY = (
+    r"(?:DEFAULT|TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR"
+    r"|CRITICAL|CRIT|FATAL|ALERT|EMERGENCY)"
+)
 # Prefixes seen in front of server output; peeled repeatedly, in any order.
 _PREFIXES = [
-    # Cloud log viewers: severity then an RFC 3339 timestamp.
-    r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY)\s+"
-    r"\d{4}-\d\d-\d\dT[\d:.]+Z?\s+",
+    # Timestamps as loggers and log viewers print them, with a severity before or after:
+    # "ERROR 2026-02-27T13:21:27.123Z ", "E 2026-02-27 13:21:27.123 UTC ",
+    # "2026-02-27T13:21:27.123456789Z ", "2025-03-07 11:03:44,669 - INFO - flashinfer.jit: ".
+    rf"(?:{_SEVERITY}\s+|[DIWEFC]\s+)?\d{{4}}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
+    r"(?:\s?(?:Z|UTC|GMT|[+-]\d\d:?\d\d))?"
+    # (a severity followed by vLLM's own "06-16 10:03:14" is vLLM's prefix, peeled next)
+    rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+{_SEVERITY}\b:?(?!\s+\d\d-\d\d\s))?\s+",
     # [2026-02-27 13:21:27 TP3], [2026-02-27 13:21:27 DP1 TP0], [2025-11-06T02:10:00.702Z]
     r"\[\d{4}-\d\d-\d\d[ T][\d:.,]+Z?(?:\s+[A-Z]+\d+)*\]\s?",
     # [11/18/2025-09:33:30] (TensorRT-LLM)
@@ -18,13 +26,11 @@ _PREFIXES = [
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+(?:\[[\w.:-]+\]|[\w.-]+:\d+\])\s?",
     # glog: "E1103 02:59:01.152656 81041 backend_model.cc:553] "
     r"[IWEF]\d{4}\s+[\d:.]+\s+\d+\s+[\w.-]+:\d+\]\s?",
-    # syslog: "Oct 16 02:07:00 "
-    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+",
+    # syslog and journalctl: "Oct 16 02:07:00 ", then "host-1 python3[1234]: "
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+",
+    r"(?:[\w.-]+\s+)?[\w./@-]+\[\d+\]:\s",
     # dmesg: "[ 2448.628970] "
     r"\[\s*\d+\.\d+\]\s",
-    # Python logging: "2025-03-07 11:03:44,669 - INFO - flashinfer.jit: " and plain timestamps
-    r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-    r"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:)?\s+",
     # DeepSpeed style: "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] "
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)?",
     # Ray / vLLM workers: "(EngineCore_DP0 pid=3339204) ", "(SGLangWorker pid=38138) "
