@@ -130,6 +130,29 @@ def test_interleaved_ranks_blame_the_first_failure_in_time() -> None:
     assert result.error_class == "nccl_comm"
 
 
+def test_a_watchdog_timeout_is_blamed_not_the_abort_that_quotes_it() -> None:
+    """torch >= 2.3: the watchdog's line, then C++'s terminate repeating it in what()."""
+    result = diagnose(
+        "[I227 13:21:27.000000000 ProcessGroupNCCL.cpp:2040] [PG ID 0 Rank 0] NCCL_DEBUG: N/A\n"
+        "[rank0]:[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+        "[rank0]:[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:1785] "
+        "[PG ID 0 PG GUID 0(default_pg) Rank 0] Exception (either an error before or "
+        "timeout detected by watchdog): Watchdog caught collective operation timeout\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread "
+        "terminated with exception: [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600010 milliseconds before timing out.\n"
+        "Fatal Python error: Aborted\n"
+    )
+    assert result.root_cause is not None
+    assert result.root_cause.startswith(
+        "[rank0]:[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616]"
+    )
+    assert result.error_class == "timeout_or_hang" and result.crashed is True
+
+
 def test_newest_first_cloud_viewer_logs_are_read_in_time_order() -> None:
     result = diagnose(
         "ERROR 2026-03-01T10:00:09.300Z Killed\n"
@@ -442,6 +465,8 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
         ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients.",
          "timeout_or_hang"),
         ("RuntimeError: NCCL communicator was aborted on rank 3.", "nccl_comm"),
+        ("[TensorRT-LLM][ERROR] Assertion failed: Failed to allocate memory for KV cache "
+         "(kvCacheManager.cpp:1200)", "oom_gpu"),
     ],
 )  # fmt: skip
 def test_classes_of_more_framework_messages(line: str, error_class: str) -> None:

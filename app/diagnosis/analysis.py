@@ -32,9 +32,14 @@ _RUNTIME = re.compile(
     r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d|train|test_\w+"
     r"|run_test|barrier|sigkill_handler|oom-killer"
 )
-_INFO_LEVEL = re.compile(r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)")
-_ERROR_LEVEL = re.compile(r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?:[\s\]:|]|$)|^E\d{4}\s")
+_INFO_LEVEL = re.compile(
+    r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{4}\s"
+)
+_ERROR_LEVEL = re.compile(
+    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?:[\s\]:|]|$)|^E\d{4}\s|\[[EF]\d{4}\s"
+)
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
+_WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 
 
@@ -169,6 +174,13 @@ def _specificity(entry: Entry) -> int:
     return sum(score for pattern, score in rules.SPECIFICITY if pattern.search(entry.content))
 
 
+def _restates(later: Entry, first: Entry) -> bool:
+    """A native abort quoting the failure ("what(): ... Watchdog caught collective operation
+    timeout ...") says nothing the first line did not: the first one in time stays."""
+    words = set(_WORD.findall(first.content))
+    return len(words) >= 4 and len(words & set(_WORD.findall(later.content))) >= 0.6 * len(words)
+
+
 def _choose_root(entries: list[Entry]) -> Entry | None:
     failures = [e for e in entries if e.strength >= 2 and not e.noise and not e.consequence]
     if not failures:
@@ -198,7 +210,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         ]
         best = first
         for candidate in incident:
-            if _specificity(candidate) > _specificity(best):
+            if _specificity(candidate) > _specificity(best) and not _restates(candidate, first):
                 best = candidate
         return best
     # Only wrappers: the weakest one that still says something ("exits with return code = -9"),

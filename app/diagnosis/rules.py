@@ -48,6 +48,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"(?:GPU|device) memory.*(?:not enough|insufficient|exhausted)",
         r"No available memory for the cache blocks", r"out of memory.*(?:GPU|cuda|device)",
         r"(?:GPU|cuda|CUDA).*out of memory",
+        r"(?:[Ff]ailed|[Uu]nable) to allocate (?:\w+ )*memory for (?:the )?KV ?cache",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
