@@ -1,5 +1,6 @@
 """What the engine must understand, one behaviour at a time, on logs as servers write them."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,16 @@ def test_the_seed_crash_is_keyerror_12_not_server_args_nor_logging_noise() -> No
     assert result.excerpt is not None and "torch_symm_mem.py" in result.excerpt
     assert "Scheduler hit an exception" in result.excerpt.splitlines()[0]
     assert "ServerArgs(" not in result.excerpt and "Logging error" not in result.excerpt
+
+
+def test_the_stored_form_holds_every_field_as_asdict_would() -> None:
+    log = b"[2026-02-27 13:00:00] The server is fired up and ready to roll!\n"
+    log += b"Output token throughput (tok/s):          82.31\n"
+    log += (DATA / "seed_torch_symm_mem.log").read_bytes()
+    result = diagnose_bytes(log)
+    assert result.throughput and result.root_cause_at and result.ready_at
+    assert result.to_dict() == dataclasses.asdict(result)
+    assert diagnose_bytes(b"").to_dict() == dataclasses.asdict(diagnose_bytes(b""))
 
 
 def test_startup_lines_that_mention_errors_are_not_errors() -> None:
