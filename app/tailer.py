@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine
 from sqlmodel import col, select
 
+from app.actions import record
 from app.config import Settings
 from app.db import session_scope
 from app.ingest import AttemptTail, FollowableSource
-from app.models import Attempt, Status
+from app.models import Attempt, Status, TailState
 from app.tailing.file_source import FileSource
 from app.tailing.sources import parse_source
 
@@ -89,9 +90,11 @@ class Tailer:
                     col(Attempt.source).is_not(None), col(Attempt.status).in_(FOLLOWED)
                 )
             ).all()
-        for attempt_id in ids:
-            if attempt_id is not None:
-                self.sync(attempt_id)
+        with self._lock:
+            # Those followed here too: another dashboard on the database may have closed them.
+            followed_here = set(self._tails)
+        for attempt_id in sorted({i for i in ids if i is not None} | followed_here):
+            self.sync(attempt_id)
 
     def _rescan(self) -> None:
         while not self._stopping.wait(RESCAN_S):
@@ -114,6 +117,8 @@ class Tailer:
             # Never two readers of one attempt: the old one ends before a new one starts.
             old[1].stop()
         if source is None:
+            if old:
+                self._mark_stopped(attempt_id)
             return
         tail = AttemptTail(
             self.engine,
@@ -128,6 +133,20 @@ class Tailer:
                 return
             self._tails[attempt_id] = (source, tail)
         tail.start()
+
+    def _mark_stopped(self, attempt_id: int) -> None:
+        """Closed or detached: the page says the log is no longer followed, instead of the
+        last state it had ('connected')."""
+        with session_scope(self.engine) as session:
+            tail = session.exec(select(TailState).where(TailState.attempt_id == attempt_id)).first()
+            attempt = session.get(Attempt, attempt_id)
+            if tail is None or attempt is None or tail.state == "stopped":
+                return
+            tail.state, tail.last_error, tail.host_key = "stopped", None, None
+            session.add(tail)
+            record(session, attempt.campaign_id, "attempt", attempt_id=attempt_id)
+            campaign_id = attempt.campaign_id
+        self.on_commit(campaign_id)
 
     def restart(self, attempt_id: int) -> None:
         with self._lock:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,36 @@ def test_events_cross_instances_and_a_log_is_followed_once(
             what="taken over",
         )
         listening_on_b.close()
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_closing_on_one_dashboard_stops_the_other_following(
+    pg_settings: Settings, tmp_path: Path
+) -> None:
+    from app.tailer import RESCAN_S
+
+    first = LiveServer(pg_settings).start()
+    second = LiveServer(pg_settings).start()
+    try:
+        api_a, api_b = owner_client(first.url), owner_client(second.url)
+        campaign = make_campaign(api_a)
+        log = tmp_path / "closed.log"
+        log.write_bytes(b"before close\n")
+        # Created through the first dashboard, which follows it at once.
+        attempt = make_attempt(api_a, campaign["id"], source=f"file://{log}")
+        wait_for(lambda: stored_log(api_b, attempt["id"]) == b"before close\n", what="followed")
+        closed = api_b.patch(
+            f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "x"}
+        )
+        assert closed.status_code == 200
+        time.sleep(RESCAN_S + 2)  # the first dashboard's next look at what it follows
+        with log.open("ab") as out:
+            out.write(b"after close\n")
+        time.sleep(1.0)
+        assert stored_log(api_a, attempt["id"]) == b"before close\n"
+        assert api_a.get(f"/api/attempts/{attempt['id']}").json()["tail"]["state"] == "stopped"
     finally:
         first.stop()
         second.stop()

@@ -165,6 +165,8 @@ def test_closing_the_attempt_stops_following(api: httpx.Client, tmp_path: Path) 
         f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "x"}
     )
     assert closed.status_code == 200
+    # The page must not go on claiming "connected" for a log nobody follows.
+    wait_for(lambda: tail_state(api, attempt["id"]) == "stopped", what="stopped")
     with log.open("ab") as out:
         out.write(b"after close\n")
     time.sleep(0.5)
