@@ -8,6 +8,8 @@ import sys
 import tempfile
 import threading
 import webbrowser
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +37,21 @@ def login_url(settings: Settings, host: str, port: int, token: str) -> str:
     return f"{base.rstrip('/')}/login?token={token}"
 
 
+@contextmanager
+def database_errors(url: str) -> Iterator[None]:
+    """A database that cannot be opened is a one-line error naming it, not a traceback."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import OperationalError
+
+    shown = make_url(url).render_as_string(hide_password=True)
+    try:
+        yield
+    except OSError as error:
+        raise click.ClickException(f"cannot open the database {shown}: {error}") from None
+    except OperationalError as error:
+        raise click.ClickException(f"cannot open the database {shown}: {error.orig}") from None
+
+
 def prepare_database(settings: Settings) -> str | None:
     """Migrate to head and make sure an owner token exists; returns one just generated."""
     from app import migrate
@@ -42,7 +59,7 @@ def prepare_database(settings: Settings) -> str | None:
     from app.db import make_engine, startup_lock
 
     engine = make_engine(settings.database_url)
-    with startup_lock(settings.database_url):
+    with database_errors(settings.database_url), startup_lock(settings.database_url):
         migrate.upgrade(settings.database_url)
         _, generated = load_owner_auth(engine, settings.token)
     engine.dispose()
@@ -99,7 +116,8 @@ def db_upgrade(revision: str) -> None:
     from app import migrate
 
     settings = Settings()
-    migrate.upgrade(settings.database_url, revision)
+    with database_errors(settings.database_url):
+        migrate.upgrade(settings.database_url, revision)
     click.echo(f"Database at {revision}.")
 
 
@@ -122,10 +140,11 @@ def token_reset(host: str, port: int) -> None:
     settings = Settings()
     if settings.token:
         raise click.ClickException("CAMPAIGN_DASH_TOKEN is set: change it there instead.")
-    migrate.upgrade(settings.database_url)
-    engine = make_engine(settings.database_url)
-    new = reset_owner_token(engine)
-    engine.dispose()
+    with database_errors(settings.database_url):
+        migrate.upgrade(settings.database_url)
+        engine = make_engine(settings.database_url)
+        new = reset_owner_token(engine)
+        engine.dispose()
     click.echo(f"Log in: {login_url(settings, host, port, new)}")
 
 

@@ -41,7 +41,11 @@ def startup_lock(url: str) -> Iterator[None]:
         return
     import psycopg
 
-    with psycopg.connect(libpq_dsn(url), autocommit=True) as connection:
+    try:
+        connection = psycopg.connect(libpq_dsn(url), autocommit=True)
+    except psycopg.OperationalError as error:
+        raise ConnectionError(str(error).strip()) from error
+    with connection:
         connection.execute("SELECT pg_advisory_lock(%s)", (STARTUP_LOCK_KEY,))
         yield  # the lock ends with the connection
 

@@ -113,6 +113,23 @@ def test_db_upgrade_creates_the_schema(env: dict[str, str], tmp_path: Path) -> N
     assert "head" in result.stdout
 
 
+def test_a_database_that_cannot_be_opened_is_one_clear_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    for url, reasons in (
+        (
+            f"sqlite:///{tmp_path}/missing-dir/campaign-dash.db",
+            ("No such file or directory", "unable to open database file"),
+        ),
+        ("postgresql+psycopg://owner:s3cret@127.0.0.1:1/none", ("Connection refused",)),
+    ):
+        for command in (("serve", "--port", str(free_port())), ("db", "upgrade")):
+            result = run_cli(*command, env={**env, "CAMPAIGN_DASH_DATABASE_URL": url}, cwd=tmp_path)
+            assert result.returncode == 1
+            assert "Error: cannot open the database" in result.stderr
+            assert any(reason in result.stderr for reason in reasons), result.stderr
+            assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
+
+
 def test_default_database_is_a_file_in_the_working_directory(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
     result = run_cli("db", "upgrade", env=env, cwd=tmp_path)
