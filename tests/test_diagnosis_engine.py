@@ -478,7 +478,32 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
         ("RuntimeError: NCCL communicator was aborted on rank 3.", "nccl_comm"),
         ("[TensorRT-LLM][ERROR] Assertion failed: Failed to allocate memory for KV cache "
          "(kvCacheManager.cpp:1200)", "oom_gpu"),
+        ("llama_model_load: error loading model: unable to allocate CUDA0 buffer", "oom_gpu"),
+        ("ValueError: Model architectures ['Qwen3NextForCausalLM'] are not supported for now.",
+         "import_or_version"),
+        ("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
+         "address already in use", "config_or_args"),
     ],
 )  # fmt: skip
 def test_classes_of_more_framework_messages(line: str, error_class: str) -> None:
     assert diagnose(f"{line}\n").error_class == error_class
+
+
+def test_the_first_native_failure_beats_messages_that_point_back_at_it() -> None:
+    built = diagnose(
+        "[01/15/2026-10:00:00] [TRT] [E] IBuilder::buildSerializedNetwork: Error Code 2: "
+        "Internal Error (Assertion numPackets <= 1 failed. )\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/bin/trtllm-build", line 8, in <module>\n'
+        "AssertionError: Engine building failed, please check error log.\n"
+    )
+    assert built.root_cause is not None and "Error Code 2: Internal Error" in built.root_cause
+    loaded = diagnose(
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 45000.00 MiB on device 0: "
+        "cudaMalloc failed: out of memory\n"
+        "alloc_tensor_range: failed to allocate CUDA0 buffer of size 47185920000\n"
+        "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n"
+        "llama_model_load_from_file_impl: failed to load model\n"
+    )
+    assert loaded.root_cause is not None and "cudaMalloc failed" in loaded.root_cause
+    assert loaded.error_class == "oom_gpu" and loaded.crashed is True

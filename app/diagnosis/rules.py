@@ -49,6 +49,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"No available memory for the cache blocks", r"out of memory.*(?:GPU|cuda|device)",
         r"(?:GPU|cuda|CUDA).*out of memory",
         r"(?:[Ff]ailed|[Uu]nable) to allocate (?:\w+ )*memory for (?:the )?KV ?cache",
+        r"(?:[Ff]ailed|[Uu]nable) to allocate CUDA\d* buffer",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
@@ -79,6 +80,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
         r"not compiled with CUDA", r"cannot open shared object file",
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
+        r"Model architectures? \[.*\] (?:are|is) not supported",
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
@@ -93,7 +95,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"unexpected keyword argument", r"is not a valid",
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
-        r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"\bValueError\b",
+        r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"address already in use",
+        r"\[Errno 98\]", r"\bValueError\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -160,6 +163,7 @@ WRAPPERS = _any(
     r"ExceptionGroup: unhandled errors",
     r"sub-exception",
     r"\bfailed to start\b",
+    r"please check (?:the )?(?:error )?log",
 )
 # Except when the wrapper carries the only real information (DeepSpeed's exit code -9).
 STRONG_WRAPPERS = _any(
@@ -241,6 +245,7 @@ NATIVE_FAILURE = _any(
     r"\berror code\b",
     r"ERROR: ",
     r"Cuda failure",
+    r"cudaMalloc\w* failed",
     r"\[TensorRT-LLM\]\[ERROR\]",
     r"^[\w./-]+: error: ",
     r"[Ss]ignal \d+ \(SIG\w+\) received",
