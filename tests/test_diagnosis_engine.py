@@ -483,6 +483,8 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
          "import_or_version"),
         ("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
          "address already in use", "config_or_args"),
+        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+         "oom_gpu"),
     ],
 )  # fmt: skip
 def test_classes_of_more_framework_messages(line: str, error_class: str) -> None:
@@ -507,3 +509,20 @@ def test_the_first_native_failure_beats_messages_that_point_back_at_it() -> None
     )
     assert loaded.root_cause is not None and "cudaMalloc failed" in loaded.root_cause
     assert loaded.error_class == "oom_gpu" and loaded.crashed is True
+
+
+def test_a_traceback_ends_in_its_exception_whatever_its_name() -> None:
+    result = diagnose(
+        "[2026-02-27 13:21:27 TP0] Capture cuda graph begin.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/sgl/python/sglang/srt/layers/attention/triton_ops/decode_attention.py", '
+        "line 400, in _decode_grouped_att_m_fwd\n"
+        "    _fwd_grouped_kernel_stage1[grid](\n"
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+        "232448, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.\n"
+    )
+    assert result.crashed is True
+    assert result.root_cause is not None
+    assert result.root_cause.startswith("triton.runtime.errors.OutOfResources: out of resource")
+    # 99 KiB of shared memory: a consumer Blackwell (SM120) limit, not a bug to retry.
+    assert result.error_class == "unsupported_arch"

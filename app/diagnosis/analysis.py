@@ -96,6 +96,7 @@ def _mark(entries: list[Entry]) -> None:
     traceback_start: int | None = None
     logging_block = False
     chain_pending = False
+    framed = False  # a frame of the current traceback was seen: its exception comes next
     for index, entry in enumerate(entries):
         content = entry.content
         if rules.LOGGING_ERROR in content:
@@ -113,12 +114,13 @@ def _mark(entries: list[Entry]) -> None:
             entry.noise = True
             continue
         if rules.TRACEBACK in content:
-            traceback_start = index
+            traceback_start, framed = index, False
             entry.in_traceback = index
             entry.strength = 1
             continue
         if traceback_start is not None and rules.FRAME.search(content):
             entry.in_traceback = traceback_start
+            framed = True
             if "logging/__init__.py" in content or "logging/handlers.py" in content:
                 _mark_logging_traceback(entries, traceback_start, index)
             continue
@@ -126,13 +128,13 @@ def _mark(entries: list[Entry]) -> None:
         if rules.HARD_NOISE.search(content):
             entry.noise = True
             continue
-        if rules.EXCEPTION_LINE.match(content):
+        if rules.EXCEPTION_LINE.match(content) or (framed and rules.TRACEBACK_END.match(content)):
             entry.in_traceback = traceback_start
             entry.strength = 3
             entry.consequence = chain_pending and traceback_start is not None
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
-            traceback_start, chain_pending = None, False
+            traceback_start, chain_pending, framed = None, False, False
         elif level == "info" or rules.NOISE.search(content):
             entry.noise = True
             continue

@@ -40,6 +40,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
         r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
         r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
+        r"out of resource: shared memory.*Hardware limit",
     )),
     ("oom_gpu", _any(
         r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
@@ -50,6 +51,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"(?:GPU|cuda|CUDA).*out of memory",
         r"(?:[Ff]ailed|[Uu]nable) to allocate (?:\w+ )*memory for (?:the )?KV ?cache",
         r"(?:[Ff]ailed|[Uu]nable) to allocate CUDA\d* buffer",
+        r"Not enough memory\. Please try to increase --mem-fraction-static",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
@@ -221,6 +223,9 @@ EXCEPTION_LINE = re.compile(
     r"|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit))"
     r"(?::\s?(.*)|\((.*)\)?)?$"
 )
+# Whatever a traceback ends in is its exception, named like one or not (Triton's
+# "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").
+TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$")
 # Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
 NATIVE_FAILURE = _any(
     r"\bwhat\(\):",
