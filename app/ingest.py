@@ -376,9 +376,17 @@ class AttemptTail:
     def _apply_diagnosis(
         self, session: Session, attempt: Attempt, result: Diagnosis, metric_label: str | None
     ) -> None:
+        crashed_before = bool(attempt.diagnosis and attempt.diagnosis.get("crashed"))
         attempt.diagnosis = diagnosis_for_storage(result)
         attempt.fingerprint = result.fingerprint
         status = Status(attempt.status)
+        if status == Status.crashed and crashed_before and not result.crashed and result.ready:
+            # The engine served on after what read as fatal (a request failing): the crash
+            # this log's diagnosis declared is withdrawn.
+            measured = session.exec(
+                select(func.count()).where(Measurement.attempt_id == attempt.id)
+            ).one()
+            status = Status.measured if measured else Status.ready
         figures = [f for f in result.throughput if metric_label and f.label == metric_label]
         if figures:
             # Only when the log has benchmark figures: most commits need no query here.

@@ -526,3 +526,31 @@ def test_a_traceback_ends_in_its_exception_whatever_its_name() -> None:
     assert result.root_cause.startswith("triton.runtime.errors.OutOfResources: out of resource")
     # 99 KiB of shared memory: a consumer Blackwell (SM120) limit, not a bug to retry.
     assert result.error_class == "unsupported_arch"
+
+
+def test_a_request_that_failed_while_the_engine_served_on_is_no_crash() -> None:
+    ready = "[2026-03-01 10:00:00] The server is fired up and ready to roll!\n"
+    served = "".join(
+        f"[2026-03-01 10:01:{i:02d} TP0] Decode batch. #running-req: 1, "
+        f"gen throughput (token/s): 80.{i}\n"
+        for i in range(5)
+    )
+    bad_request = (
+        "[2026-03-01 10:00:30] ERROR:    Exception in ASGI application\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/uvicorn/protocols/http/h11_impl.py", line 403\n'
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
+    )
+    fatal = (
+        "[2026-03-01 10:02:00 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/sgl/scheduler.py", line 1308, in event_loop_overlap\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    survived = diagnose(ready + bad_request + served)
+    assert survived.ready is True and survived.crashed is False and survived.root_cause is None
+    # A front end answering health checks is no proof that the engine lives.
+    health = '[2026-03-01 10:02:01] INFO:     127.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK\n'
+    died = diagnose(ready + bad_request + served + fatal + health * 5)
+    assert died.crashed is True
+    assert died.root_cause == "RuntimeError: CUDA error: an illegal memory access was encountered"

@@ -281,3 +281,31 @@ def test_old_live_events_are_pruned(
     with server.app.state.engine.connect() as connection:
         kept = connection.execute(text("SELECT count(*) FROM event")).scalar()
     assert kept is not None and kept <= 8
+
+
+def test_a_failed_request_the_engine_serves_past_is_no_crash(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    log = tmp_path / "serving.log"
+    log.write_bytes(
+        b"[2026-02-27 13:00:00] The server is fired up and ready to roll!\n"
+        b"[2026-02-27 13:00:30] ERROR:    Exception in ASGI application\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "/usr/lib/python3/dist-packages/uvicorn/protocols/http/h11_impl.py", line 403\n'
+        b"json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
+    )
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    # As the log stands, the request's error is the last word: it reads as a crash...
+    wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "crashed", what="crashed")
+    with log.open("ab") as out:
+        for second in range(5):
+            out.write(
+                b"[2026-02-27 13:00:%02d TP0] Decode batch. #running-req: 1, "
+                b"gen throughput (token/s): 81.50\n" % (31 + second)
+            )
+    # ...until the engine is seen serving on: the crash is withdrawn.
+    state = wait_for(
+        lambda: (a := attempt_of(api, attempt["id"]))["status"] == "ready" and a, what="ready"
+    )
+    assert state["diagnosis"]["crashed"] is False and state["diagnosis"]["root_cause"] is None

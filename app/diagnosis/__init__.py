@@ -91,7 +91,9 @@ class Diagnoser:
         if pending is not None:
             # The unfinished last line counts as it reads now.
             kept = [*kept, pending]
-        result = analyze(kept, ready_lines, scanner.first_serving_offset())
+        result = analyze(
+            kept, ready_lines, scanner.first_serving_offset(), scanner.last_serving_line()
+        )
         excerpt = "\n".join(line.text for line in result.excerpt) if result.excerpt else None
         return Diagnosis(
             ready=result.ready,

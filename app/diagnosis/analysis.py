@@ -16,6 +16,8 @@ EXCERPT_BEFORE = 30
 EXCERPT_AFTER = 6
 FOLLOW_UP_LINES = 60
 SURVIVED_GAP_LINES = 2000
+SERVED_AFTER = 3  # engine-side serving lines after a failure: the server lived through it
+SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _SPLIT_LOST_NEWLINES = re.compile(r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")")
@@ -39,6 +41,8 @@ _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?:[\s\]:|]|$)|^E\d{4}\s|\[[EF]\d{4}\s"
 )
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
+# Work only a live engine logs; a front end answering health checks is no proof.
+_ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 
@@ -239,7 +243,10 @@ def _excerpt(entries: list[Entry], root: Entry) -> list[Entry]:
 
 
 def analyze(
-    kept: list[Line], ready_lines: list[Line], first_runtime_offset: int | None
+    kept: list[Line],
+    ready_lines: list[Line],
+    first_runtime_offset: int | None,
+    last_serving_line: int | None = None,
 ) -> Analysis:
     lines = [virtual for line in kept for virtual in _virtual_lines(line)]
     hosts = _host_prefixes(lines)
@@ -263,6 +270,7 @@ def analyze(
         for entry in entries:
             if _before(entry.line, ready_line, newest_first):
                 entry.strength = min(entry.strength, 0)
+    _forget_survived(entries, None if newest_first else last_serving_line)
     root = _choose_root(entries)
 
     if root is None:
@@ -303,6 +311,23 @@ def analyze(
         excerpt=[e.line for e in excerpt],
         ready_line=ready_line,
     )
+
+
+def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> None:
+    """The engine went on serving after a failure (a bad request, a client gone): the
+    server lived through it, so it is not why the server died."""
+    serving_after = 0
+    for entry in reversed(entries):  # in time order, newest last
+        if _ENGINE_SERVING.search(entry.content):
+            serving_after += 1
+        elif entry.strength and (
+            serving_after >= SERVED_AFTER
+            or (
+                last_serving_line is not None
+                and last_serving_line - entry.line.number > SERVED_GAP_LINES
+            )
+        ):
+            entry.strength = 0
 
 
 def _before(first: Line, second: Line, newest_first: bool) -> bool:

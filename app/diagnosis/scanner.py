@@ -425,5 +425,14 @@ class Scanner:
         periodic = [*self._summaries[0].first, *self._summaries[1].first]
         return min((f.offset for f in periodic), default=None)
 
+    def last_serving_line(self) -> int | None:
+        """The line of the latest periodic serving statistics: the engine was alive then."""
+        periodic = [
+            figure
+            for summary in self._summaries[:2]
+            for figure in (*summary.first, *(f for fs in summary.window_last.values() for f in fs))
+        ]
+        return max((f.number for f in periodic), default=None)
+
     def kept_lines(self) -> list[Line]:
         return [*self.head, *self.tail]
