@@ -100,6 +100,9 @@ VIEWS: dict[str, Callable[[bytes], bytes]] = {
     "cloud viewer": lambda log: _each_line(
         log, lambda n: b"ERROR " + _stamp(n).replace(b"T", b" ") + b" UTC "
     ),
+    "mpirun --tag-output": lambda log: _each_line(log, lambda _: b"[1,0]<stderr>:"),
+    "torchrun --tee": lambda log: _each_line(log, lambda _: b"[default0]:"),
+    "ray worker": lambda log: _each_line(log, lambda _: b"(RayWorkerWrapper pid=4242) "),
     "cloud viewer, newest first": lambda log: b"\n".join(
         reversed(_each_line(log, lambda n: b"E " + _stamp(n) + b"Z ").split(b"\n"))
     ),

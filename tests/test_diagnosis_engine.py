@@ -554,3 +554,24 @@ def test_a_request_that_failed_while_the_engine_served_on_is_no_crash() -> None:
     died = diagnose(ready + bad_request + served + fatal + health * 5)
     assert died.crashed is True
     assert died.root_cause == "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "(VllmWorker rank=0 pid=2345) ERROR 09-01 10:00:05 [multiproc_executor.py:527] ",
+        "(pid=123, ip=10.0.0.2) ",
+        "(raylet) ",
+        "[1,0]<stderr>:",
+        "[default0]:",
+        "[rank0]:[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ",
+        "Feb 27 13:21:27 gpu-box python3[4242]: ",
+        "E 2026-02-27T13:21:27.123Z ",
+        "ERROR 2026-02-27 13:21:27.123 UTC ",
+        "2026-02-27T13:21:27.123456789Z ERROR 10-11 12:27:29 engine.py:157] ",
+    ],
+)
+def test_launcher_and_viewer_prefixes_are_peeled(line: str) -> None:
+    from app.diagnosis.lines import strip_prefixes
+
+    assert strip_prefixes(line + "ValueError: bad value") == "ValueError: bad value"

@@ -36,8 +36,13 @@ _PREFIXES = [
     r"\[\s*\d+\.\d+\]\s",
     # DeepSpeed style: "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] "
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)?",
-    # Ray / vLLM workers: "(EngineCore_DP0 pid=3339204) ", "(SGLangWorker pid=38138) "
-    r"\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\)\s+",
+    # Ray / vLLM workers: "(EngineCore_DP0 pid=3339204) ", "(SGLangWorker pid=38138) ",
+    # "(VllmWorker rank=0 pid=2345) ", "(pid=123, ip=10.0.0.2) ", "(raylet) "
+    r"\((?:[\w.-]+(?: [\w.=-]+)* )?pid=\d+(?:, ip=[\d.]+)?\)\s+",
+    r"\(raylet(?:, ip=[\d.]+)?\)\s+",
+    # mpirun --tag-output: "[1,0]<stderr>:"; torchrun's per-rank tee: "[default0]:"
+    r"\[\d+,\d+\]<std(?:out|err)>:\s?",
+    r"\[default\d+\]:\s?",
     # torch.distributed: "[rank1]: "
     r"\[rank\d+\]:\s?",
     # docker compose: "deepseek-v32-exp  | "
