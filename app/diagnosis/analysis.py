@@ -35,10 +35,10 @@ _RUNTIME = re.compile(
     r"|run_test|barrier|sigkill_handler|oom-killer"
 )
 _INFO_LEVEL = re.compile(
-    r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{4}\s"
+    r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
 )
 _ERROR_LEVEL = re.compile(
-    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?:[\s\]:|]|$)|^E\d{4}\s|\[[EF]\d{4}\s"
+    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?:[\s\]:|]|$)|^E\d{4}\s|\[[EF]\d{3,4}\s"
 )
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 # Work only a live engine logs; a front end answering health checks is no proof.

@@ -28,7 +28,7 @@ _PREFIXES = [
     r"[IWEF]\d{4}\s+[\d:.]+\s+\d+\s+[\w.-]+:\d+\]\s?",
     # PyTorch's c10 logging: "[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ", and
     # before torch 2.3 "[E ProcessGroupNCCL.cpp:458] "
-    r"\[[IWEF](?:\d{4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s?",
+    r"\[[IWEF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s?",
     # syslog and journalctl: "Oct 16 02:07:00 ", then "host-1 python3[1234]: "
     r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+",
     r"(?:[\w.-]+\s+)?[\w./@-]+\[\d+\]:\s",
