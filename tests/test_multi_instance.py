@@ -36,64 +36,66 @@ def pg_settings(tmp_path: Path) -> Iterator[Settings]:
         _drop_pg_database(admin, name)
 
 
-def test_events_cross_instances_and_a_log_is_followed_once(
-    pg_settings: Settings, tmp_path: Path
-) -> None:
+@pytest.fixture
+def dashboards(pg_settings: Settings) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Two dashboards on one PostgreSQL database."""
     first = LiveServer(pg_settings).start()
     second = LiveServer(pg_settings).start()
     try:
-        api_a, api_b = owner_client(first.url), owner_client(second.url)
-        campaign = make_campaign(api_a)
-        listening_on_b = SSEReader(api_b, f"/api/campaigns/{campaign['id']}/events")
-        log = tmp_path / "shared.log"
-        log.write_bytes(b"line 1\n")
-        attempt = make_attempt(api_a, campaign["id"], source=f"file://{log}")
-        heard = listening_on_b.until(lambda m: m.event == "attempt")
-        assert json.loads(heard.data)["id"] == attempt["id"]
-        wait_for(lambda: stored_log(api_b, attempt["id"]) == log.read_bytes(), what="followed")
-        with log.open("ab") as out:
-            out.write(b"line 2\n")
-        wait_for(lambda: stored_log(api_a, attempt["id"]) == log.read_bytes(), what="once")
-        # Whichever instance follows it goes away: the other takes over.
-        first.stop()
-        with log.open("ab") as out:
-            out.write(b"line 3\n")
-        wait_for(
-            lambda: stored_log(api_b, attempt["id"]) == log.read_bytes(),
-            timeout=30,
-            what="taken over",
-        )
-        listening_on_b.close()
+        yield first, second
     finally:
         first.stop()
         second.stop()
+
+
+def test_events_cross_instances_and_a_log_is_followed_once(
+    dashboards: tuple[LiveServer, LiveServer], tmp_path: Path
+) -> None:
+    first, second = dashboards
+    api_a, api_b = owner_client(first.url), owner_client(second.url)
+    campaign = make_campaign(api_a)
+    listening_on_b = SSEReader(api_b, f"/api/campaigns/{campaign['id']}/events")
+    log = tmp_path / "shared.log"
+    log.write_bytes(b"line 1\n")
+    attempt = make_attempt(api_a, campaign["id"], source=f"file://{log}")
+    heard = listening_on_b.until(lambda m: m.event == "attempt")
+    assert json.loads(heard.data)["id"] == attempt["id"]
+    wait_for(lambda: stored_log(api_b, attempt["id"]) == log.read_bytes(), what="followed")
+    with log.open("ab") as out:
+        out.write(b"line 2\n")
+    wait_for(lambda: stored_log(api_a, attempt["id"]) == log.read_bytes(), what="once")
+    # Whichever instance follows it goes away: the other takes over.
+    first.stop()
+    with log.open("ab") as out:
+        out.write(b"line 3\n")
+    wait_for(
+        lambda: stored_log(api_b, attempt["id"]) == log.read_bytes(),
+        timeout=30,
+        what="taken over",
+    )
+    listening_on_b.close()
 
 
 def test_closing_on_one_dashboard_stops_the_other_following(
-    pg_settings: Settings, tmp_path: Path
+    dashboards: tuple[LiveServer, LiveServer], tmp_path: Path
 ) -> None:
     from app.tailer import RESCAN_S
 
-    first = LiveServer(pg_settings).start()
-    second = LiveServer(pg_settings).start()
-    try:
-        api_a, api_b = owner_client(first.url), owner_client(second.url)
-        campaign = make_campaign(api_a)
-        log = tmp_path / "closed.log"
-        log.write_bytes(b"before close\n")
-        # Created through the first dashboard, which follows it at once.
-        attempt = make_attempt(api_a, campaign["id"], source=f"file://{log}")
-        wait_for(lambda: stored_log(api_b, attempt["id"]) == b"before close\n", what="followed")
-        closed = api_b.patch(
-            f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "x"}
-        )
-        assert closed.status_code == 200
-        time.sleep(RESCAN_S + 2)  # the first dashboard's next look at what it follows
-        with log.open("ab") as out:
-            out.write(b"after close\n")
-        time.sleep(1.0)
-        assert stored_log(api_a, attempt["id"]) == b"before close\n"
-        assert api_a.get(f"/api/attempts/{attempt['id']}").json()["tail"]["state"] == "stopped"
-    finally:
-        first.stop()
-        second.stop()
+    first, second = dashboards
+    api_a, api_b = owner_client(first.url), owner_client(second.url)
+    campaign = make_campaign(api_a)
+    log = tmp_path / "closed.log"
+    log.write_bytes(b"before close\n")
+    # Created through the first dashboard, which follows it at once.
+    attempt = make_attempt(api_a, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: stored_log(api_b, attempt["id"]) == b"before close\n", what="followed")
+    closed = api_b.patch(
+        f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "x"}
+    )
+    assert closed.status_code == 200
+    time.sleep(RESCAN_S + 2)  # the first dashboard's next look at what it follows
+    with log.open("ab") as out:
+        out.write(b"after close\n")
+    time.sleep(1.0)
+    assert stored_log(api_a, attempt["id"]) == b"before close\n"
+    assert api_a.get(f"/api/attempts/{attempt['id']}").json()["tail"]["state"] == "stopped"
