@@ -575,3 +575,20 @@ def test_launcher_and_viewer_prefixes_are_peeled(line: str) -> None:
     from app.diagnosis.lines import strip_prefixes
 
     assert strip_prefixes(line + "ValueError: bad value") == "ValueError: bad value"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2024-05-01T10:00:41.000000Z  INFO text_generation_router::server: "
+        "router/src/server.rs:2000: Connected",
+        'time=2026-01-01T10:00:00.000Z level=INFO source=routes.go:1200 msg="Listening on '
+        '127.0.0.1:11434 (version 0.5.0)"',
+        "main: server is listening on http://127.0.0.1:8080 - starting the main loop",
+        "(APIServer pid=1) INFO:     Application startup complete.",
+    ],
+)
+def test_each_server_says_ready_its_own_way(line: str) -> None:
+    result = diagnose(f"{line}\n")
+    assert result.ready is True and result.ready_at is not None
+    assert result.ready_at.text == line

@@ -39,9 +39,13 @@ _ANCHORS: list[tuple[bytes, int]] = [
     )
 ]  # fmt: skip
 
-READY_LITERALS = (
-    b"ready to roll", b"Application startup complete", b"Uvicorn running on",
-    b"server is listening", b"HTTP server listening", b"Started server process",
+READY_EXPRESSIONS = (
+    *(re.escape(literal) for literal in (
+        b"ready to roll", b"Application startup complete", b"Uvicorn running on",
+        b"server is listening", b"HTTP server listening", b"Started server process",
+        b'msg="Listening on ',  # Ollama
+    )),
+    rb"text_generation_router[^\n]*: Connected",  # Text Generation Inference's router
 )  # fmt: skip
 _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
 
@@ -151,8 +155,8 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
 
     for literal, flag in _ANCHORS:
         add(re.escape(literal), _ANCHOR_ID, flag)
-    for literal in READY_LITERALS:
-        add(re.escape(literal), _READY_ID, 0)
+    for expression in READY_EXPRESSIONS:
+        add(expression, _READY_ID, 0)
     for index, kind in enumerate(FIGURE_KINDS):
         if index != DENSE_KIND:
             add(kind.anchor or re.escape(kind.literal), _FIGURE_ID + index, 0)
