@@ -592,3 +592,19 @@ def test_each_server_says_ready_its_own_way(line: str) -> None:
     result = diagnose(f"{line}\n")
     assert result.ready is True and result.ready_at is not None
     assert result.ready_at.text == line
+
+
+def test_a_ready_line_source_that_logs_every_request_keeps_memory_bounded() -> None:
+    from app.diagnosis.scanner import MAX_READY_LINES
+
+    diagnoser = Diagnoser()
+    router = "2024-05-01T10:00:%02d.000000Z  INFO text_generation_router::server: "
+    diagnoser.feed((router % 0 + "router/src/server.rs:1800: Warming up model\n").encode())
+    diagnoser.feed((router % 1 + "router/src/server.rs:2000: Connected\n").encode())
+    request = router % 2 + "generate{parameters=..}: router/src/server.rs:305: Success\n"
+    for _ in range(50):
+        diagnoser.feed(request.encode() * 100)
+    result = diagnoser.diagnosis()
+    assert result.ready is True and result.ready_at is not None
+    assert result.ready_at.text.endswith(": Connected")
+    assert len(diagnoser._scanner.ready_lines) == MAX_READY_LINES

@@ -22,6 +22,9 @@ SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _SPLIT_LOST_NEWLINES = re.compile(r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")")
 _SGLANG = re.compile(r"\bTP\d+\]|sglang|ServerArgs\(|fired up and ready")
+# The scanner finds TGI's router by its source file (a literal keeps Hyperscan fast);
+# only its "Connected" line means ready.
+_NOT_READY = re.compile(r"router/src/server\.rs(?!.*: Connected\s*$)")
 _READY_ANY = re.compile(r"fired up and ready to roll|server is listening|HTTP server listening")
 _STARTUP = re.compile(
     r"load_weights|load_model|[Ll]oad(?:ing)? (?:model )?weight|[Cc]apture cuda graph"
@@ -260,7 +263,7 @@ def analyze(
         (
             line
             for line in (reversed(ready_lines) if newest_first else ready_lines)
-            if not sglang or _READY_ANY.search(line.text)
+            if (not sglang or _READY_ANY.search(line.text)) and not _NOT_READY.search(line.text)
         ),
         None,
     )

@@ -24,6 +24,7 @@ MAX_KEPT_CHARS = 16_384  # of a kept line's text
 HEAD_LINES = 20_000
 TAIL_LINES = 20_000
 FIRST_FIGURES = 100
+MAX_READY_LINES = 100
 
 # Rare literals that make a line worth reading. Few and short on purpose: Hyperscan's
 # speed falls with every literal, and each of these covers a family ("illed": Killed, killed).
@@ -45,7 +46,7 @@ READY_EXPRESSIONS = (
         b"server is listening", b"HTTP server listening", b"Started server process",
         b'msg="Listening on ',  # Ollama
     )),
-    rb"text_generation_router[^\n]*: Connected",  # Text Generation Inference's router
+    rb"router/src/server\.rs",  # Text Generation Inference: "...server.rs:2000: Connected"
 )  # fmt: skip
 _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
 
@@ -339,7 +340,12 @@ class Scanner:
                 cut,
             )
             if cursor in ready_starts:
-                self.ready_lines.append(line)
+                # Bounded (TGI's router logs every request from the file that says ready):
+                # the first ones, and the latest, which a newest-first log starts with.
+                if len(self.ready_lines) < MAX_READY_LINES:
+                    self.ready_lines.append(line)
+                else:
+                    self.ready_lines[-1] = line
             if FRAME.search(line.text):
                 self._after = max(self._after, 6)
             self._after -= 1
