@@ -608,3 +608,19 @@ def test_a_ready_line_source_that_logs_every_request_keeps_memory_bounded() -> N
     assert result.ready is True and result.ready_at is not None
     assert result.ready_at.text.endswith(": Connected")
     assert len(diagnoser._scanner.ready_lines) == MAX_READY_LINES
+
+
+def test_source_lines_are_code_even_when_a_viewer_marks_every_line_error() -> None:
+    """GKE and friends stamp ERROR on every stderr line, newest first in their viewers; a
+    fragment may start mid-traceback."""
+    lines = [
+        'ERROR 2026-03-01T10:00:01.000Z   File "/sgl/nsa_indexer.py", line 88, in forward',
+        "ERROR 2026-03-01T10:00:01.001Z     return self.forward_native(x)",
+        'ERROR 2026-03-01T10:00:01.002Z   File "/sgl/custom_op.py", line 40, in forward_native',
+        "ERROR 2026-03-01T10:00:01.003Z     raise NotImplementedError",
+        "ERROR 2026-03-01T10:00:01.004Z NotImplementedError",
+    ]
+    for shown in (lines, lines[::-1]):
+        result = diagnose("\n".join(shown) + "\n")
+        assert result.crashed is True
+        assert result.root_cause == "ERROR 2026-03-01T10:00:01.004Z NotImplementedError"

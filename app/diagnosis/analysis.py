@@ -46,6 +46,7 @@ _ERROR_LEVEL = re.compile(
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 # Work only a live engine logs; a front end answering health checks is no proof.
 _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
+_CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 
@@ -104,6 +105,7 @@ def _mark(entries: list[Entry]) -> None:
     logging_block = False
     chain_pending = False
     framed = False  # a frame of the current traceback was seen: its exception comes next
+    source_next = False  # the line after a frame quotes its source
     for index, entry in enumerate(entries):
         content = entry.content
         if rules.LOGGING_ERROR in content:
@@ -127,10 +129,23 @@ def _mark(entries: list[Entry]) -> None:
             continue
         if traceback_start is not None and rules.FRAME.search(content):
             entry.in_traceback = traceback_start
-            framed = True
+            framed = source_next = True
             if "logging/__init__.py" in content or "logging/handlers.py" in content:
                 _mark_logging_traceback(entries, traceback_start, index)
             continue
+        if _CODE_FRAME.match(content):
+            # A fragment that starts inside a traceback: frames all the same.
+            framed = source_next = True
+            continue
+        if source_next and not (
+            rules.EXCEPTION_LINE.match(content) or rules.TRACEBACK_END.match(content)
+        ):
+            # The source line a frame quotes ("raise NotImplementedError") is code, not a
+            # failure, whatever severity a log viewer stamped on it.
+            source_next = False
+            entry.in_traceback = traceback_start
+            continue
+        source_next = False
         level = _level(entry)
         if rules.HARD_NOISE.search(content):
             entry.noise = True
