@@ -624,3 +624,11 @@ def test_source_lines_are_code_even_when_a_viewer_marks_every_line_error() -> No
         result = diagnose("\n".join(shown) + "\n")
         assert result.crashed is True
         assert result.root_cause == "ERROR 2026-03-01T10:00:01.004Z NotImplementedError"
+
+
+def test_a_last_line_without_its_newline_can_say_ready() -> None:
+    """Logs pasted from a viewer often lose the final newline."""
+    result = diagnose("[2026-03-01 10:00:05] The server is fired up and ready to roll!")
+    assert result.ready is True and result.ready_at is not None
+    docker = diagnose("sglang-1  | INFO:     Uvicorn running on http://0.0.0.0:8000\n")
+    assert docker.ready is True  # a container named sglang does not make the log sglang's

@@ -91,6 +91,8 @@ class Diagnoser:
         if pending is not None:
             # The unfinished last line counts as it reads now.
             kept = [*kept, pending]
+            if scanner.pending_says_ready():
+                ready_lines.append(pending)
         result = analyze(
             kept, ready_lines, scanner.first_serving_offset(), scanner.last_serving_line()
         )

@@ -21,7 +21,10 @@ SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _SPLIT_LOST_NEWLINES = re.compile(r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")")
-_SGLANG = re.compile(r"\bTP\d+\]|sglang|ServerArgs\(|fired up and ready")
+# sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a
+# container named after it in front of another server's lines.
+_SGLANG_PREFIX = re.compile(r"\bTP\d+\]")
+_SGLANG = re.compile(r"sglang|ServerArgs\(|fired up and ready")
 # The scanner finds TGI's router by its source file (a literal keeps Hyperscan fast);
 # only its "Connected" line means ready.
 _NOT_READY = re.compile(r"router/src/server\.rs(?!.*: Connected\s*$)")
@@ -273,7 +276,7 @@ def analyze(
     if newest_first:
         entries.reverse()
     _mark(entries)
-    sglang = any(_SGLANG.search(e.text) for e in entries)
+    sglang = any(_SGLANG_PREFIX.search(e.text) or _SGLANG.search(e.content) for e in entries)
     ready_line = next(
         (
             line

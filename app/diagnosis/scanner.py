@@ -251,6 +251,19 @@ class Scanner:
         text = decode(self._pending[:MAX_KEPT_CHARS])
         return Line(self._pending_offset, self.lines_seen + 1, text, self._pending_cut)
 
+    def pending_says_ready(self) -> bool:
+        """Whether the unfinished last line is a readiness line (a pasted log's last line
+        often has no newline)."""
+        if not self._pending:
+            return False
+        hits: list[int] = []
+
+        def on_match(ident: int, _from: int, _to: int, _flags: int, _context: object) -> None:
+            hits.append(ident)
+
+        self._database.scan(self._pending[:MAX_KEPT_CHARS], match_event_handler=on_match)
+        return any(ident in (_READY_ID, _CUSTOM_READY_ID) for ident in hits)
+
     # --- blocks of whole lines ---------------------------------------------------
 
     def _process_block(
