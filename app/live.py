@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -82,9 +82,9 @@ def notify_instances(session: Any, campaign_id: int) -> None:
 class PostgresRelay:
     """Carries other instances' events into this one's bus (LISTEN/NOTIFY)."""
 
-    def __init__(self, database_url: str, bus: Bus) -> None:
+    def __init__(self, database_url: str, deliver: Callable[[int], None]) -> None:
         self.database_url = database_url
-        self.bus = bus
+        self.deliver = deliver  # called with the campaign id of each event
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pg-listen", daemon=True)
 
@@ -106,7 +106,7 @@ class PostgresRelay:
                     while not self._stop.is_set():
                         for notice in connection.notifies(timeout=1.0, stop_after=100):
                             if notice.payload.isdigit():
-                                self.bus.publish(int(notice.payload))
+                                self.deliver(int(notice.payload))
             except Exception:
                 log.exception("listening for other instances' events failed; retrying")
                 self._stop.wait(2.0)

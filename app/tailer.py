@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RESCAN_S = 10.0
+MIN_RESCAN_GAP_S = 1.0
 FOLLOWED = (Status.running, Status.ready, Status.measured, Status.crashed, Status.blocked)
 
 
@@ -74,6 +75,7 @@ class Tailer:
         self._tails: dict[int, tuple[str, AttemptTail]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._wake_up = threading.Event()
 
     def start(self) -> None:
         """Resume every attempt that was being followed when the dashboard stopped, then
@@ -96,12 +98,22 @@ class Tailer:
         for attempt_id in sorted({i for i in ids if i is not None} | followed_here):
             self.sync(attempt_id)
 
+    def wake(self) -> None:
+        """Look again soon: another dashboard on the database changed something."""
+        self._wake_up.set()
+
     def _rescan(self) -> None:
-        while not self._stopping.wait(RESCAN_S):
+        while not self._stopping.is_set():
+            self._wake_up.wait(RESCAN_S)
+            self._wake_up.clear()
+            if self._stopping.is_set():
+                return
             try:
                 self.resync()
             except Exception:  # the database may be briefly away; try again later
                 log.exception("rescanning the attempts to follow failed")
+            # A busy campaign wakes this often (every ingest commit): one look a second.
+            self._stopping.wait(MIN_RESCAN_GAP_S)
 
     def sync(self, attempt_id: int) -> None:
         """Follow the attempt if it should be followed, stop if it should not."""
@@ -157,6 +169,7 @@ class Tailer:
 
     def stop_all(self) -> None:
         self._stopping.set()
+        self._wake_up.set()
         with self._lock:
             tails = [tail for _, tail in self._tails.values()]
             self._tails.clear()

@@ -53,15 +53,22 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
             migrate.upgrade(settings.database_url)
         auth, _ = load_owner_auth(engine, settings.token)
     bus = Bus()
-    relay = (
-        PostgresRelay(settings.database_url, bus) if is_postgres(settings.database_url) else None
-    )
     tailer = Tailer(
         engine,
         on_commit=bus.publish,
         stall_after_s=settings.stall_seconds,
         log_cap_bytes=int(settings.log_cap_mib * (1 << 20)),
         source_factory=source_factory_for(settings),
+    )
+
+    def from_other_instances(campaign_id: int) -> None:
+        bus.publish(campaign_id)
+        tailer.wake()  # an attempt closed over there may be one this instance follows
+
+    relay = (
+        PostgresRelay(settings.database_url, from_other_instances)
+        if is_postgres(settings.database_url)
+        else None
     )
 
     @asynccontextmanager
