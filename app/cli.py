@@ -41,14 +41,15 @@ def login_url(settings: Settings, host: str, port: int, token: str) -> str:
 def database_errors(url: str) -> Iterator[None]:
     """A database that cannot be opened is a one-line error naming it, not a traceback."""
     from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import DatabaseError
 
     shown = make_url(url).render_as_string(hide_password=True)
     try:
         yield
     except OSError as error:
         raise click.ClickException(f"cannot open the database {shown}: {error}") from None
-    except OperationalError as error:
+    except DatabaseError as error:
+        # OperationalError (unreadable, locked) and DatabaseError (not a database, corrupt).
         raise click.ClickException(f"cannot open the database {shown}: {error.orig}") from None
 
 
@@ -95,7 +96,8 @@ def serve(host: str, port: int) -> None:
         click.echo(f"Log in: {login_url(settings, host, port, generated)}")
     elif not settings.token:
         click.echo("Log in with the link printed at first start, or run: campaign-dash token reset")
-    app = create_app(settings, migrate_on_start=False)
+    with database_errors(settings.database_url):
+        app = create_app(settings, migrate_on_start=False)
     uvicorn.run(app, host=host, port=port, log_level="info", log_config=uvicorn_log_config())
 
 

@@ -55,13 +55,20 @@ def _sqlite_file_lock(path: str | None) -> Iterator[None]:
     if not path or path == ":memory:" or path.startswith("file:"):
         yield
         return
-    # flock is separate from the fcntl byte-range locks SQLite itself takes on the file.
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    # A file of its own, never the database: closing any descriptor of the database file
+    # would drop every POSIX lock this process holds on it, SQLite's own included, and a
+    # second process could then delete the live -wal and -shm files (SQLite's "How To
+    # Corrupt An SQLite Database File", 2.2).
+    descriptor = os.open(sqlite_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield
     finally:
         os.close(descriptor)
+
+
+def sqlite_lock_path(database_path: str) -> str:
+    return database_path + ".lock"
 
 
 def make_engine(url: str) -> Engine:
