@@ -1,8 +1,14 @@
-"""The owner's token, the browser session derived from it, and CSRF tokens for forms."""
+"""The owner's token, the browser sessions opened with it, and CSRF tokens for forms.
+
+Checks run in memory (no query per request, none on the event loop); `refresh` reloads the
+stored token hash and the open sessions, so a `token reset` or a logout by another process
+takes effect on a running dashboard within `REFRESH_S`."""
 
 import hashlib
 import hmac
+import logging
 import secrets
+import threading
 
 from sqlalchemy import Engine
 
@@ -12,6 +18,10 @@ from app.db import session_scope
 OWNER_TOKEN_HASH = "owner_token_sha256"
 SIGNING_KEY = "signing_key"
 SESSION_COOKIE = "campaign_dash_session"
+REFRESH_S = 0.5
+SESSION_MAX_AGE_S = 60 * 60 * 24 * 30
+
+log = logging.getLogger(__name__)
 
 
 def sha256_hex(text: str) -> str:
@@ -23,56 +33,117 @@ def new_token() -> str:
 
 
 class OwnerAuth:
-    """Checks the owner's credentials; every comparison is constant-time (timing attacks)."""
+    """Every comparison of a secret is constant-time (timing attacks); sessions are stored
+    only as hashes, so a copy of the database opens none of them."""
 
-    def __init__(self, token_hash: str, signing_key: str) -> None:
-        self._token_hash = token_hash
-        self._key = signing_key.encode()
+    def __init__(self, engine: Engine, configured_token: str | None) -> None:
+        self._engine = engine
+        self._configured_hash = sha256_hex(configured_token) if configured_token else None
+        self._token_hash = ""
+        self._key = b""
+        self._sessions: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def refresh(self) -> None:
+        with session_scope(self._engine) as session:
+            key = repo.get_secret(session, name=SIGNING_KEY) or ""
+            stored = repo.get_secret(session, name=OWNER_TOKEN_HASH) or ""
+            sessions = frozenset(repo.list_owner_sessions(session))
+        with self._lock:
+            self._key = key.encode()
+            self._token_hash = self._configured_hash or stored
+            self._sessions = sessions
 
     def token_ok(self, token: str | None) -> bool:
-        if not token:
+        if not token or not self._token_hash:
             return False
         return hmac.compare_digest(sha256_hex(token), self._token_hash)
 
-    def session_value(self) -> str:
-        # Bound to the token: a new owner token ends every existing browser session.
-        return self._sign("session:" + self._token_hash)
+    def open_session(self) -> str:
+        """A new browser session's cookie value; each login gets its own."""
+        cookie = new_token()
+        digest = sha256_hex(cookie)
+        with session_scope(self._engine) as session:
+            repo.add_owner_session(session, token_hash=digest)
+        with self._lock:
+            self._sessions = self._sessions | {digest}
+        return cookie
+
+    def end_session(self, cookie: str | None) -> None:
+        if not cookie:
+            return
+        digest = sha256_hex(cookie)
+        with session_scope(self._engine) as session:
+            repo.delete_owner_session(session, token_hash=digest)
+        with self._lock:
+            self._sessions = self._sessions - {digest}
 
     def session_ok(self, cookie: str | None) -> bool:
-        return bool(cookie) and hmac.compare_digest(str(cookie), self.session_value())
+        # A set lookup of a hash: the cookie is 256 random bits, nothing to learn by timing.
+        return bool(cookie) and sha256_hex(str(cookie)) in self._sessions
 
-    def csrf_token(self) -> str:
-        return self._sign("csrf:" + self._token_hash)
+    def csrf_token(self, cookie: str | None) -> str:
+        """Bound to the browser session: a token copied from one session fails in another."""
+        return self._sign("csrf:" + (sha256_hex(cookie) if cookie else self._token_hash))
 
-    def csrf_ok(self, submitted: str | None) -> bool:
-        return bool(submitted) and hmac.compare_digest(str(submitted), self.csrf_token())
+    def csrf_ok(self, cookie: str | None, submitted: str | None) -> bool:
+        return bool(submitted) and hmac.compare_digest(str(submitted), self.csrf_token(cookie))
 
     def _sign(self, message: str) -> str:
         return hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
 
 
-def load_owner_auth(engine: Engine, configured_token: str | None) -> tuple[OwnerAuth, str | None]:
-    """The owner's auth, and a freshly generated token to print once (None if none was made)."""
+class AuthRefresher:
+    """Reloads the owner's credentials in a thread of its own while the app serves."""
+
+    def __init__(self, auth: OwnerAuth, every_s: float = REFRESH_S) -> None:
+        self._auth, self._every_s = auth, every_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="auth-refresh", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            try:
+                self._auth.refresh()
+            except Exception:
+                # Kept credentials stay valid; the next round tries again.
+                log.exception("reloading the owner's credentials failed")
+
+
+def ensure_owner_secrets(engine: Engine, configured_token: str | None) -> str | None:
+    """Create the signing key and, without a configured token, the owner token; returns a
+    token just generated, to print once (None if none was made)."""
     generated = None
     with session_scope(engine) as session:
-        key = repo.get_secret(session, name=SIGNING_KEY)
-        if key is None:
-            key = secrets.token_hex(32)
-            repo.set_secret(session, name=SIGNING_KEY, value=key)
-        if configured_token:
-            token_hash = sha256_hex(configured_token)
-        else:
-            stored = repo.get_secret(session, name=OWNER_TOKEN_HASH)
-            if stored is None:
-                generated = new_token()
-                stored = sha256_hex(generated)
-                repo.set_secret(session, name=OWNER_TOKEN_HASH, value=stored)
-            token_hash = stored
-    return OwnerAuth(token_hash, key), generated
+        if repo.get_secret(session, name=SIGNING_KEY) is None:
+            repo.set_secret(session, name=SIGNING_KEY, value=secrets.token_hex(32))
+        if not configured_token and repo.get_secret(session, name=OWNER_TOKEN_HASH) is None:
+            generated = new_token()
+            repo.set_secret(session, name=OWNER_TOKEN_HASH, value=sha256_hex(generated))
+    return generated
+
+
+def load_owner_auth(engine: Engine, configured_token: str | None) -> tuple[OwnerAuth, str | None]:
+    """The owner's auth, and a freshly generated token to print once (None if none was made)."""
+    generated = ensure_owner_secrets(engine, configured_token)
+    auth = OwnerAuth(engine, configured_token)
+    auth.refresh()
+    return auth, generated
 
 
 def reset_owner_token(engine: Engine) -> str:
+    """A new owner token; every browser session ends with the old one."""
     token = new_token()
     with session_scope(engine) as session:
         repo.set_secret(session, name=OWNER_TOKEN_HASH, value=sha256_hex(token))
+        repo.delete_owner_session(session, token_hash=None)
     return token

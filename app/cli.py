@@ -56,13 +56,13 @@ def database_errors(url: str) -> Iterator[None]:
 def prepare_database(settings: Settings) -> str | None:
     """Migrate to head and make sure an owner token exists; returns one just generated."""
     from app import migrate
-    from app.auth import load_owner_auth
+    from app.auth import ensure_owner_secrets
     from app.db import make_engine, startup_lock
 
     engine = make_engine(settings.database_url)
     with database_errors(settings.database_url), startup_lock(settings.database_url):
         migrate.upgrade(settings.database_url)
-        _, generated = load_owner_auth(engine, settings.token)
+        generated = ensure_owner_secrets(engine, settings.token)
     engine.dispose()
     return generated
 

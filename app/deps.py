@@ -53,9 +53,7 @@ def bearer_token(request: Request) -> str | None:
 
 def is_owner(request: Request) -> bool:
     auth = owner_auth(request)
-    return auth.token_ok(bearer_token(request)) or auth.session_ok(
-        request.cookies.get(SESSION_COOKIE)
-    )
+    return auth.token_ok(bearer_token(request)) or auth.session_ok(session_cookie(request))
 
 
 def require_api_owner(request: Request) -> None:
@@ -64,7 +62,7 @@ def require_api_owner(request: Request) -> None:
         return
     # The browser's cookie may read the API; writes through it would need CSRF
     # protection, so they take the bearer token (or go through the forms).
-    if request.method in ("GET", "HEAD") and auth.session_ok(request.cookies.get(SESSION_COOKIE)):
+    if request.method in ("GET", "HEAD") and auth.session_ok(session_cookie(request)):
         return
     raise HTTPException(
         status_code=401,
@@ -78,9 +76,16 @@ def require_page_owner(request: Request) -> None:
         raise LoginRequired()
 
 
+def session_cookie(request: Request) -> str | None:
+    return request.cookies.get(SESSION_COOKIE)
+
+
 async def require_csrf(request: Request) -> None:
     require_page_owner(request)
+    if owner_auth(request).token_ok(bearer_token(request)):
+        return  # a browser never sends the bearer token by itself: no forgery to fear
     form = await request.form()
     submitted = form.get("csrf_token")
-    if not owner_auth(request).csrf_ok(submitted if isinstance(submitted, str) else None):
+    cookie = session_cookie(request)
+    if not owner_auth(request).csrf_ok(cookie, submitted if isinstance(submitted, str) else None):
         raise HTTPException(status_code=403, detail="missing or wrong CSRF token: reload the page")

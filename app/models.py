@@ -182,3 +182,13 @@ class SiteSecret(SQLModel, table=True):
 
     name: str = Field(primary_key=True, max_length=40)
     value: str = Field(max_length=200)
+
+
+class OwnerSession(SQLModel, table=True):
+    """A browser session the owner opened by logging in; only the cookie's hash is kept."""
+
+    __tablename__ = "owner_session"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True)
+    created_at: datetime = Field(default_factory=utcnow)

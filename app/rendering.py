@@ -8,7 +8,7 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from starlette.responses import HTMLResponse
 
-from app.deps import is_owner
+from app.deps import is_owner, session_cookie
 from app.markdown import render_markdown
 from app.paths import resource_dir
 
@@ -71,7 +71,7 @@ def is_htmx(request: Request) -> bool:
 
 def page_context(request: Request, context: dict[str, Any]) -> dict[str, Any]:
     owner = is_owner(request)
-    csrf = request.app.state.auth.csrf_token() if owner else ""
+    csrf = request.app.state.auth.csrf_token(session_cookie(request)) if owner else ""
     return {"request": request, "csrf_token": csrf, "is_owner": owner, **context}
 
 

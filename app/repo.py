@@ -2,8 +2,9 @@
 
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import timedelta
 
-from sqlalchemy import func
+from sqlalchemy import delete, func
 from sqlmodel import Session, col, select
 
 from app.models import (
@@ -12,8 +13,10 @@ from app.models import (
     Campaign,
     Measurement,
     Note,
+    OwnerSession,
     SiteSecret,
     TailState,
+    utcnow,
 )
 
 
@@ -119,3 +122,22 @@ def set_secret(session: Session, *, name: str, value: str) -> None:
         session.add(SiteSecret(name=name, value=value))
     else:
         secret.value = value
+
+
+def list_owner_sessions(session: Session, *, max_age_s: float = 30 * 86400) -> list[str]:
+    """Hashes of the browser sessions still open (younger than their cookie's max age)."""
+    since = utcnow() - timedelta(seconds=max_age_s)
+    query = select(OwnerSession.token_hash).where(col(OwnerSession.created_at) > since)
+    return list(session.exec(query))
+
+
+def add_owner_session(session: Session, *, token_hash: str) -> None:
+    session.add(OwnerSession(token_hash=token_hash))
+
+
+def delete_owner_session(session: Session, *, token_hash: str | None) -> None:
+    """End one session, or every one (token_hash None)."""
+    query = delete(OwnerSession)
+    if token_hash is not None:
+        query = query.where(col(OwnerSession.token_hash) == token_hash)
+    session.execute(query)

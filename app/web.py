@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
 from app import migrate
-from app.auth import load_owner_auth
+from app.auth import AuthRefresher, load_owner_auth
 from app.config import Settings
 from app.db import is_postgres, make_engine, startup_lock
 from app.deps import LoginRequired
@@ -52,6 +52,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         if migrate_on_start:
             migrate.upgrade(settings.database_url)
         auth, _ = load_owner_auth(engine, settings.token)
+    refresher = AuthRefresher(auth)
     bus = Bus()
     tailer = Tailer(
         engine,
@@ -77,9 +78,11 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         if relay is not None:
             relay.start()
         await asyncio.to_thread(tailer.start)
+        refresher.start()
         app.state.serving = True
         yield
         app.state.serving = False
+        await asyncio.to_thread(refresher.stop)
         if relay is not None:
             await asyncio.to_thread(relay.stop)
         await asyncio.to_thread(tailer.stop_all)

@@ -30,22 +30,36 @@ def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedP
     )
 
 
-def launch(env: dict[str, str], cwd: Path, port: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+class Served(subprocess.Popen[str]):
+    """A `campaign-dash serve` process whose output goes to a file: a pipe nobody reads
+    fills with access-log lines and then stalls the server."""
+
+    output_path: Path
+
+    def printed(self) -> str:
+        return self.output_path.read_text(errors="replace")
 
 
-def wait_until_serving(process: subprocess.Popen[str], port: int) -> None:
+def launch(env: dict[str, str], cwd: Path, port: int) -> Served:
+    output_path = cwd / f"serve-{port}-{time.monotonic_ns()}.out"
+    with output_path.open("w") as output:
+        process = Served(
+            [sys.executable, "-m", "app", "serve", "--port", str(port)],
+            env=env,
+            cwd=cwd,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    process.output_path = output_path
+    return process
+
+
+def wait_until_serving(process: Served, port: int) -> None:
     deadline = time.monotonic() + 30
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"serve exited: {process.stdout.read() if process.stdout else ''}")
+            raise RuntimeError(f"serve exited: {process.printed()}")
         try:
             httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
             return
@@ -55,19 +69,19 @@ def wait_until_serving(process: subprocess.Popen[str], port: int) -> None:
             time.sleep(0.1)
 
 
-def interrupt(process: subprocess.Popen[str]) -> str:
+def interrupt(process: Served) -> str:
     """Ctrl-C; what the process printed."""
     process.send_signal(signal.SIGINT)
     try:
-        output, _ = process.communicate(timeout=15)
+        process.wait(timeout=15)
     except subprocess.TimeoutExpired:
         process.kill()
-        output, _ = process.communicate()
-    return output or ""
+        process.wait()
+    return process.printed()
 
 
 @contextmanager
-def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[Served]:
     process = launch(env, cwd, port)
     try:
         wait_until_serving(process, port)

@@ -84,7 +84,7 @@ def test_a_second_process_leaves_the_running_dashboard_intact(
                     wait_until_serving(other, int(args[2]))
                     httpx.get(f"http://127.0.0.1:{args[2]}/api/campaigns", headers=headers)
                 other.terminate()
-                other.communicate(timeout=30)
+                other.wait(timeout=30)
             else:
                 result = run_cli(*args, env=env, cwd=tmp_path)
                 assert result.returncode == 0, result.stderr

@@ -8,9 +8,9 @@ from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, sharing, views
-from app.auth import SESSION_COOKIE
+from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
 from app.chart import build_chart
-from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner
+from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
 from app.errors import Invalid
 from app.models import Status
 from app.rendering import is_htmx, render
@@ -72,11 +72,11 @@ def login(request: Request, token: str | None = None, next: str = "/") -> Respon
     response = see_other(target)
     response.set_cookie(
         SESSION_COOKIE,
-        auth.session_value(),
+        auth.open_session(),
         httponly=True,
         samesite="lax",
         secure=request.app.state.settings.secure_cookies,
-        max_age=60 * 60 * 24 * 30,
+        max_age=SESSION_MAX_AGE_S,
     )
     return response
 
@@ -88,8 +88,10 @@ def login_form(
     return login(request, token=token, next=next)
 
 
-@router.post("/logout")
+@router.post("/logout", dependencies=OwnerForm)
 def logout(request: Request) -> Response:
+    """Ends this browser's session (CSRF-checked: a forged logout is a nuisance attack)."""
+    owner_auth(request).end_session(session_cookie(request))
     response = see_other("/login")
     response.delete_cookie(SESSION_COOKIE)
     return response

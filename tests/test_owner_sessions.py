@@ -1,0 +1,92 @@
+"""The owner's sessions: a `token reset` from another terminal reaches a running dashboard,
+each login gets a cookie of its own, and logout (CSRF-checked) ends it."""
+
+import os
+import re
+import time
+from pathlib import Path
+
+import httpx
+
+from app.auth import SESSION_COOKIE
+from tests.cli import free_port, run_cli, serving
+from tests.helpers import csrf_of
+
+
+def login(url: str, link: str) -> httpx.Client:
+    client = httpx.Client(base_url=url, timeout=10, headers={"Accept": "text/html"})
+    response = client.get(link.removeprefix(url))
+    assert response.status_code == 303, response.text
+    assert client.cookies.get(SESSION_COOKIE)
+    return client
+
+
+def login_link(printed: str) -> str:
+    links = re.findall(r"Log in: (\S+)", printed)
+    assert links, printed
+    return links[-1]
+
+
+def test_token_reset_reaches_the_running_dashboard_within_a_second(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env["CAMPAIGN_DASH_DATABASE_URL"] = f"sqlite:///{tmp_path / 'campaign-dash.db'}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serving(env, tmp_path, port) as process:
+        old_link = login_link(process.printed())
+        old_session = login(url, old_link)
+        assert old_session.get("/").status_code == 200
+
+        reset = run_cli("token", "reset", "--port", str(port), env=env, cwd=tmp_path)
+        assert reset.returncode == 0, reset.stderr
+        reset_at = time.monotonic()
+        new_link = login_link(reset.stdout)
+        new_token = new_link.partition("token=")[2]
+
+        with httpx.Client(base_url=url, timeout=10) as client:
+            while True:
+                answer = client.get(
+                    "/api/campaigns", headers={"Authorization": f"Bearer {new_token}"}
+                )
+                if answer.status_code == 200 or time.monotonic() - reset_at > 1.0:
+                    break
+                time.sleep(0.02)
+            assert answer.status_code == 200, "the new token works within a second"
+            old_token = old_link.partition("token=")[2]
+            refused = client.get("/api/campaigns", headers={"Authorization": f"Bearer {old_token}"})
+            assert refused.status_code == 401
+        assert old_session.get("/").status_code == 401, "the old cookie no longer opens a page"
+        assert login(url, new_link).get("/").status_code == 200
+        old_session.close()
+
+
+def test_each_login_is_its_own_session_and_logout_ends_only_it(
+    browser: httpx.Client, server: object
+) -> None:
+    from tests.conftest import OWNER_TOKEN
+
+    other = httpx.Client(base_url=browser.base_url, timeout=10, headers={"Accept": "text/html"})
+    assert other.get("/login", params={"token": OWNER_TOKEN}).status_code == 303
+    first_cookie = browser.cookies.get(SESSION_COOKIE)
+    assert first_cookie and first_cookie != other.cookies.get(SESSION_COOKIE)
+
+    page = browser.get("/")
+    # Without the page's CSRF token a logout is refused and the session lives on.
+    forged = browser.post("/logout", data={})
+    assert forged.status_code == 403
+    assert browser.get("/").status_code == 200
+    # The CSRF token of another session does not work either.
+    assert (
+        browser.post("/logout", data={"csrf_token": csrf_of(other.get("/").text)}).status_code
+        == 403
+    )
+
+    done = browser.post("/logout", data={"csrf_token": csrf_of(page.text)})
+    assert done.status_code == 303
+    # The cookie is gone from the browser and dead on the server, even if replayed.
+    replay = httpx.Client(base_url=browser.base_url, timeout=10, headers={"Accept": "text/html"})
+    replay.cookies.set(SESSION_COOKIE, first_cookie)
+    assert replay.get("/").status_code == 401
+    assert other.get("/").status_code == 200, "the other browser stays logged in"
+    replay.close()
+    other.close()
