@@ -16,7 +16,14 @@ from app.models import (
     Status,
     utcnow,
 )
-from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, CampaignUpdate, NoteCreate
+from app.schemas import (
+    AttemptCreate,
+    AttemptUpdate,
+    CampaignCreate,
+    CampaignUpdate,
+    NoteCreate,
+    check_target,
+)
 
 
 def changed(session: Session, attempt_id: int | None) -> None:
@@ -84,6 +91,14 @@ def update_campaign(session: Session, campaign_id: int, data: CampaignUpdate) ->
     campaign = require_campaign(session, campaign_id)
     changes = data.model_dump(exclude_unset=True)
     new_baseline = changes.pop("baseline", None)
+    try:
+        check_target(
+            changes.get("target", campaign.target),
+            campaign.baseline if new_baseline is None else new_baseline,
+            campaign.higher_is_better,
+        )
+    except ValueError as error:
+        raise Invalid(str(error)) from None
     for field, value in changes.items():
         if value is not None:
             setattr(campaign, field, value)
@@ -158,6 +173,10 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
         if Status(attempt.status) in (Status.proposed, Status.blocked):
             attempt.status = Status.running
             attempt.started_at = attempt.started_at or utcnow()
+    for field in ("title", "hypothesis", "command", "flags"):
+        value = getattr(data, field)
+        if value is not None:
+            setattr(attempt, field, value)
     if data.blocked_by is not None:
         _check_link(session, attempt.campaign_id, data.blocked_by, "blocked_by")
         if data.blocked_by == attempt_id:
@@ -243,3 +262,24 @@ def delete_note(session: Session, note_id: int) -> Note:
     session.delete(note)
     record(session, note.campaign_id, "note", note_id=note.id, attempt_id=note.attempt_id)
     return note
+
+
+def delete_campaign(session: Session, campaign_id: int) -> None:
+    """The campaign and everything of it: attempts, logs, notes, share links."""
+    campaign = require_campaign(session, campaign_id)
+    attempt_ids = [a.id for a in repo.list_attempts(session, campaign_id=campaign_id)]
+    session.delete(campaign)
+    session.flush()
+    for attempt_id in attempt_ids:
+        changed(session, attempt_id)  # after commit: their tails stop
+
+
+def delete_attempt(session: Session, attempt_id: int) -> int:
+    """The attempt with its log, measurements and notes; returns its campaign's id."""
+    attempt = require_attempt(session, attempt_id)
+    campaign_id = attempt.campaign_id
+    session.delete(attempt)
+    session.flush()
+    changed(session, attempt_id)
+    record(session, campaign_id, "attempt", attempt_id=attempt_id)
+    return campaign_id

@@ -9,6 +9,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.responses import HTMLResponse
 
 from app.deps import is_owner, session_cookie
+from app.forms import FormState
 from app.markdown import render_markdown
 from app.paths import resource_dir
 
@@ -72,7 +73,10 @@ def is_htmx(request: Request) -> bool:
 def page_context(request: Request, context: dict[str, Any]) -> dict[str, Any]:
     owner = is_owner(request)
     csrf = request.app.state.auth.csrf_token(session_cookie(request)) if owner else ""
-    return {"request": request, "csrf_token": csrf, "is_owner": owner, **context}
+    return {
+        "request": request, "csrf_token": csrf, "is_owner": owner, "forms": FormState(),
+        **context,
+    }  # fmt: skip
 
 
 def render_partial(request: Request, name: str, context: dict[str, Any]) -> str:

@@ -3,12 +3,21 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
 
 from app.models import Lane, Status
 from app.tailing.sources import parse_source
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+# A metric's figure: throughput, latency, memory... none of them is ever negative.
+Figure = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Text = Annotated[str, StringConstraints(max_length=20_000)]
 
@@ -48,8 +57,8 @@ class CampaignCreate(Strict):
         str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)
     ] = "tok/s"
     higher_is_better: bool = True
-    baseline: Finite | None = None
-    target: Finite | None = None
+    baseline: Figure | None = None
+    target: Figure | None = None
     description: Text = ""
     noise_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 1.0
     # The throughput figure (by label) that counts as a measurement when found in a log.
@@ -59,11 +68,27 @@ class CampaignCreate(Strict):
 
     _ready = field_validator("ready_pattern")(check_ready_pattern)
 
+    @field_validator("target")
+    @classmethod
+    def _target_beyond_baseline(cls, target: float | None, info: ValidationInfo) -> float | None:
+        check_target(target, info.data.get("baseline"), info.data.get("higher_is_better", True))
+        return target
+
+
+def check_target(target: float | None, baseline: float | None, higher_is_better: bool) -> None:
+    """A target is a goal: past the baseline in the better direction."""
+    if target is None or baseline is None:
+        return
+    if higher_is_better and target <= baseline:
+        raise ValueError(f"the target must be above the baseline ({baseline:g}): higher is better")
+    if not higher_is_better and target >= baseline:
+        raise ValueError(f"the target must be below the baseline ({baseline:g}): lower is better")
+
 
 class CampaignUpdate(Strict):
     name: Name | None = None
-    baseline: Finite | None = None
-    target: Finite | None = None
+    baseline: Figure | None = None
+    target: Figure | None = None
     description: Text | None = None
     noise_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
     metric_label: MetricLabel | None = None
@@ -85,9 +110,13 @@ class AttemptCreate(Strict):
 
 
 class AttemptUpdate(Strict):
+    title: Name | None = None
+    hypothesis: Text | None = None
+    command: Text | None = None
+    flags: Text | None = None
     status: Status | None = None
     verdict: Text | None = None
-    metric_value: Finite | None = None
+    metric_value: Figure | None = None
     source: str | None = None
     blocked_by: int | None = None
     # Adopting a pivot (a CUDA upgrade, say) makes its metric the campaign's baseline.
@@ -97,7 +126,7 @@ class AttemptUpdate(Strict):
 
 
 class MeasurementCreate(Strict):
-    value: Finite
+    value: Figure
 
 
 class NoteCreate(Strict):

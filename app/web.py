@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
@@ -16,9 +17,10 @@ from app.config import Settings
 from app.db import is_postgres, make_engine, startup_lock
 from app.deps import LoginRequired
 from app.errors import Conflict, Invalid, NotFound
+from app.forms import FormRefused
 from app.live import Bus, PostgresRelay
 from app.paths import resource_dir
-from app.rendering import make_templates, render
+from app.rendering import is_htmx, make_templates, render
 from app.routes import api_attempts, api_campaigns, events, pages, shares
 from app.tailer import Tailer, source_factory_for
 
@@ -26,9 +28,10 @@ _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
 
 
 def wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or "text/html" not in request.headers.get(
-        "accept", ""
-    )
+    if request.url.path.startswith("/api/"):
+        return True
+    # htmx asks with Accept */*: it swaps what comes back into the page, so never JSON.
+    return not is_htmx(request) and "text/html" not in request.headers.get("accept", "")
 
 
 def error_response(request: Request, status_code: int, detail: object) -> Response:
@@ -118,6 +121,11 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
             return error_response(request, code, str(exc))
 
         app.add_exception_handler(error_type, domain_error)
+
+    @app.exception_handler(FormRefused)
+    async def form_refused(request: Request, exc: FormRefused) -> Response:
+        # Rendering reads the database: off the event loop.
+        return await anyio.to_thread.run_sync(pages.refused_answer, request, exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -17,6 +17,8 @@
   // exponential backoff; pages of a whole team retrying in step would hammer the server,
   // so each reconnection also waits a random part of that backoff (jitter).
   var failures = 0;
+  var lastEventId = "";
+  function noteId(event) { if (event.lastEventId) { lastEventId = event.lastEventId; } }
   function JitteredEventSource(url) {
     var self = this;
     var listeners = [];
@@ -31,7 +33,8 @@
       get: function () { return real ? real.readyState : (closed ? 2 : 0); },
     });
     self.addEventListener = function (name, fn) {
-      listeners.push([name, fn]);
+      listeners.push([name, noteId], [name, fn]);
+      if (real) { real.addEventListener(name, noteId); }
       if (real) { real.addEventListener(name, fn); }
     };
     self.removeEventListener = function (name, fn) {
@@ -41,7 +44,10 @@
     self.close = function () { closed = true; if (real) { real.close(); } };
     window.setTimeout(function () {
       if (closed) { return; }
+      // A new stream resumes after the last event this page has seen, not from the render.
+      if (lastEventId) { url = url.replace(/([?&]after=)\d+/, "$1" + lastEventId); }
       real = new EventSource(url, { withCredentials: true });
+      real.addEventListener("message", noteId);
       listeners.forEach(function (l) { real.addEventListener(l[0], l[1]); });
       real.onopen = function (e) { failures = 0; setLive(true); if (self.onopen) { self.onopen(e); } };
       real.onerror = function (e) {
@@ -77,14 +83,51 @@
   }
   function swapFragment(name, html) {
     document.querySelectorAll('[sse-swap="' + CSS.escape(name) + '"]').forEach(function (el) {
+      var kept = keptChoices(el);
       var template = document.createElement("template");
       template.innerHTML = html;
       el.replaceWith(template.content);
+      restoreChoices(kept);
     });
     localizeTimes(document);
     keepLogsAtEnd(document);
     setLive(true);
   }
+
+  // A live swap brings the server's choices (a new attempt to retest, the status the log
+  // reached) but keeps one the reader picked and has not submitted yet.
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("select[data-keep-choice]")) {
+      event.target.dataset.touched = "1";
+    }
+  });
+  function keptChoices(root) {
+    var kept = [];
+    var selects = root.matches("select[data-keep-choice]") ? [root] : root.querySelectorAll("select[data-keep-choice]");
+    Array.prototype.forEach.call(selects, function (select) {
+      if (select.dataset.touched && select.form) {
+        kept.push([select.form, select.name, select.value]);
+      }
+    });
+    return kept;
+  }
+  function restoreChoices(kept) {
+    kept.forEach(function (k) {
+      var select = k[0].elements[k[1]];
+      if (select && select.querySelector('option[value="' + CSS.escape(k[2]) + '"]')) {
+        select.value = k[2];
+        select.dataset.touched = "1";
+      }
+    });
+  }
+  var pendingChoices = [];
+  document.addEventListener("htmx:sseBeforeMessage", function (event) {
+    pendingChoices = pendingChoices.concat(keptChoices(event.detail.elt || event.target));
+  });
+  document.addEventListener("htmx:sseMessage", function () {
+    restoreChoices(pendingChoices);
+    pendingChoices = [];
+  });
 
   // A stream that says nothing for three heartbeats is as good as dead: say so.
   var lastHeard = Date.now();

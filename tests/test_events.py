@@ -93,7 +93,12 @@ def test_pages_get_the_same_partials_they_include(api: httpx.Client) -> None:
     timeline = reader.until(lambda m: m.event == "timeline")
     assert timeline.data.startswith('<section class="timeline" id="timeline"')
     assert "Torch &lt;symm&gt; mem" in timeline.data and "<symm>" not in timeline.data
-    assert timeline.id  # the last message of a batch carries the event id
+    # The new-attempt form's "Retest of" and "Blocked by" choices gain the attempt too; as
+    # the last message of the batch it carries the event id.
+    choices = reader.until(lambda m: m.event == "attempt-choices")
+    assert choices.data.startswith('<div id="attempt-choices"')
+    assert choices.data.count("Torch &lt;symm&gt; mem") == 2
+    assert choices.id
     reader.close()
 
 

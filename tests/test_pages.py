@@ -226,12 +226,19 @@ def test_forms_refuse_nonsense_with_a_readable_answer(
     assert no_reason.status_code == 422 and "needs a verdict" in no_reason.text
     bad_value = browser.post(f"{path}/measurements", data={"csrf_token": csrf, "value": "fast"})
     assert bad_value.status_code == 422
+    # The page again, the message beside the field, what was typed kept.
+    assert 'data-form="measure" data-field="value"' in bad_value.text
+    assert 'name="value" inputmode="decimal" required placeholder="82.4" value="fast"' in (
+        bad_value.text
+    )
     htmx_refusal = browser.post(
         f"{path}/status", data={"csrf_token": csrf, "status": "adopted"}, headers=HX
     )
     assert htmx_refusal.status_code == 409
-    assert htmx_refusal.headers["hx-retarget"] == "#flash"
-    assert htmx_refusal.text.lstrip().startswith('<section class="panel error-panel" id="error"')
+    assert "hx-retarget" not in htmx_refusal.headers
+    # The form's own fragment comes back in place, never JSON.
+    assert htmx_refusal.text.lstrip().startswith('<div id="attempt-detail"')
+    assert "only a measured attempt" in htmx_refusal.text
     no_name = browser.post("/campaigns", data={"csrf_token": csrf, "name": " "})
     assert no_name.status_code == 422
     assert api.get(path.replace("/attempts", "/api/attempts")).json()["status"] == "proposed"

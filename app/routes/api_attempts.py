@@ -21,10 +21,18 @@ def get_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
 
 @router.patch("/api/attempts/{attempt_id}")
 def update_attempt(attempt_id: int, data: AttemptUpdate, session: SessionDep) -> AttemptOut:
-    """Change status (409 when the change makes no sense), verdict, metric or log source."""
+    """Change status (409 when the change makes no sense), verdict, metric or log source;
+    edit title, hypothesis, command or flags."""
     attempt = actions.update_attempt(session, attempt_id, data)
     session.flush()
     return views.attempt_view(session, attempt)
+
+
+@router.delete("/api/attempts/{attempt_id}", status_code=204)
+def delete_attempt(attempt_id: int, session: SessionDep) -> Response:
+    """Delete an attempt with its log, measurements and notes."""
+    actions.delete_attempt(session, attempt_id)
+    return Response(status_code=204)
 
 
 @router.post("/api/attempts/{attempt_id}/measurements", status_code=201)

@@ -1,6 +1,6 @@
 """JSON API for campaigns, their attempts and their notes."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Response
 
 from app import actions, repo, views
 from app.deps import SessionDep, require_api_owner
@@ -50,6 +50,13 @@ def update_campaign(
     """Rename, re-describe, set the target or move the baseline (kept in its history)."""
     campaign = actions.update_campaign(session, campaign_id, data)
     return views.campaign_detail(session, campaign)
+
+
+@router.delete("/{campaign_id}", status_code=204)
+def delete_campaign(campaign_id: int, session: SessionDep) -> Response:
+    """Delete a campaign with its attempts, logs, notes and share links."""
+    actions.delete_campaign(session, campaign_id)
+    return Response(status_code=204)
 
 
 @router.post("/{campaign_id}/attempts", status_code=201)

@@ -72,9 +72,11 @@ def json_messages(session: Session, events: list[LiveEvent]) -> list[ServerSentE
         data: Any
         if event.kind == "attempt" and event.attempt_id is not None:
             attempt = repo.get_attempt(session, attempt_id=event.attempt_id)
-            if attempt is None:
-                continue
-            data = views.attempt_view(session, attempt).model_dump(mode="json")
+            data = (
+                views.attempt_view(session, attempt).model_dump(mode="json")
+                if attempt
+                else {"id": event.attempt_id, "deleted": True}
+            )
         elif event.kind == "log":
             data = {"attempt_id": event.attempt_id, "lines": _log_lines(session, event),
                     "offset": event.start_offset, "end": event.end_offset}  # fmt: skip
@@ -119,6 +121,13 @@ def html_messages(
                 render_partial(request, "partials/_timeline.html", context), event="timeline"
             )
         )
+        if "attempt" in kinds:
+            messages.append(
+                ServerSentEvent(
+                    render_partial(request, "partials/_attempt_choices.html", context),
+                    event="attempt-choices",
+                )
+            )
         if "note" in kinds:
             messages.append(
                 ServerSentEvent(
@@ -141,6 +150,12 @@ def html_messages(
                 ServerSentEvent(
                     render_partial(request, "partials/_tail.html", context),
                     event=f"tail-{attempt_id}",
+                )
+            )
+            messages.append(
+                ServerSentEvent(
+                    render_partial(request, "partials/_status_choice.html", context),
+                    event=f"status-{attempt_id}",
                 )
             )
         if "note" in kinds:
@@ -179,7 +194,9 @@ async def campaign_events(
                 found = actions.require_attempt(session, attempt)
                 if found.campaign_id != campaign_id:
                     raise NotFound(f"attempt {attempt} is not in campaign {campaign_id}")
-            resume = after if after is not None else _parse_id(last_event_id)
+            # The browser's own reconnect sends Last-Event-ID, newer than the page's `after`.
+            resume = _parse_id(last_event_id)
+            resume = resume if resume is not None else after
             return resume if resume is not None else newest_event_id(session, campaign_id)
 
     cursor = await anyio.to_thread.run_sync(start)

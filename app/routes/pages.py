@@ -1,23 +1,26 @@
 """HTML pages and their forms: plain posts that redirect, or partials when htmx asks."""
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
-from pydantic import BaseModel, ValidationError
-from starlette.datastructures import FormData
+from sqlmodel import Session
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, sharing, views
 from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
 from app.chart import build_chart
+from app.db import session_scope
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
-from app.errors import Invalid
+from app.forms import Form as PageForm
+from app.forms import FormRefused
 from app.models import Status
 from app.rendering import is_htmx, render
+from app.routes.events import newest_event_id
 from app.schemas import (
     AttemptCreate,
     AttemptUpdate,
     CampaignCreate,
+    CampaignUpdate,
     MeasurementCreate,
     NoteCreate,
 )
@@ -26,26 +29,6 @@ from app.tailer import trust_offered_key
 router = APIRouter(include_in_schema=False)
 OwnerPage = [Depends(require_page_owner)]
 OwnerForm = [Depends(require_csrf)]
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def parse_form(model: type[M], form: FormData, fields: list[str]) -> M:
-    """A form's fields as the API's body model; an empty field means 'not given'."""
-    data: dict[str, Any] = {}
-    for field in fields:
-        value = form.get(field)
-        if isinstance(value, str) and value.strip() != "":
-            data[field] = value
-    if "set_baseline" in fields:
-        data["set_baseline"] = form.get("set_baseline") == "on"
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'form'}: {e['msg']}" for e in error.errors()
-        )
-        raise Invalid(problems) from error
 
 
 def see_other(url: str) -> RedirectResponse:
@@ -100,30 +83,37 @@ def logout(request: Request) -> Response:
 # --- campaigns -------------------------------------------------------------
 
 
-@router.get("/", response_class=HTMLResponse, dependencies=OwnerPage)
-def campaign_list(request: Request, session: SessionDep) -> Response:
+def campaigns_context(session: Session) -> dict[str, Any]:
     counts = repo.count_attempts_by_campaign(session)
     campaigns = [
         views.campaign_view(session, c, attempt_count=counts.get(c.id or 0, 0))
         for c in repo.list_campaigns(session)
     ]
+    return {"campaigns": campaigns}
+
+
+@router.get("/", response_class=HTMLResponse, dependencies=OwnerPage)
+def campaign_list(request: Request, session: SessionDep) -> Response:
     return render(
-        request,
-        "pages/campaigns.html",
-        {"campaigns": campaigns},
+        request, "pages/campaigns.html", campaigns_context(session),
         partial="partials/_campaign_list.html",
-    )
+    )  # fmt: skip
+
+
+CAMPAIGN_FIELDS = ["name", "metric", "baseline", "target", "description", "noise_pct"]
 
 
 @router.post("/campaigns", dependencies=OwnerForm)
 async def create_campaign(request: Request, session: SessionDep) -> Response:
-    fields = ["name", "metric", "baseline", "target", "description", "noise_pct"]
-    data = parse_form(CampaignCreate, await request.form(), fields)
-    campaign = actions.create_campaign(session, data)
+    form = PageForm(await request.form(), "new-campaign", "campaigns")
+    with form:
+        campaign = actions.create_campaign(session, form.parse(CampaignCreate, CAMPAIGN_FIELDS))
     return see_other(f"/campaigns/{campaign.id}")
 
 
-def campaign_context(session: SessionDep, campaign_id: int) -> dict[str, Any]:
+def campaign_context(
+    session: Session, campaign_id: int, *, retest: int | None = None
+) -> dict[str, Any]:
     campaign = actions.require_campaign(session, campaign_id)
     detail = views.campaign_detail(session, campaign)
     notes = repo.list_notes(session, campaign_id=campaign_id)
@@ -135,6 +125,25 @@ def campaign_context(session: SessionDep, campaign_id: int) -> dict[str, Any]:
         "campaign_notes": [views.note_view(n) for n in notes if n.attempt_id is None],
         "shares": [sharing.share_out(link) for link in sharing.list_links(session, campaign_id)],
         "note_counts": _count_by_attempt(notes),
+        # Read in the render's own snapshot: the page's live stream starts right after it,
+        # so a change committed between the render and the stream's start is not missed.
+        "live_cursor": newest_event_id(session, campaign_id),
+        "new_attempt": _new_attempt_defaults(detail.attempts, retest),
+    }
+
+
+def _new_attempt_defaults(attempts: list[Any], retest: int | None) -> dict[str, Any]:
+    """The new-attempt form, pre-filled from the attempt being retested."""
+    original = next((a for a in attempts if a.id == retest), None)
+    if original is None:
+        return {}
+    return {
+        "title": f"Retest: {original.title}"[:200],
+        "hypothesis": original.hypothesis,
+        "command": original.command,
+        "flags": original.flags,
+        "source": original.source or "",
+        "retest_of": str(original.id),
     }
 
 
@@ -147,20 +156,44 @@ def _count_by_attempt(notes: list[Any]) -> dict[int, int]:
 
 
 @router.get("/campaigns/{campaign_id}", response_class=HTMLResponse, dependencies=OwnerPage)
-def campaign_page(campaign_id: int, request: Request, session: SessionDep) -> Response:
+def campaign_page(
+    campaign_id: int, request: Request, session: SessionDep, retest: int | None = None
+) -> Response:
     return render(
         request,
         "pages/campaign.html",
-        campaign_context(session, campaign_id),
+        campaign_context(session, campaign_id, retest=retest),
         partial="partials/_timeline.html",
     )
 
 
+@router.post("/campaigns/{campaign_id}/edit", dependencies=OwnerForm)
+async def edit_campaign(campaign_id: int, request: Request, session: SessionDep) -> Response:
+    form = PageForm(await request.form(), "edit-campaign", "campaign", campaign_id)
+    with form:
+        fields = ["name", "baseline", "target", "description", "noise_pct"]
+        actions.update_campaign(session, campaign_id, form.parse(CampaignUpdate, fields))
+    return see_other(f"/campaigns/{campaign_id}")
+
+
+@router.post("/campaigns/{campaign_id}/delete", dependencies=OwnerForm)
+async def delete_campaign(campaign_id: int, request: Request, session: SessionDep) -> Response:
+    form = PageForm(await request.form(), "delete-campaign", "campaign", campaign_id)
+    with form:
+        if form.data.get("confirm") != "yes":
+            raise form.refuse({"confirm": "tick the box to confirm: this cannot be undone"})
+        actions.delete_campaign(session, campaign_id)
+    return see_other("/")
+
+
+ATTEMPT_FIELDS = ["title", "hypothesis", "command", "flags", "source", "retest_of", "blocked_by"]
+
+
 @router.post("/campaigns/{campaign_id}/attempts", dependencies=OwnerForm)
 async def create_attempt(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    fields = ["title", "hypothesis", "command", "flags", "source", "retest_of", "blocked_by"]
-    data = parse_form(AttemptCreate, await request.form(), fields)
-    actions.create_attempt(session, campaign_id, data)
+    form = PageForm(await request.form(), "new-attempt", "campaign", campaign_id)
+    with form:
+        actions.create_attempt(session, campaign_id, form.parse(AttemptCreate, ATTEMPT_FIELDS))
     if is_htmx(request):
         session.flush()
         return render(request, "partials/_timeline.html", campaign_context(session, campaign_id))
@@ -169,8 +202,9 @@ async def create_attempt(campaign_id: int, request: Request, session: SessionDep
 
 @router.post("/campaigns/{campaign_id}/notes", dependencies=OwnerForm)
 async def add_campaign_note(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    data = parse_form(NoteCreate, await request.form(), ["body"])
-    actions.add_campaign_note(session, campaign_id, data)
+    form = PageForm(await request.form(), "campaign-note", "campaign", campaign_id)
+    with form:
+        actions.add_campaign_note(session, campaign_id, form.parse(NoteCreate, ["body"]))
     if is_htmx(request):
         session.flush()
         return render(
@@ -181,17 +215,18 @@ async def add_campaign_note(campaign_id: int, request: Request, session: Session
 
 @router.post("/campaigns/{campaign_id}/shares", dependencies=OwnerForm)
 async def create_share(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    form = await request.form()
-    hours = form.get("expires_in_hours")
+    form = PageForm(await request.form(), "share", "campaign", campaign_id)
+    hours = form.data.get("expires_in_hours")
     try:
         expires = float(hours) if isinstance(hours, str) and hours.strip() else None
     except ValueError:
-        raise Invalid("expiry: a number of hours, or empty for never") from None
+        raise form.refuse({"expires_in_hours": "a number of hours, or empty for never"}) from None
     if expires is not None and not 0 < expires <= 24 * 366:
-        raise Invalid("expiry: between a few minutes and a year")
-    _, token = sharing.create(
-        session, campaign_id, expires_in_hours=expires, redact=form.get("redact") == "on"
-    )
+        raise form.refuse({"expires_in_hours": "between a few minutes and a year"})
+    with form:
+        _, token = sharing.create(
+            session, campaign_id, expires_in_hours=expires, redact=form.data.get("redact") == "on"
+        )
     session.flush()
     # Shown once, on this answer only: the token is stored hashed.
     context = {
@@ -211,7 +246,7 @@ def revoke_share(link_id: int, request: Request, session: SessionDep) -> Respons
 # --- attempts --------------------------------------------------------------
 
 
-def attempt_context(session: SessionDep, attempt_id: int) -> dict[str, Any]:
+def attempt_context(session: Session, attempt_id: int) -> dict[str, Any]:
     attempt = actions.require_attempt(session, attempt_id)
     campaign = actions.require_campaign(session, attempt.campaign_id)
     siblings = repo.list_attempts(session, campaign_id=attempt.campaign_id)
@@ -224,6 +259,7 @@ def attempt_context(session: SessionDep, attempt_id: int) -> dict[str, Any]:
         "titles": {a.id: a.title for a in siblings},
         "notes": [views.note_view(n) for n in notes],
         "statuses": [s.value for s in Status],
+        "live_cursor": newest_event_id(session, attempt.campaign_id),
     }
 
 
@@ -239,18 +275,43 @@ def attempt_page(attempt_id: int, request: Request, session: SessionDep) -> Resp
 
 @router.post("/attempts/{attempt_id}/status", dependencies=OwnerForm)
 async def change_status(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = await request.form()
-    data = parse_form(AttemptUpdate, form, ["status", "verdict", "set_baseline"])
+    form = PageForm(await request.form(), "status", "attempt", attempt_id)
+    data = form.parse(AttemptUpdate, ["status", "verdict"])
+    # The box says "when adopting": ticked or not, it means nothing for another verdict.
+    data.set_baseline = data.status == Status.adopted and form.data.get("set_baseline") == "on"
     if data.status == Status.eliminated and not (data.verdict or "").strip():
-        raise Invalid("say why it is a dead end: eliminating an attempt needs a verdict")
-    actions.update_attempt(session, attempt_id, data)
+        raise form.refuse({"verdict": "say why it is a dead end: eliminating needs a verdict"})
+    with form:
+        actions.update_attempt(session, attempt_id, data)
     return _attempt_answer(request, session, attempt_id)
+
+
+@router.post("/attempts/{attempt_id}/edit", dependencies=OwnerForm)
+async def edit_attempt(attempt_id: int, request: Request, session: SessionDep) -> Response:
+    form = PageForm(await request.form(), "edit-attempt", "attempt", attempt_id)
+    fields = ["title", "hypothesis", "command", "flags"]
+    # Emptied text fields are meant: an empty hypothesis is one the owner cleared.
+    cleared = {name: "" for name in fields[1:] if form.data.get(name) == ""}
+    with form:
+        actions.update_attempt(session, attempt_id, form.parse(AttemptUpdate, fields, **cleared))
+    return _attempt_answer(request, session, attempt_id)
+
+
+@router.post("/attempts/{attempt_id}/delete", dependencies=OwnerForm)
+async def delete_attempt(attempt_id: int, request: Request, session: SessionDep) -> Response:
+    form = PageForm(await request.form(), "delete-attempt", "attempt", attempt_id)
+    with form:
+        if form.data.get("confirm") != "yes":
+            raise form.refuse({"confirm": "tick the box to confirm: this cannot be undone"})
+        campaign_id = actions.delete_attempt(session, attempt_id)
+    return see_other(f"/campaigns/{campaign_id}")
 
 
 @router.post("/attempts/{attempt_id}/measurements", dependencies=OwnerForm)
 async def add_measurement(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    data = parse_form(MeasurementCreate, await request.form(), ["value"])
-    actions.add_measurement(session, attempt_id, data.value)
+    form = PageForm(await request.form(), "measure", "attempt", attempt_id)
+    with form:
+        actions.add_measurement(session, attempt_id, form.parse(MeasurementCreate, ["value"]).value)
     return _attempt_answer(request, session, attempt_id)
 
 
@@ -264,15 +325,21 @@ def trust_host_key(attempt_id: int, request: Request, session: SessionDep) -> Re
 
 @router.post("/attempts/{attempt_id}/notes", dependencies=OwnerForm)
 async def add_attempt_note(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    data = parse_form(NoteCreate, await request.form(), ["body"])
-    actions.add_attempt_note(session, attempt_id, data)
+    form = PageForm(await request.form(), "attempt-note", "attempt", attempt_id)
+    with form:
+        actions.add_attempt_note(session, attempt_id, form.parse(NoteCreate, ["body"]))
     return _attempt_answer(request, session, attempt_id, anchor="notes")
 
 
 @router.post("/notes/{note_id}/edit", dependencies=OwnerForm)
 async def edit_note(note_id: int, request: Request, session: SessionDep) -> Response:
-    data = parse_form(NoteCreate, await request.form(), ["body"])
-    note = actions.edit_note(session, note_id, data)
+    note = actions.require_note(session, note_id)
+    page, page_id = (
+        ("attempt", note.attempt_id) if note.attempt_id else ("campaign", note.campaign_id)
+    )
+    form = PageForm(await request.form(), f"note-{note_id}", page, page_id)
+    with form:
+        note = actions.edit_note(session, note_id, form.parse(NoteCreate, ["body"]))
     return _note_owner_answer(request, session, note.campaign_id, note.attempt_id)
 
 
@@ -304,3 +371,40 @@ def _attempt_answer(
             request, "partials/_attempt_detail.html", attempt_context(session, attempt_id)
         )
     return see_other(f"/attempts/{attempt_id}" + (f"#{anchor}" if anchor else ""))
+
+
+# --- refused forms ---------------------------------------------------------
+
+# The fragment an htmx form replaces, by form; a plain form gets its whole page again.
+_FRAGMENT_OF_FORM = {
+    "status": "partials/_attempt_detail.html",
+    "measure": "partials/_attempt_detail.html",
+    "edit-attempt": "partials/_attempt_detail.html",
+    "attempt-note": "partials/_attempt_detail.html",
+    "campaign-note": "partials/_campaign_notes.html",
+    "share": "partials/_shares.html",
+}
+
+
+def refused_answer(request: Request, refused: FormRefused) -> Response:
+    """The page (or the form's fragment) again, the refusal beside its field; 422.
+    The request's own transaction was rolled back: nothing of the refused form is kept."""
+    engine = request.app.state.engine
+    with session_scope(engine, snapshot=True) as session:
+        if refused.page == "campaigns":
+            page, context = "pages/campaigns.html", campaigns_context(session)
+        elif refused.page == "campaign":
+            assert refused.page_id is not None
+            page, context = "pages/campaign.html", campaign_context(session, refused.page_id)
+        else:
+            assert refused.page_id is not None
+            page, context = "pages/attempt.html", attempt_context(session, refused.page_id)
+        fragment = _FRAGMENT_OF_FORM.get(refused.state.form)
+        if refused.state.form.startswith("note-"):
+            fragment = (
+                "partials/_attempt_detail.html"
+                if refused.page == "attempt"
+                else "partials/_campaign_notes.html"
+            )
+        context["forms"] = refused.state
+        return render(request, page, context, partial=fragment, status_code=refused.status_code)
