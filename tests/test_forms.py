@@ -1,0 +1,194 @@
+"""Every verb of the pages with the form's defaults; refusals in place, beside their field,
+with what was typed kept; editing and deleting campaigns and attempts; retest."""
+
+import re
+from pathlib import Path
+
+import httpx
+
+from tests.helpers import csrf_of, make_attempt, make_campaign, wait_for
+
+HX = {"HX-Request": "true"}
+
+
+def form_defaults(html: str, action: str) -> dict[str, str]:
+    """What a browser would submit for the form posting to `action`, nothing touched."""
+    match = re.search(rf'<form[^>]*action="{re.escape(action)}".*?</form>', html, re.S)
+    assert match, f"no form for {action}"
+    form = match.group(0)
+    fields: dict[str, str] = {}
+    for tag in re.finditer(r"<input[^>]*>", form):
+        attrs = dict(re.findall(r'(\w[\w-]*)="([^"]*)"', tag.group(0)))
+        kind = attrs.get("type", "text")
+        if kind == "checkbox":
+            if re.search(r"\schecked\b", tag.group(0)):
+                fields[attrs["name"]] = attrs.get("value", "on")
+        elif "name" in attrs:
+            fields[attrs["name"]] = attrs.get("value", "")
+    for select in re.finditer(r'<select name="(\w+)".*?</select>', form, re.S):
+        chosen = re.search(r'<option value="([^"]*)" selected', select.group(0)) or re.search(
+            r'<option value="([^"]*)"', select.group(0)
+        )
+        fields[select.group(1)] = chosen.group(1) if chosen else ""
+    for area in re.finditer(r'<textarea name="(\w+)"[^>]*>(.*?)</textarea>', form, re.S):
+        fields[area.group(1)] = area.group(2)
+    return fields
+
+
+def test_eliminate_from_the_attempt_page_with_the_forms_defaults(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source="file:///nonexistent/run.log")
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    fields = form_defaults(page, f"/attempts/{attempt['id']}/status")
+    assert fields["set_baseline"] == "on", "the adopt box is ticked by default"
+    fields |= {"status": "eliminated", "verdict": "Dead end: needs NVLink"}
+    # Plain form, then the same through htmx on a second attempt.
+    assert browser.post(f"/attempts/{attempt['id']}/status", data=fields).status_code == 303
+    stored = api.get(f"/api/attempts/{attempt['id']}").json()
+    assert stored["status"] == "eliminated" and stored["verdict"] == "Dead end: needs NVLink"
+    assert api.get(f"/api/campaigns/{campaign['id']}").json()["baseline"] == 82.0
+
+    second = make_attempt(api, campaign["id"], title="NCCL Tree")
+    fields = form_defaults(
+        browser.get(f"/attempts/{second['id']}").text, f"/attempts/{second['id']}/status"
+    )
+    fields |= {"status": "eliminated", "verdict": "slower"}
+    answer = browser.post(f"/attempts/{second['id']}/status", data=fields, headers=HX)
+    assert answer.status_code == 200
+    assert answer.text.lstrip().startswith('<div id="attempt-detail"')
+    assert api.get(f"/api/attempts/{second['id']}").json()["status"] == "eliminated"
+
+
+def test_adopting_with_the_box_ticked_moves_the_baseline(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90})
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    fields = form_defaults(page, f"/attempts/{attempt['id']}/status")
+    fields |= {"status": "adopted", "verdict": "CUDA 13 wins"}
+    assert browser.post(f"/attempts/{attempt['id']}/status", data=fields).status_code == 303
+    assert api.get(f"/api/campaigns/{campaign['id']}").json()["baseline"] == 90.0
+
+
+def refused_field(html: str, form: str, field: str) -> str:
+    match = re.search(
+        rf'<span class="field-error" role="alert" data-form="{form}" data-field="{field}">'
+        r"([^<]*)</span>",
+        html,
+    )
+    assert match, f"no message beside {form}.{field}"
+    return match.group(1)
+
+
+def test_a_mistyped_measurement_is_refused_beside_its_field(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    path = f"/attempts/{attempt['id']}"
+    csrf = csrf_of(browser.get(path).text)
+    for headers in ({}, HX):
+        answer = browser.post(
+            f"{path}/measurements", data={"csrf_token": csrf, "value": "fast"}, headers=headers
+        )
+        assert answer.status_code == 422
+        assert answer.headers["content-type"].startswith("text/html")
+        assert "valid number" in refused_field(answer.text, "measure", "value")
+        assert 'value="fast"' in answer.text
+        assert "Check the form" not in answer.text
+    negative = browser.post(f"{path}/measurements", data={"csrf_token": csrf, "value": "-3"})
+    assert negative.status_code == 422
+    assert "greater than or equal to 0" in refused_field(negative.text, "measure", "value")
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["metric"] is None
+
+
+def test_campaign_figures_that_make_no_sense_are_refused_in_place(browser: httpx.Client) -> None:
+    page = browser.get("/").text
+    base = form_defaults(page, "/campaigns") | {"name": "EAGLE-3", "description": "kept"}
+    cases = [
+        ({"baseline": "abc"}, "baseline", "valid number"),
+        ({"baseline": "-82"}, "baseline", "greater than or equal to 0"),
+        ({"baseline": "82", "target": "60"}, "target", "above the baseline"),
+        ({"baseline": "1e400"}, "baseline", "finite"),
+    ]
+    for typed, field, message in cases:
+        answer = browser.post("/campaigns", data=base | typed)
+        assert answer.status_code == 422, typed
+        assert message in refused_field(answer.text, "new-campaign", field), typed
+        for value in typed.values():
+            assert f'value="{value}"' in answer.text
+        assert ">kept</textarea>" in answer.text
+    assert browser.get("/api/campaigns").json() == []
+
+
+def test_edit_and_delete_a_campaign_and_an_attempt(
+    browser: httpx.Client, api: httpx.Client, tmp_path: Path
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("[2026-02-27 13:21:27] The server is fired up and ready to roll!\n")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: api.get(f"/api/attempts/{attempt['id']}/log").text.startswith("[2026"))
+    other = make_attempt(api, campaign["id"], title="kept", retest_of=attempt["id"])
+
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    fields = form_defaults(page, f"/attempts/{attempt['id']}/edit")
+    assert fields["title"] == "Torch symmetric memory"
+    fields |= {"title": "Torch symm mem, take 2", "hypothesis": ""}
+    assert browser.post(f"/attempts/{attempt['id']}/edit", data=fields).status_code == 303
+    edited = api.get(f"/api/attempts/{attempt['id']}").json()
+    assert edited["title"] == "Torch symm mem, take 2" and edited["hypothesis"] == ""
+    assert (
+        api.patch(f"/api/attempts/{attempt['id']}", json={"flags": "--x"}).json()["flags"] == "--x"
+    )
+
+    page = browser.get(f"/campaigns/{campaign['id']}").text
+    fields = form_defaults(page, f"/campaigns/{campaign['id']}/edit")
+    assert fields["name"] == campaign["name"] and fields["baseline"] == "82.0"
+    refused = browser.post(f"/campaigns/{campaign['id']}/edit", data=fields | {"target": "10"})
+    assert refused.status_code == 422 and "above the baseline" in refused.text
+    fields |= {"name": "EAGLE-3, renamed", "target": "120"}
+    assert browser.post(f"/campaigns/{campaign['id']}/edit", data=fields).status_code == 303
+    assert api.get(f"/api/campaigns/{campaign['id']}").json()["target"] == 120.0
+
+    # Deleting asks for the box to be ticked; then the attempt and its log are gone.
+    delete = form_defaults(
+        browser.get(f"/attempts/{attempt['id']}").text, f"/attempts/{attempt['id']}/delete"
+    )
+    assert "confirm" not in delete
+    unconfirmed = browser.post(f"/attempts/{attempt['id']}/delete", data=delete)
+    assert unconfirmed.status_code == 422 and "tick the box" in unconfirmed.text
+    gone = browser.post(f"/attempts/{attempt['id']}/delete", data=delete | {"confirm": "yes"})
+    assert gone.status_code == 303 and gone.headers["location"] == f"/campaigns/{campaign['id']}"
+    assert api.get(f"/api/attempts/{attempt['id']}").status_code == 404
+    assert api.get(f"/api/attempts/{attempt['id']}/log").status_code == 404
+    assert api.get(f"/api/attempts/{other['id']}").json()["retest_of"] is None
+
+    assert api.delete(f"/api/attempts/{other['id']}").status_code == 204
+    assert api.delete(f"/api/campaigns/{campaign['id']}").status_code == 204
+    assert api.get(f"/api/campaigns/{campaign['id']}").status_code == 404
+    assert api.delete(f"/api/campaigns/{campaign['id']}").status_code == 404
+
+
+def test_retest_prefills_the_new_attempt(browser: httpx.Client, api: httpx.Client) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(
+        api, campaign["id"], command="python -m sglang.launch_server --tp 8",
+        flags="--enable-torch-symm-mem", source="file:///data/logs/run.log",
+    )  # fmt: skip
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    link = re.search(r'href="(/campaigns/\d+\?retest=\d+)#new-attempt">Retest', page)
+    assert link, "the attempt page has a Retest button"
+    fields = form_defaults(browser.get(link.group(1)).text, f"/campaigns/{campaign['id']}/attempts")
+    assert fields["title"] == "Retest: Torch symmetric memory"
+    assert fields["command"] == "python -m sglang.launch_server --tp 8"
+    assert fields["flags"] == "--enable-torch-symm-mem"
+    assert fields["source"] == "file:///data/logs/run.log"
+    assert fields["retest_of"] == str(attempt["id"])
+    assert browser.post(f"/campaigns/{campaign['id']}/attempts", data=fields).status_code == 303
+    retest = api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"][-1]
+    assert retest["retest_of"] == attempt["id"] and retest["title"].startswith("Retest: ")
