@@ -195,13 +195,14 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
     return attempt
 
 
-def offered_host_key(session: Session, attempt_id: int) -> tuple[str, str]:
-    """The source and the host key it offered, for the owner to trust; 409 when none."""
+def offered_host_key(session: Session, attempt_id: int) -> tuple[str, str, str | None]:
+    """The source, the host key it offered for the owner to trust, and the different key on
+    record when the key changed; 409 when no key waits."""
     attempt = require_attempt(session, attempt_id)
     tail = repo.tail_states(session, attempt_ids=[attempt_id]).get(attempt_id)
     if attempt.source is None or tail is None or not tail.host_key:
         raise Conflict(f"attempt {attempt_id} has no host key waiting to be trusted")
-    return attempt.source, tail.host_key
+    return attempt.source, tail.host_key, tail.known_host_key
 
 
 def _promote_to_measured(attempt: Attempt) -> None:

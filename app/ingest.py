@@ -274,6 +274,7 @@ class AttemptTail:
                 elif isinstance(event, Opened):
                     tail.file_identity, tail.size = event.identity, event.size
                     tail.state, tail.last_error, tail.host_key = "connected", None, None
+                    tail.known_host_key = None
                 elif isinstance(event, Idle):
                     tail.size = event.size
                     if tail.state == "catching up":
@@ -282,7 +283,7 @@ class AttemptTail:
                     if event.state == "stalled" and attempt.status != Status.running:
                         continue  # a ready server may well be quiet
                     tail.state, tail.last_error = event.state, event.message
-                    tail.host_key = event.host_key
+                    tail.host_key, tail.known_host_key = event.host_key, event.known_host_key
             flush_chunk()
             if tail.stored_bytes > stored_before:
                 session.add(

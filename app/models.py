@@ -137,6 +137,8 @@ class TailState(SQLModel, table=True):
     last_error: str | None = None
     # An SSH host key offered but not trusted yet ("type base64"), for the owner to trust.
     host_key: str | None = Field(default=None, max_length=4000)
+    # When the offered key differs from one on record: that one ("type SHA256:...").
+    known_host_key: str | None = Field(default=None, max_length=200)
     updated_at: datetime = Field(default_factory=utcnow)
 
 

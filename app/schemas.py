@@ -147,6 +147,8 @@ class TailOut(BaseModel):
     stored_bytes: int  # of the whole log kept for the attempt, across rotations
     last_error: str | None
     host_key_offered: bool  # an SSH host key waits for the owner to trust it
+    offered_host_key: str | None = None  # its "type SHA256:..." fingerprint
+    known_host_key: str | None = None  # the different key on record: the key changed
     infrastructure: bool  # the host or network failed, not the server under test
 
 

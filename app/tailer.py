@@ -155,6 +155,7 @@ class Tailer:
             if tail is None or attempt is None or tail.state == "stopped":
                 return
             tail.state, tail.last_error, tail.host_key = "stopped", None, None
+            tail.known_host_key = None
             session.add(tail)
             record(session, attempt.campaign_id, "attempt", attempt_id=attempt_id)
             campaign_id = attempt.campaign_id

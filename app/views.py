@@ -1,5 +1,7 @@
 """Turn rows into what the API returns and the pages show, with baselines and deltas."""
 
+import base64
+import hashlib
 from datetime import datetime
 
 from sqlmodel import Session
@@ -101,6 +103,8 @@ def attempt_views(
                     stored_bytes=tail.stored_bytes,
                     last_error=tail.last_error,
                     host_key_offered=bool(tail.host_key),
+                    offered_host_key=key_fingerprint(tail.host_key) if tail.host_key else None,
+                    known_host_key=tail.known_host_key if tail.host_key else None,
                     infrastructure=tail.state in INFRASTRUCTURE_STATES,
                 )
                 if tail
@@ -167,3 +171,14 @@ def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool
 def note_view(note: Note) -> NoteOut:
     assert note.id is not None
     return NoteOut(**note.model_dump(), html=render_markdown(note.body))
+
+
+def key_fingerprint(key_line: str) -> str:
+    """A "type base64" key line as OpenSSH shows it: "type SHA256:..." of its blob."""
+    kind, _, blob = key_line.strip().partition(" ")
+    try:
+        raw = base64.b64decode(blob.split(" ")[0], validate=True)
+    except ValueError:
+        return kind
+    digest = base64.b64encode(hashlib.sha256(raw).digest()).decode().rstrip("=")
+    return f"{kind} SHA256:{digest}"

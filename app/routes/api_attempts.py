@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app import actions, repo, views
 from app.deps import SessionDep, require_api_owner
+from app.errors import Conflict
 from app.ingest import stored_log
 from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
 from app.tailer import trust_offered_key
@@ -77,10 +78,15 @@ def get_log(
 
 
 @router.post("/api/attempts/{attempt_id}/trust-host-key")
-def trust_host_key(attempt_id: int, request: Request, session: SessionDep) -> AttemptOut:
+def trust_host_key(
+    attempt_id: int, request: Request, session: SessionDep, replace: bool = False
+) -> AttemptOut:
     """Trust the SSH host key the attempt's host offered (written to the dashboard's own
-    known_hosts), then follow its log. Never done automatically."""
-    source, key_line = actions.offered_host_key(session, attempt_id)
+    known_hosts), then follow its log. Never done automatically; a changed key replaces
+    the old one of that host only with `?replace=true`."""
+    source, key_line, known = actions.offered_host_key(session, attempt_id)
+    if known and not replace:
+        raise Conflict(f"the host key changed (known: {known}): confirm with ?replace=true")
     trust_offered_key(request.app.state.settings, source, key_line)
     request.app.state.tailer.restart(attempt_id)
     return views.attempt_view(session, actions.require_attempt(session, attempt_id))

@@ -316,8 +316,12 @@ async def add_measurement(attempt_id: int, request: Request, session: SessionDep
 
 
 @router.post("/attempts/{attempt_id}/trust-host-key", dependencies=OwnerForm)
-def trust_host_key(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    source, key_line = actions.offered_host_key(session, attempt_id)
+async def trust_host_key(attempt_id: int, request: Request, session: SessionDep) -> Response:
+    form = PageForm(await request.form(), "trust-key", "attempt", attempt_id)
+    with form:
+        source, key_line, known = actions.offered_host_key(session, attempt_id)
+    if known and form.data.get("replace") != "yes":
+        raise form.refuse({"replace": "tick the box to replace the old key"}, 409)
     trust_offered_key(request.app.state.settings, source, key_line)
     request.app.state.tailer.restart(attempt_id)
     return _attempt_answer(request, session, attempt_id)

@@ -36,6 +36,7 @@ class State:
     message: str | None = None
     retry_in: float | None = None
     host_key: str | None = None  # "type base64" of a key that is not trusted yet
+    known_host_key: str | None = None  # "type SHA256:..." of the different key on record
     infrastructure: bool = False  # the host or the network failed, not the server
 
 

@@ -47,9 +47,13 @@ def fingerprint(key: paramiko.PKey) -> str:
 
 
 class HostKeyNotTrusted(Exception):
-    def __init__(self, hostname: str, key: paramiko.PKey, changed: bool) -> None:
-        self.hostname, self.key, self.changed = hostname, key, changed
-        what = "changed" if changed else "not trusted"
+    """The host offered `key`; `known` is the different key on record for it, if any."""
+
+    def __init__(
+        self, hostname: str, key: paramiko.PKey, known: paramiko.PKey | None = None
+    ) -> None:
+        self.hostname, self.key, self.known = hostname, key, known
+        what = "changed" if known is not None else "not trusted"
         super().__init__(f"host key {what}: {key.get_name()} {fingerprint(key)}")
 
 
@@ -57,7 +61,7 @@ class _RefuseAndRemember(paramiko.MissingHostKeyPolicy):
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
-        raise HostKeyNotTrusted(hostname, key, changed=False)
+        raise HostKeyNotTrusted(hostname, key)
 
 
 @dataclass(frozen=True)
@@ -95,10 +99,22 @@ def resolve(url: SourceURL, options: SSHOptions) -> Target:
 
 
 def trust_host_key(options: SSHOptions, target: Target, key_line: str) -> None:
-    """Write an offered host key into the dashboard's own known_hosts (an owner's action)."""
-    options.trusted_hosts_file.parent.mkdir(parents=True, exist_ok=True)
-    with options.trusted_hosts_file.open("a") as out:
-        out.write(f"{target.known_hosts_name} {key_line.strip()}\n")
+    """Write an offered host key into the dashboard's own known_hosts (an owner's action),
+    in place of any key it held for that host name, and for that name only. The file is
+    read before ~/.ssh/known_hosts, so a replaced key overrides an old one kept there
+    (that file is the user's: the dashboard never writes it)."""
+    path = options.trusted_hosts_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = [
+        line
+        for line in (path.read_text().splitlines() if path.is_file() else [])
+        if line.split(" ", 1)[0] != target.known_hosts_name
+    ]
+    kept.append(f"{target.known_hosts_name} {key_line.strip()}")
+    # Written whole and renamed: a tail reading the file meanwhile sees the old or the new.
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text("\n".join(kept) + "\n")
+    temporary.replace(path)
 
 
 class _Connection:
@@ -185,7 +201,8 @@ class ConnectionPool:
                 "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0)
             )
         client = paramiko.SSHClient()
-        for path in (*self.options.known_hosts, self.options.trusted_hosts_file):
+        # The owner's explicit choices first: paramiko takes the first key of a type it finds.
+        for path in (self.options.trusted_hosts_file, *self.options.known_hosts):
             if path.is_file():
                 client.load_host_keys(str(path))
         client.set_missing_host_key_policy(_RefuseAndRemember())
@@ -208,7 +225,9 @@ class ConnectionPool:
             if via is not None:
                 self.release(*via)
             if isinstance(error, paramiko.BadHostKeyException):
-                raise HostKeyNotTrusted(target.known_hosts_name, error.key, changed=True) from None
+                raise HostKeyNotTrusted(
+                    target.known_hosts_name, error.key, error.expected_key
+                ) from None
             raise
         return client, via
 
@@ -326,13 +345,20 @@ class SSHSource:
                     yield event
             except HostKeyNotTrusted as error:
                 key_line = f"{error.key.get_name()} {error.key.get_base64()}"
-                what = "host key changed" if error.changed else "host key not trusted"
+                offered = f"{error.key.get_name()} {fingerprint(error.key)}"
+                if error.known is None:
+                    state = "host key not trusted"
+                    message = f"host key not trusted ({offered}): trust it to follow this log"
+                    known = None
+                else:
+                    state = "host key changed"
+                    known = f"{error.known.get_name()} {fingerprint(error.known)}"
+                    message = (
+                        f"host key changed: the host now offers {offered}, "
+                        f"known until now as {known}"
+                    )
                 yield State(
-                    what,
-                    f"{what} ({error.key.get_name()} {fingerprint(error.key)}): "
-                    "trust it to follow this log",
-                    host_key=key_line,
-                    infrastructure=True,
+                    state, message, host_key=key_line, known_host_key=known, infrastructure=True
                 )
                 stop.wait(UNTRUSTED_RETRY_S)
                 continue
