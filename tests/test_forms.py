@@ -192,3 +192,37 @@ def test_retest_prefills_the_new_attempt(browser: httpx.Client, api: httpx.Clien
     assert browser.post(f"/campaigns/{campaign['id']}/attempts", data=fields).status_code == 303
     retest = api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"][-1]
     assert retest["retest_of"] == attempt["id"] and retest["title"].startswith("Retest: ")
+
+
+def test_closed_cards_say_what_happened_not_what_is_missing(
+    browser: httpx.Client, api: httpx.Client, tmp_path: Path
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_text('Traceback (most recent call last):\n  File "x.py", line 1\nKeyError: 12\n')
+    campaign = make_campaign(api)
+    crashed = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: api.get(f"/api/attempts/{crashed['id']}").json()["status"] == "crashed")
+    dead = make_attempt(api, campaign["id"], title="NCCL Tree", source=f"file://{log}")
+    wait_for(lambda: api.get(f"/api/attempts/{dead['id']}").json()["status"] == "crashed")
+    api.patch(f"/api/attempts/{dead['id']}", json={"status": "eliminated", "verdict": "no"})
+    wait_for(
+        lambda: (
+            (api.get(f"/api/attempts/{dead['id']}").json()["tail"] or {}).get("state") == "stopped"
+        )
+    )
+    proposed = make_attempt(api, campaign["id"], title="later")
+
+    page = browser.get(f"/campaigns/{campaign['id']}").text
+
+    def card(attempt_id: int) -> str:
+        match = re.search(rf'<article[^>]*id="attempt-{attempt_id}".*?</article>', page, re.S)
+        assert match
+        return match.group(0)
+
+    assert "not measured: it crashed" in card(crashed["id"])
+    assert "no measurement yet" not in card(crashed["id"])
+    assert "not measured" in card(dead["id"]) and "no measurement yet" not in card(dead["id"])
+    assert ">stopped<" not in card(dead["id"])
+    assert "no measurement yet" in card(proposed["id"])
+    attempt_page = browser.get(f"/attempts/{dead['id']}").text
+    assert "no longer followed" in attempt_page and ">stopped<" not in attempt_page
