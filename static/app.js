@@ -120,13 +120,11 @@
       }
     });
   }
-  var pendingChoices = [];
+  // The swap follows this event at once, and the old element it fires on leaves the page
+  // (its later events reach no listener): restore right after, from a timer.
   document.addEventListener("htmx:sseBeforeMessage", function (event) {
-    pendingChoices = pendingChoices.concat(keptChoices(event.detail.elt || event.target));
-  });
-  document.addEventListener("htmx:sseMessage", function () {
-    restoreChoices(pendingChoices);
-    pendingChoices = [];
+    var kept = keptChoices(event.target);
+    if (kept.length) { window.setTimeout(function () { restoreChoices(kept); }, 0); }
   });
 
   // A stream that says nothing for three heartbeats is as good as dead: say so.
