@@ -17,7 +17,7 @@ from sqlalchemy import Engine, delete, func
 from sqlmodel import Session, col, select
 
 from app.db import is_postgres, libpq_dsn, session_scope
-from app.diagnosis import Diagnoser, Diagnosis
+from app.diagnosis import Diagnoser, Diagnosis, Throughput
 from app.live import notify_instances
 from app.models import (
     Attempt,
@@ -307,7 +307,8 @@ class AttemptTail:
             tail.updated_at = utcnow()
             if fed:
                 result = diagnoser.diagnosis()
-                self._apply_diagnosis(session, attempt, result, metric_label)
+                figures = diagnoser.settled_throughput(metric_label) if metric_label else []
+                self._apply_diagnosis(session, attempt, result, figures)
                 if tail.stored_bytes > self.log_cap_bytes:
                     self._drop_middle(session, tail, result)
             session.add(tail)
@@ -375,8 +376,10 @@ class AttemptTail:
             )
 
     def _apply_diagnosis(
-        self, session: Session, attempt: Attempt, result: Diagnosis, metric_label: str | None
+        self, session: Session, attempt: Attempt, result: Diagnosis, figures: list[Throughput]
     ) -> None:
+        """`figures`: the log's settled figures of the campaign's metric label, in log order;
+        the ones past the last taken become measurements."""
         crashed_before = bool(attempt.diagnosis and attempt.diagnosis.get("crashed"))
         attempt.diagnosis = diagnosis_for_storage(result)
         attempt.fingerprint = result.fingerprint
@@ -388,7 +391,6 @@ class AttemptTail:
                 select(func.count()).where(Measurement.attempt_id == attempt.id)
             ).one()
             status = Status.measured if measured else Status.ready
-        figures = [f for f in result.throughput if metric_label and f.label == metric_label]
         if figures:
             # Only when the log has benchmark figures: most commits need no query here.
             last_taken = session.exec(

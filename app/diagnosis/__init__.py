@@ -10,7 +10,7 @@ from app.diagnosis.analysis import analyze
 from app.diagnosis.rules import ERROR_CLASSES
 from app.diagnosis.scanner import Figure, Line, Scanner
 
-__all__ = ["ERROR_CLASSES", "Diagnoser", "Diagnosis", "diagnose_bytes"]
+__all__ = ["ERROR_CLASSES", "Diagnoser", "Diagnosis", "Throughput", "diagnose_bytes"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,15 @@ class Diagnoser:
         if count:
             self._scanner.skip(count)
             self._cached = None
+
+    def settled_throughput(self, label: str) -> list[Throughput]:
+        """The figures with this label that no later byte can change, in log order: what
+        measurements are made of, so that a log read as it grows and the same log read at
+        once give the same ones."""
+        return [
+            Throughput(f.value, f.unit, f.label, f.offset, f.number)
+            for f in self._scanner.settled_figures(label)
+        ]
 
     def diagnosis(self) -> Diagnosis:
         if self._cached is None:

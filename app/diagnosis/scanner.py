@@ -2,8 +2,10 @@
 
 Speed comes from never looking at most lines: one Hyperscan pass per 1 MiB window finds
 rare literals (errors, tracebacks, readiness); only lines around those hits are decoded
-and kept. Periodic throughput figures are summarized: every figure of the first
-`FIRST_FIGURES` lines of a kind, then the last line of that kind in each window.
+and kept. Throughput figures are summarized by kind: every figure of a kind's first lines
+(the first 100 of a periodic serving statistic, the first 10,000 of a benchmark's results),
+then the last line of that kind in each window. A line longer than `MAX_LINE_BYTES` is read
+as its first `MAX_LINE_BYTES` bytes, however it arrives.
 Everything here depends on the bytes alone, never on how they were split into chunks.
 """
 
@@ -23,7 +25,9 @@ MAX_LINE_BYTES = 1 << 20  # a longer line keeps this prefix and is marked as cut
 MAX_KEPT_CHARS = 16_384  # of a kept line's text
 HEAD_LINES = 20_000
 TAIL_LINES = 20_000
-FIRST_FIGURES = 100
+PERIODIC_LINES = 100  # of a serving statistic printed all along (sglang's decode batches)
+# Of a benchmark's results, each one a run the engineer asked for: all of them, in practice.
+BENCHMARK_LINES = 10_000
 MAX_READY_LINES = 100
 
 # Rare literals that make a line worth reading. Few and short on purpose: Hyperscan's
@@ -56,6 +60,15 @@ class FigureKind:
     literal: bytes  # searched with bytes.find
     pattern: re.Pattern[bytes]  # parses the figures of a line holding the literal
     anchor: bytes | None = None  # Hyperscan expression, when sharper than the literal
+    full_lines: int = BENCHMARK_LINES  # lines whose every figure is kept; then one per window
+
+    def counts(self, raw: bytes) -> bool:
+        """Whether a line is one of this kind's: it holds the literal and, when the kind has
+        one, the anchor (a rare kind is looked for only where Hyperscan saw its anchor, so a
+        line without it would count or not depending on its neighbours)."""
+        if self.literal not in raw:
+            return False
+        return self.anchor is None or _ANCHOR_RES[self.anchor].search(raw) is not None
 
 
 # Each pattern yields (label, value, unit) from one line. The first kind is on most lines of
@@ -66,11 +79,13 @@ FIGURE_KINDS = (
     FigureKind(
         b" throughput (token/s): ",
         re.compile(rb"(\w+ throughput) \((token/s)\): ([0-9]+(?:\.[0-9]+)?)"),
+        full_lines=PERIODIC_LINES,
     ),
     # vLLM: "Avg prompt throughput: 1254.4 tokens/s, Avg generation throughput: 29.2 tokens/s"
     FigureKind(
         b"Avg prompt throughput",
         re.compile(rb"(Avg \w+ throughput): ([0-9]+(?:\.[0-9]+)?) (tokens/s|tok/s|token/s)"),
+        full_lines=PERIODIC_LINES,
     ),
     # Benchmark summaries: "Output token throughput (tok/s):  5624.71",
     # "Request goodput (req/s): 3.75"
@@ -90,12 +105,13 @@ FIGURE_KINDS = (
     FigureKind(
         b"tok/s",
         re.compile(
-            rb"(?:([A-Za-z][\w /-]{0,40}?)\s*[:=]\s*)?([0-9]+(?:\.[0-9]+)?)\s*(tok/s)\b(?!\))"
+            rb"(?:([A-Za-z][\w /-]{0,40}?)\s*[:=]\s*)?([0-9]+(?:\.[0-9]+)?) ?(tok/s)\b(?!\))"
         ),
         # A digit before it: "tok/s" alone is too close to sglang's dense "token/s".
         rb"[0-9] ?tok/s",
     ),
 )
+_ANCHOR_RES = {kind.anchor: re.compile(kind.anchor) for kind in FIGURE_KINDS if kind.anchor}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +158,6 @@ class _Summary:
 
     first: list[Figure] = field(default_factory=list)
     first_lines: int = 0
-    last_first_offset: int = -1
     window_last: dict[int, list[Figure]] = field(default_factory=dict)
 
 
@@ -184,7 +199,7 @@ class Scanner:
         self._pending = b""
         self._pending_offset = 0
         self._pending_cut = False
-        self._carry: list[tuple[int, bytes]] = []  # (offset, raw) of the last lines seen
+        self._carry: list[tuple[int, bytes, bool]] = []  # (offset, raw, cut): last lines seen
         self._after = 0
         self._last_kept_number = 0
         self.head: list[Line] = []
@@ -301,6 +316,8 @@ class Scanner:
                 continue
             line_start = buffer.rfind(b"\n", start, max(start + hit_end - 1, start)) + 1
             line_start = max(line_start, start)
+            if start + hit_end - line_start > MAX_LINE_BYTES:
+                continue  # past the part of an over-long line that is read
             interesting.add(line_start)
             if ident in (_READY_ID, _CUSTOM_READY_ID):
                 ready_starts.add(line_start)
@@ -350,7 +367,7 @@ class Scanner:
                 buffer[cursor : min(line_end, cursor + MAX_KEPT_CHARS)],
                 offset + cursor - start,
                 number,
-                cut,
+                cut or line_end - cursor > MAX_LINE_BYTES,
             )
             if cursor in ready_starts:
                 # Bounded (TGI's router logs every request from the file that says ready):
@@ -365,22 +382,23 @@ class Scanner:
             cursor = line_end + 1
             number += 1
         # The last lines of every segment: the context before a hit in the next one.
-        last_lines: list[tuple[int, bytes]] = []
+        last_lines: list[tuple[int, bytes, bool]] = []
         line_end = end
         while line_end > start and len(last_lines) < BEFORE:
             line_start = max(buffer.rfind(b"\n", start, line_end - 1) + 1, start)
             raw = buffer[line_start : min(line_end - 1, line_start + MAX_KEPT_CHARS)]
-            last_lines.append((offset + line_start - start, raw))
+            line_cut = cut or line_end - 1 - line_start > MAX_LINE_BYTES
+            last_lines.append((offset + line_start - start, raw, line_cut))
             line_end = line_start
         last_lines.reverse()
         self._carry = [*self._carry, *last_lines][-BEFORE:]
 
     def _keep_carry(self, first_number: int, wanted: int) -> None:
         carried = self._carry[-wanted:]
-        for index, (offset, raw) in enumerate(carried):
+        for index, (offset, raw, cut) in enumerate(carried):
             number = first_number - len(carried) + index
             if number > self._last_kept_number:
-                self._keep(raw, offset, number, False)
+                self._keep(raw, offset, number, cut)
 
     def _keep(self, raw: bytes, offset: int, number: int, cut: bool) -> Line:
         line = Line(offset, number, decode(raw)[:MAX_KEPT_CHARS], cut)
@@ -397,7 +415,7 @@ class Scanner:
 
     def _collect_figures(
         self,
-        kind: int,
+        kind_index: int,
         buffer: bytes,
         start: int,
         end: int,
@@ -406,34 +424,39 @@ class Scanner:
         first_number: int,
         newlines: int,
     ) -> None:
-        summary = self._summaries[kind]
-        literal = FIGURE_KINDS[kind].literal
+        summary = self._summaries[kind_index]
+        kind = FIGURE_KINDS[kind_index]
         position, counted, number = start, start, first_number
-        # Lines with the literal but no figure count too: the search stays bounded.
-        while summary.first_lines < FIRST_FIGURES:
-            found = buffer.find(literal, position, end)
+        # Lines of the kind without a figure count too: the search stays bounded.
+        while summary.first_lines < kind.full_lines:
+            found = buffer.find(kind.literal, position, end)
             if found < 0:
                 return
-            line_start = buffer.rfind(b"\n", start, found) + 1 or start
+            line_start = max(buffer.rfind(b"\n", start, found) + 1, start)
             line_end = buffer.find(b"\n", found, end)
+            position = line_end + 1
+            raw = buffer[line_start : min(line_end, line_start + MAX_LINE_BYTES)]
+            if not kind.counts(raw):
+                continue
             number += buffer.count(b"\n", counted, line_start)
             counted = line_start
             where = offset + line_start - start
-            summary.first.extend(_figures_in(kind, buffer[line_start:line_end], where, number))
+            summary.first.extend(_figures_in(kind_index, raw, where, number))
             summary.first_lines += 1
-            summary.last_first_offset = where
-            position = line_end + 1
-        found = buffer.rfind(literal, position, end)
-        if found < 0:
-            return
-        line_start = max(buffer.rfind(b"\n", start, found) + 1, start)
-        line_end = buffer.find(b"\n", found, end)
-        number = first_number + newlines - buffer.count(b"\n", line_start, end)
-        figures = _figures_in(
-            kind, buffer[line_start:line_end], offset + line_start - start, number
-        )
-        if figures:
-            summary.window_last[window] = figures
+        # Then the window's last line of the kind: looked for from the end.
+        search_end = end
+        while (found := buffer.rfind(kind.literal, position, search_end)) >= 0:
+            line_start = max(buffer.rfind(b"\n", start, found) + 1, start)
+            line_end = buffer.find(b"\n", found, end)
+            raw = buffer[line_start : min(line_end, line_start + MAX_LINE_BYTES)]
+            if kind.counts(raw):
+                number = first_number + newlines - buffer.count(b"\n", line_start, end)
+                # Even without a figure it is the window's last line so far, as it would be
+                # read whole.
+                where = offset + line_start - start
+                summary.window_last[window] = _figures_in(kind_index, raw, where, number)
+                return
+            search_end = line_start
 
     def figures(self) -> list[Figure]:
         found: list[Figure] = []
@@ -442,6 +465,25 @@ class Scanner:
             for figures in summary.window_last.values():
                 found.extend(figures)
         return sorted(found, key=lambda f: f.offset)
+
+    def settled_figures(self, label: str) -> list[Figure]:
+        """The figures with this label that no later byte can change, in log order: what a
+        measurement may be made of. A window's last line of a kind is known only once the
+        window is over; taken before, it would be replaced by a later line, and a log read
+        as it grows would count figures that the same log read at once never has."""
+        open_window = self._pending_offset // WINDOW
+        provisional = [
+            figure.offset
+            for summary in self._summaries
+            for figure in summary.window_last.get(open_window, ())
+            if figure.label == label
+        ]
+        frontier = min(provisional, default=None)
+        return [
+            figure
+            for figure in self.figures()
+            if figure.label == label and (frontier is None or figure.offset < frontier)
+        ]
 
     def first_serving_offset(self) -> int | None:
         """Where periodic serving statistics first appear: the server was up by then."""
