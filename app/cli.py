@@ -213,6 +213,13 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
 
 
 READ_CHUNK = 4 << 20
+EXIT_NO_CRASH, EXIT_CRASHED, EXIT_UNREADABLE = 0, 1, 2
+
+
+class Unreadable(click.ClickException):
+    """The log could not be read: exit 2, as bad usage, so that 1 always means crashed."""
+
+    exit_code = EXIT_UNREADABLE
 
 
 @main.command()
@@ -225,25 +232,36 @@ READ_CHUNK = 4 << 20
     "Defaults to none: sglang, vLLM and uvicorn readiness lines are known.",
 )
 def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
-    """Diagnose a server log offline (PATH, or - for standard input)."""
+    """Diagnose a server log offline (PATH, or - for standard input).
+
+    \b
+    Exit status, for scripts and CI:
+      0  no crash found
+      1  the log shows a crash
+      2  the log could not be read, or bad usage
+    """
     from app.diagnosis import Diagnoser
 
     try:
         diagnoser = Diagnoser(ready_pattern)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--ready-pattern") from None
+    name = "standard input" if path == "-" else path
+    if path == "-" and sys.stdin is None:  # started with its standard input closed
+        raise Unreadable("cannot read standard input: it is closed")
     try:
         stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        with stream:
+            while chunk := stream.read(READ_CHUNK):
+                diagnoser.feed(chunk)
     except OSError as error:
-        raise click.ClickException(f"cannot read {path}: {error.strerror}") from None
-    with stream:
-        while chunk := stream.read(READ_CHUNK):
-            diagnoser.feed(chunk)
+        raise Unreadable(f"cannot read {name}: {error.strerror or error}") from None
     result = diagnoser.diagnosis()
     if as_json:
         click.echo(json.dumps(result.to_dict()))
     else:
         click.echo(describe(result, color=sys.stdout.isatty()))
+    sys.exit(EXIT_CRASHED if result.crashed else EXIT_NO_CRASH)
 
 
 def describe(result: Diagnosis, *, color: bool) -> str:

@@ -1,23 +1,34 @@
-"""`campaign-dash diagnose` as an engineer runs it on a log file or a pipe."""
+"""`campaign-dash diagnose` as an engineer runs it on a log file or a pipe: the installed
+command, in a subprocess."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SEED = Path(__file__).parent / "data" / "seed_torch_symm_mem.log"
+HEALTHY = (
+    b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n"
+    b"Output token throughput (tok/s):         81.90\n"
+)
+# The command pip installed beside this interpreter (the virtual environment's), else on PATH.
+INSTALLED = Path(sys.executable).with_name("campaign-dash")
+COMMAND = str(INSTALLED) if INSTALLED.exists() else shutil.which("campaign-dash")
 
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    assert COMMAND, "campaign-dash is not installed: pip install -e '.[test]'"
     return subprocess.run(
-        [sys.executable, "-m", "app", "diagnose", *args],
-        input=stdin, capture_output=True, timeout=60, check=False,
-    )  # fmt: skip
+        [COMMAND, "diagnose", *args], input=stdin, capture_output=True, timeout=60, check=False
+    )
 
 
 def test_human_output_names_the_root_cause_class_and_excerpt() -> None:
     result = run(str(SEED))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # crashed
     text = result.stdout.decode()
     assert "State: crashed" in text
     assert "Root cause (line 59):\n  KeyError: 12" in text
@@ -28,7 +39,7 @@ def test_human_output_names_the_root_cause_class_and_excerpt() -> None:
 
 def test_json_output_is_one_object_with_the_contract_fields() -> None:
     result = run(str(SEED), "--json")
-    assert result.returncode == 0
+    assert result.returncode == 1  # crashed, and the JSON says so
     body = json.loads(result.stdout)
     for field in ("ready", "crashed", "root_cause", "error_class", "fingerprint", "excerpt"):
         assert field in body
@@ -45,6 +56,7 @@ def test_json_output_is_one_object_with_the_contract_fields() -> None:
 def test_standard_input_and_throughput_figures() -> None:
     log = b"Output token throughput (tok/s):         5624.71\nRequest throughput (req/s):  3.75\n"
     result = run("-", "--json", stdin=log)
+    assert result.returncode == 0
     body = json.loads(result.stdout)
     assert [(t["label"], t["value"], t["unit"]) for t in body["throughput"]] == [
         ("Output token throughput", 5624.71, "tok/s"),
@@ -57,9 +69,58 @@ def test_standard_input_and_throughput_figures() -> None:
 
 def test_clear_errors_for_missing_files_and_bad_patterns(tmp_path: Path) -> None:
     missing = run(str(tmp_path / "nope.log"))
-    assert missing.returncode != 0
+    assert missing.returncode == 2
     assert b"cannot read" in missing.stderr and b"No such file" in missing.stderr
     directory = run(str(tmp_path))
-    assert directory.returncode != 0 and b"Traceback" not in directory.stderr
+    assert directory.returncode == 2 and b"Traceback" not in directory.stderr
     pattern = run(str(SEED), "--ready-pattern", "(unclosed")
     assert pattern.returncode == 2 and b"--ready-pattern" in pattern.stderr
+
+
+@pytest.mark.parametrize(
+    ("log", "status"),
+    [
+        (HEALTHY, 0),
+        (b"", 0),  # nothing yet is no crash
+        (SEED.read_bytes(), 1),
+        (HEALTHY + b"Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+         b"torch.OutOfMemoryError: CUDA out of memory.\n", 1),
+    ],
+    ids=["healthy", "empty", "seed crash", "ready then crashed"],
+)  # fmt: skip
+def test_exit_status_says_crashed_or_not_from_a_file_and_a_pipe(
+    tmp_path: Path, log: bytes, status: int
+) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes(log)
+    for result in (run(str(path)), run(str(path), "--json"), run("-", stdin=log)):
+        assert result.returncode == status, result.stderr
+        assert result.stdout and not result.stderr
+
+
+def test_exit_status_2_when_the_log_cannot_be_read_or_the_usage_is_wrong(
+    tmp_path: Path,
+) -> None:
+    unreadable = run("/proc/self/mem")  # exists, and every read fails with EIO
+    assert unreadable.returncode == 2
+    assert unreadable.stderr.decode().strip() == (
+        "Error: cannot read /proc/self/mem: Input/output error"
+    )
+    closed = subprocess.run(  # standard input closed, as under some job runners
+        ["sh", "-c", 'exec "$0" diagnose - <&-', str(COMMAND)],
+        capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert closed.returncode == 2 and b"cannot read standard input" in closed.stderr
+    for usage in ([], ["a.log", "b.log"], [str(SEED), "--no-such-option"]):
+        result = run(*usage)
+        assert result.returncode == 2 and b"Usage:" in result.stderr, usage
+        assert b"Traceback" not in result.stderr
+
+
+def test_help_states_the_exit_statuses() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    help_text = " ".join(result.stdout.decode().split())
+    assert "0 no crash found" in help_text
+    assert "1 the log shows a crash" in help_text
+    assert "2 the log could not be read, or bad usage" in help_text
