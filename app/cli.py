@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -167,14 +169,34 @@ def token_reset(host: str, port: int) -> None:
     help="Replay speed. Defaults to 1, about three minutes for the whole story.",
 )
 def demo(port: int, no_browser: bool, speed: float) -> None:
-    """Replay the EAGLE-3 campaign of the seed write-ups live, on a database of its own."""
+    """Replay the EAGLE-3 campaign of the seed write-ups live, on a database of its own.
+
+    Its database and server logs live in a temporary directory, removed when the demo
+    stops (Ctrl-C or SIGTERM).
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="campaign-dash-demo-"))
+    # SIGTERM unwinds like Ctrl-C, through the cleanup below (uvicorn, while it serves,
+    # shuts down gracefully first and then hands the signal on to this handler).
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _run_demo(workdir, port, no_browser, speed)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        shutil.rmtree(workdir, ignore_errors=True)
+        click.echo(f"Demo stopped; removed {workdir}.")
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run_demo(workdir: Path, port: int, no_browser: bool, speed: float) -> None:
     import uvicorn
 
     from app import demo as demo_story
     from app.logs import uvicorn_log_config
     from app.web import create_app
 
-    workdir = Path(tempfile.mkdtemp(prefix="campaign-dash-demo-"))
     settings = Settings(database_url=f"sqlite:///{workdir / 'demo.db'}")
     generated = prepare_database(settings)
     token = settings.token or generated
@@ -183,7 +205,10 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
     url = login_url(settings, "127.0.0.1", port, token)
     click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
     click.echo(f"Open: {url}")
-    click.echo(f"Server logs of the story are written to {workdir}. Ctrl-C stops the demo.")
+    click.echo(
+        f"Server logs of the story are written to {workdir}, one file per attempt. "
+        "Ctrl-C stops the demo and removes them."
+    )
 
     stop = threading.Event()
     replay = demo_story.Replay(app.state, workdir, speed=speed, stop=stop)
@@ -192,7 +217,11 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
         # The tailer starts with the server (its lifespan); the story starts after it.
         while not stop.is_set() and not getattr(app.state, "serving", False):
             stop.wait(0.05)
-        replay.run()
+        if replay.run():
+            click.echo(
+                f"Demo replay finished: {len(demo_story.STORY)} attempts played. The dashboard "
+                "stays up for you to explore; Ctrl-C stops it."
+            )
 
     player = threading.Thread(target=start_when_serving, name="demo-replay", daemon=True)
     player.start()

@@ -8,8 +8,10 @@ verdict and the note an engineer would. It never writes a finding itself.
 
 import logging
 import random
+import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -114,6 +116,21 @@ STORY: tuple[Step, ...] = (
 )  # fmt: skip
 
 
+def log_name(number: int, title: str) -> str:
+    """The file an attempt's server log is written to: its place in the story and its title,
+    in the characters a shell takes without quoting ("01-baseline-sglang-tp8-nccl-ring.log")."""
+    return f"{number:02d}-{re.sub(r'[^a-z0-9]+', '-', title.lower()).strip('-')}.log"
+
+
+def finished_note(statuses: Counter[str]) -> str:
+    tally = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
+    return (
+        f"**The demo's replay has finished**: {sum(statuses.values())} attempts ({tally}), "
+        "each diagnosed from its log by the tailer. The dashboard stays up until "
+        "`campaign-dash demo` is stopped, which removes its database and logs."
+    )
+
+
 class Replay:
     """Plays the story against a running app (its state: engine, tailer, bus)."""
 
@@ -128,6 +145,7 @@ class Replay:
         self.ids: dict[str, int] = {}
         self.log_files: dict[int, Path] = {}
         self.done = threading.Event()
+        self.statuses: Counter[str] = Counter()  # of the attempts, once the story is over
 
     def _write(self, session_changes: Callable[[Any], Any]) -> Any:
         with session_scope(self.engine) as session:
@@ -156,20 +174,33 @@ class Replay:
             self.stop.wait(0.05)
         return False
 
-    def run(self) -> None:
+    def run(self) -> bool:
+        """Plays the whole story; False when stopped or failed before its end."""
         try:
             self.campaign_id = self._write(lambda s: actions.create_campaign(s, CAMPAIGN).id)
             for number, step in enumerate(STORY, start=1):
                 if self.stop.is_set():
-                    return
+                    return False
                 self._play(number, step)
+            if self.stop.is_set():
+                return False
+            self._write(self._finish)
+            return True
         except Exception:
             log.exception("the demo replay failed")
+            return False
         finally:
             self.done.set()
 
+    def _finish(self, session: Any) -> None:
+        """Says on the campaign's page that the story is over (its notes update live)."""
+        attempts = repo.list_attempts(session, campaign_id=self.campaign_id)
+        self.statuses = Counter(str(attempt.status) for attempt in attempts)
+        body = NoteCreate(body=finished_note(self.statuses))
+        actions.add_campaign_note(session, self.campaign_id, body)
+
     def _play(self, number: int, step: Step) -> None:
-        path = self.workdir / f"{number:02d}-{step.title.lower().replace(' ', '-')[:40]}.log"
+        path = self.workdir / log_name(number, step.title)
         retest = self.ids.get(step.retest_of) if step.retest_of else None
         data = AttemptCreate(
             title=step.title, hypothesis=step.hypothesis, command=f"{LAUNCH} {step.flags}".strip(),

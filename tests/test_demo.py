@@ -1,10 +1,13 @@
-"""`campaign-dash demo` at high speed: the seed campaign replayed through the real tailer."""
+"""`campaign-dash demo` at high speed: the seed campaign replayed through the real tailer,
+by the installed command in a subprocess."""
 
 import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -30,27 +33,67 @@ EXPECTED = [
     ("FlashInfer allreduce fusion (CUDA 13)", "measured", 92.7, None, None),
     ("Torch symmetric memory (CUDA 13)", "crashed", None, "KeyError: 12", "unsupported_arch"),
 ]  # fmt: skip
+LOG_NAMES = [
+    "01-baseline-sglang-tp8-nccl-ring.log", "02-eagle-3-speculative-decoding.log",
+    "03-flashinfer-allreduce-fusion.log", "04-custom-allreduce-on-pcie.log",
+    "05-nccl-tree-algorithm.log", "06-nccl-reduced-channels.log",
+    "07-torch-symmetric-memory.log", "08-cuda-graph-max-batch-128.log",
+    "09-cuda-13-upgrade.log", "10-flashinfer-allreduce-fusion-cuda-13.log",
+    "11-torch-symmetric-memory-cuda-13.log",
+]  # fmt: skip
+FINISHED = "Demo replay finished: 11 attempts played."
+INSTALLED = Path(sys.executable).with_name("campaign-dash")
+
+
+@dataclass
+class Demo:
+    url: str
+    process: subprocess.Popen[str]
+    tmp: Path  # its TMPDIR: the demo's own directory is made in here
+    output: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.output)
+
+    def workdirs(self) -> list[Path]:
+        return sorted(self.tmp.glob("campaign-dash-demo-*"))
+
+    def stop(self, signum: int) -> int:
+        self.process.send_signal(signum)
+        code = self.process.wait(20)
+        self.reader.join(10)  # the whole output is in
+        return code
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def demo(tmp_path: Path) -> Iterator[Demo]:
+    assert INSTALLED.exists(), "campaign-dash is not installed: pip install -e '.[test]'"
     port = free_port()
     env = {**os.environ, "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN, "TMPDIR": str(tmp_path)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "demo", "--no-browser", "--speed", "12", "--port", str(port)],
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [str(INSTALLED), "demo", "--no-browser", "--speed", "12", "--port", str(port)],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    running = Demo(f"http://127.0.0.1:{port}", process, tmp_path)
 
     def up() -> bool:
         try:
-            return httpx.get(f"{url}/openapi.json", timeout=1).status_code == 200
+            return httpx.get(f"{running.url}/openapi.json", timeout=1).status_code == 200
         except httpx.TransportError:
             return False
 
     try:
         wait_for(up, timeout=30, what="demo up")
-        yield url, process
+        yield running
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -78,15 +121,15 @@ def finished(url: str) -> dict | None:
     return None
 
 
-def test_the_demo_replays_the_seed_campaign_through_the_tailer(
-    demo: tuple[str, subprocess.Popen[bytes]], tmp_path: Path
-) -> None:
-    url, process = demo
+def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> None:
+    url = demo.url
     detail = wait_for(lambda: finished(url), timeout=120, what="the whole story")
+    wait_for(lambda: demo.said(FINISHED), timeout=30, what="the finished line")
     auth = {"Authorization": f"Bearer {OWNER_TOKEN}"}
     attempts = detail["attempts"]
-    for attempt, (title, status, metric, cause, error_class) in zip(
-        attempts, EXPECTED, strict=True
+    [workdir] = demo.workdirs()
+    for attempt, (title, status, metric, cause, error_class), name in zip(
+        attempts, EXPECTED, LOG_NAMES, strict=True
     ):
         assert attempt["title"] == title
         assert attempt["status"] == status, title
@@ -100,8 +143,10 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(
             assert diagnosis["error_class"] == error_class, title
         else:
             assert not diagnosis.get("crashed"), title
-        # Every finding came through the tailer: the stored log is the file written.
+        # Every finding came through the tailer: the stored log is the file written,
+        # named after its attempt.
         path = Path(attempt["source"].removeprefix("file://"))
+        assert path == workdir / name, title
         stored = httpx.get(f"{url}/api/attempts/{attempt['id']}/log", headers=auth).content
         assert stored == path.read_bytes(), title
     assert attempts[2]["blocked_by"] == attempts[6]["blocked_by"] == attempts[8]["id"]
@@ -111,18 +156,33 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(
     assert [b["value"] for b in detail["baseline_history"]] == [82.0, 89.5, pytest.approx(92.6)]
     assert attempts[8]["delta_pct"] == pytest.approx(3.46, abs=0.05)
     assert attempts[9]["delta_within_noise"] is True
+    notes = httpx.get(f"{url}/api/campaigns/{detail['id']}/notes", headers=auth).json()
+    assert "The demo's replay has finished" in notes[-1]["body"]
+    assert "3 adopted, 1 crashed, 6 eliminated, 1 measured" in notes[-1]["body"]
 
-    process.send_signal(signal.SIGINT)  # Ctrl-C stops it cleanly
-    assert process.wait(15) == 0
-    output = process.stdout.read().decode() if process.stdout else ""
+    assert demo.stop(signal.SIGINT) == 0  # Ctrl-C stops it cleanly
+    output = "".join(demo.output)
     assert "Traceback" not in output
+    assert f"Demo stopped; removed {workdir}." in output
+    assert not workdir.exists() and demo.workdirs() == []
+
+
+def test_sigterm_mid_replay_stops_the_demo_and_removes_its_directory(demo: Demo) -> None:
+    wait_for(lambda: len(campaign(demo.url)["attempts"]) >= 2, timeout=60, what="two attempts")
+    [workdir] = demo.workdirs()
+    assert (workdir / LOG_NAMES[0]).is_file()
+    assert demo.stop(signal.SIGTERM) == 0
+    output = "".join(demo.output)
+    assert "Traceback" not in output and not demo.said(FINISHED)
+    assert f"Demo stopped; removed {workdir}." in output
+    assert demo.workdirs() == []
 
 
 def test_the_demo_page_mid_replay_and_at_the_end(
-    demo: tuple[str, subprocess.Popen[bytes]],
+    demo: Demo,
     open_page,  # type: ignore[no-untyped-def]
 ) -> None:
-    url, _ = demo
+    url = demo.url
     wait_for(lambda: campaign(url)["attempts"], timeout=30, what="the first attempt")
     page = open_page(f"/campaigns/{campaign(url)['id']}", base=url)
     page.wait_for_selector("#live-status.on", timeout=15_000)
@@ -133,6 +193,8 @@ def test_the_demo_page_mid_replay_and_at_the_end(
     wait_for(lambda: finished(url), timeout=120, what="the end of the story")
     page.locator(".card").nth(len(EXPECTED) - 1).wait_for(timeout=15_000)
     page.locator(".card.status-crashed .badge.same-cause").wait_for(timeout=15_000)
+    # The end is said where the engineer looks: the campaign's notes, live.
+    page.locator("#notes .note", has_text="The demo's replay has finished").wait_for(timeout=15_000)
     page.screenshot(path="test-artifacts/demo-end.png", full_page=True)
     assert page.evaluate("window.__marker") == "no reload"
     assert page.locator(".card.lane-eliminated").count() == 6
