@@ -128,7 +128,8 @@ class TailState(SQLModel, table=True):
     source: str = Field(max_length=2000)
     # 64-bit: logs grow past the 2 GiB that a PostgreSQL integer holds.
     offset: int = Field(default=0, sa_type=BigInteger)
-    # Device and inode of the file being read: a change means rotation.
+    # "dev:ino:length:crc32" of the file being read: another inode means rotation, another
+    # checksum of its first bytes means copytruncate (regrown before anyone looked).
     file_identity: str | None = Field(default=None, max_length=100)
     size: int | None = Field(default=None, sa_type=BigInteger)
     # Bytes stored for the attempt: the log as one stream across rotations.

@@ -1,8 +1,11 @@
 """Small builders shared by the tests."""
 
+import os
 import re
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -66,3 +69,20 @@ def tail_of(api: httpx.Client, attempt_id: int) -> dict[str, Any]:
 
 def tail_state(api: httpx.Client, attempt_id: int) -> str | None:
     return tail_of(api, attempt_id).get("state")
+
+
+def copytruncate_and_regrow(log: Path, regrown: bytes) -> None:
+    """logrotate's copytruncate, then the server writes at once: one look of the follower
+    may find the file as long as before, or longer, with other bytes."""
+    shutil.copyfile(log, log.with_suffix(".log.1"))
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.truncate(log, 0)
+        os.write(fd, regrown)
+    finally:
+        os.close(fd)
+
+
+def quiet_lines(tag: str, count: int) -> bytes:
+    """`count` lines, of one length whatever the tag (up to 12 characters)."""
+    return b"".join(b"[%-12s] line %04d of a quiet log\n" % (tag.encode(), n) for n in range(count))

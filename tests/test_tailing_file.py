@@ -11,10 +11,13 @@ import pytest
 
 from app.config import Settings
 from app.diagnosis import diagnose_bytes
+from app.tailing import follower
 from tests.helpers import (
     attempt_of,
+    copytruncate_and_regrow,
     make_attempt,
     make_campaign,
+    quiet_lines,
     stored_log,
     tail_of,
     tail_state,
@@ -311,3 +314,65 @@ def test_a_failed_request_the_engine_serves_past_is_no_crash(
         lambda: (a := attempt_of(api, attempt["id"]))["status"] == "ready" and a, what="ready"
     )
     assert state["diagnosis"]["crashed"] is False and state["diagnosis"]["root_cause"] is None
+
+
+@pytest.mark.parametrize("regrowth", ["equal-size", "larger"])
+def test_copytruncate_after_an_idle_period_regrown_at_once_loses_nothing(
+    api: httpx.Client, tmp_path: Path, regrowth: str
+) -> None:
+    log = tmp_path / "quiet.log"
+    before = quiet_lines("before", 100)
+    log.write_bytes(before)
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: stored_log(api, attempt["id"]) == before, what="the first content")
+    # Quiet for a while: the follower looks at its slow pace.
+    time.sleep(follower.ACTIVE_FOR_S + 0.5)
+    after = quiet_lines("after", 100 if regrowth == "equal-size" else 150)
+    copytruncate_and_regrow(log, after)
+    assert (log.stat().st_size == len(before)) == (regrowth == "equal-size")
+    wait_for(
+        lambda: stored_log(api, attempt["id"]) == before + after, what="the regrown content, all"
+    )
+
+
+def test_a_copytruncate_while_the_dashboard_was_down_is_seen_at_restart(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The fingerprint travels with the stored offset: equal size, other content, read
+    from 0 by the restarted dashboard."""
+    from tests.conftest import running
+
+    log = tmp_path / "server.log"
+    before = quiet_lines("before", 80)
+    log.write_bytes(before)
+    with running(settings) as (_, api):
+        campaign = make_campaign(api)
+        attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+        wait_for(lambda: stored_log(api, attempt["id"]) == before, what="the first content")
+    after = quiet_lines("after", 80)
+    copytruncate_and_regrow(log, after)
+    assert log.stat().st_size == len(before)
+    with running(settings) as (_, api):
+        wait_for(lambda: stored_log(api, attempt["id"]) == before + after, what="read from 0")
+
+
+def test_copytruncate_rotation_detected_at_every_rotation_whatever_the_load(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    """The CI failure (rotation 08 lost under load), made certain: each rotation writes the
+    next content of the same size before the follower can look."""
+    log = tmp_path / "copytruncate.log"
+    log.write_bytes(quiet_lines("rotation 00", 50))
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    expected = log.read_bytes()
+    for rotation in range(1, 6):
+        wait_for(
+            lambda done=expected: stored_log(api, attempt["id"]) == done,
+            what=f"rotation {rotation}",
+        )
+        content = quiet_lines(f"rotation {rotation:02d}", 50)
+        copytruncate_and_regrow(log, content)
+        expected += content
+    wait_for(lambda: stored_log(api, attempt["id"]) == expected, what="the last rotation")

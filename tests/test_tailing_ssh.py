@@ -9,12 +9,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.tailing import follower
 from tests.conftest import OWNER_TOKEN
 from tests.helpers import (
     attempt_of,
+    copytruncate_and_regrow,
     csrf_of,
     make_attempt,
     make_campaign,
+    quiet_lines,
     stored_log,
     tail_state,
     wait_for,
@@ -416,3 +419,23 @@ def test_a_silent_peer_is_noticed_within_30_seconds(
         for pid in frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("regrowth", ["equal-size", "larger"])
+def test_copytruncate_after_an_idle_period_regrown_at_once_loses_nothing_over_ssh(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path, regrowth: str
+) -> None:
+    """The remote follower fingerprints the file as the local one does."""
+    log = tmp_path / "quiet.log"
+    before = quiet_lines("before", 100)
+    log.write_bytes(before)
+    attempt = attach(ssh_api, f"ssh://{sshd.alias}{log}")
+    wait_for(lambda: stored_log(ssh_api, attempt["id"]) == before, what="the first content")
+    time.sleep(follower.ACTIVE_FOR_S + 0.5)  # quiet: the remote follower looks at its slow pace
+    after = quiet_lines("after", 100 if regrowth == "equal-size" else 150)
+    copytruncate_and_regrow(log, after)
+    assert (log.stat().st_size == len(before)) == (regrowth == "equal-size")
+    wait_for(
+        lambda: stored_log(ssh_api, attempt["id"]) == before + after,
+        what="the regrown content, all",
+    )

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Opened:
-    identity: str  # device:inode of the file being read
+    # "dev:ino:length:crc32": which file (inode) and which content (its first bytes)
+    identity: str
     size: int
 
 
@@ -17,7 +18,7 @@ class Data:
 
 @dataclass(frozen=True)
 class Rotated:
-    identity: str | None  # None: truncated in place
+    identity: str | None  # the file now read; None: truncated in place, not yet known
     reason: str  # "rotated" or "truncated"
 
 

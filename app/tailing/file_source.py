@@ -20,7 +20,7 @@ def translate(raw: tuple[Any, ...]) -> Event:
     if kind == "R":
         return Rotated(str(raw[1]), "rotated")
     if kind == "T":
-        return Rotated(None, "truncated")
+        return Rotated(str(raw[1]) if len(raw) > 1 else None, "truncated")
     if kind == "W":
         return State("file not found yet", "waiting for the file to appear")
     errno, message = int(raw[1]), str(raw[2])

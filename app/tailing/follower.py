@@ -5,15 +5,21 @@ in-process (file:// sources) and is sent verbatim to a remote host, where
 `python3 - PATH OFFSET IDENTITY` runs `main()` and writes framed events to stdout
 (ssh:// sources). One offset logic for both.
 
-Events: ("I", identity, size) file opened; ("D", offset, data) bytes at that offset;
-("R", identity) rotated, new file follows from 0; ("T",) truncated, restart from 0;
-("H", size) idle or heartbeat; ("W",) file not there yet; ("E", errno, message) error.
+A file's identity is "dev:ino:length:crc32": the inode says which file (rename
+rotation), the checksum of its first bytes says which content (copytruncate, then
+regrowth past the old size before the next look, which size alone cannot see).
+
+Events: ("I", identity, size) file opened, or its fingerprint grew; ("D", offset, data)
+bytes at that offset; ("R", identity) rotated, new file follows from 0; ("T", identity)
+truncated or replaced in place, restart from 0; ("H", size) idle or heartbeat; ("W",)
+file not there yet; ("E", errno, message) error.
 """
 
 import os
 import sys
 import time
-from typing import Callable, Iterator, Tuple
+import zlib
+from typing import Callable, Iterator, Optional, Tuple
 
 Event = Tuple
 
@@ -23,18 +29,54 @@ POLL_IDLE_S = 0.1
 ACTIVE_FOR_S = 2.0
 HEARTBEAT_S = 1.0
 ROTATION_GRACE_S = 0.3  # a writer may append to the old file until it reopens
+# As Vector and Filebeat fingerprint files: enough to tell two logs of one server apart
+# (their first lines carry timestamps), little enough to re-read at every look.
+FINGERPRINT_BYTES = 1024
 
 
-def _identity(st: os.stat_result) -> str:
+def _inode(st: os.stat_result) -> str:
     return "%d:%d" % (st.st_dev, st.st_ino)
 
 
+def _crc(data: bytes) -> str:
+    return "%08x" % (zlib.crc32(data) & 0xFFFFFFFF)
+
+
+def _known_fingerprint(identity: str) -> Tuple[str, int, str]:
+    """(inode, length, crc) of a stored identity; length 0 when it has no fingerprint
+    (an identity stored before fingerprints, or "-")."""
+    parts = identity.split(":")
+    if len(parts) == 4 and parts[2].isdigit():
+        return ":".join(parts[:2]), int(parts[2]), parts[3]
+    return ":".join(parts[:2]), 0, _crc(b"")
+
+
+def _recheck(fd: int, length: int, crc: str) -> Optional[Tuple[int, str]]:
+    """The file's fingerprint now, grown to what is there up to FINGERPRINT_BYTES; None
+    when its first `length` bytes are no longer those fingerprinted (replaced in place).
+    One read serves both, so a growth never fingerprints another content's bytes."""
+    head = os.pread(fd, FINGERPRINT_BYTES, 0)
+    if len(head) < length or _crc(head[:length]) != crc:
+        return None
+    return len(head), (crc if len(head) == length else _crc(head))
+
+
+def _fresh(fd: int) -> Tuple[int, str]:
+    head = os.pread(fd, FINGERPRINT_BYTES, 0)
+    return len(head), _crc(head)
+
+
 def follow(
-    path: str, offset: int, identity: str, should_stop: Callable[[], bool] = lambda: False
+    path: str,
+    offset: int,
+    identity: str,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[Event]:
     """Yield events for `path` from `offset`; `identity` is the file it belongs to, or "-"."""
     fd = None
-    current = None
+    inode = None
+    length, crc = 0, _crc(b"")  # the fingerprint of the file read now
+    reported = ""  # the identity last yielded
     last_data = 0.0
     last_beat = 0.0
     rotated_seen = None
@@ -52,17 +94,39 @@ def follow(
                 time.sleep(5)
                 continue
             st = os.fstat(fd)
-            current = _identity(st)
-            if identity not in ("-", current):
-                yield ("R", current)
+            inode = _inode(st)
+            known_inode, known_length, known_crc = _known_fingerprint(identity)
+            fingerprint = None
+            if known_inode == inode:
+                fingerprint = _recheck(fd, known_length, known_crc)
+            event = None
+            if identity != "-" and known_inode != inode:
+                event = "R"
+            elif identity != "-" and (fingerprint is None or st.st_size < offset):
+                event = "T"  # replaced in place while nobody looked
+            if event is not None:
                 offset = 0
-            elif st.st_size < offset:
-                yield ("T",)
-                offset = 0
-            identity = current
-            yield ("I", current, st.st_size)
+            if event is not None or fingerprint is None:
+                fingerprint = _fresh(fd)
+            length, crc = fingerprint
+            reported = identity = "%s:%d:%s" % (inode, length, crc)
+            if event is not None:
+                yield (event, identity)
+            yield ("I", identity, st.st_size)
             os.lseek(fd, offset, os.SEEK_SET)
         data = os.read(fd, READ_SIZE)
+        now_fingerprint = _recheck(fd, length, crc)
+        if now_fingerprint is None:
+            # Truncated and written again (copytruncate) since the last look: what was just
+            # read may be the new content's, at the old offset. The new content is read
+            # from 0 instead.
+            length, crc = _fresh(fd)
+            reported = "%s:%d:%s" % (inode, length, crc)
+            yield ("T", reported)
+            offset = 0
+            os.lseek(fd, 0, os.SEEK_SET)
+            continue
+        length, crc = now_fingerprint
         if data:
             yield ("D", offset, data)
             offset += len(data)
@@ -72,15 +136,23 @@ def follow(
         size = os.fstat(fd).st_size
         if size < offset:
             # Truncated in place (copytruncate): what is there now is new.
-            yield ("T",)
+            length, crc = _fresh(fd)
+            reported = "%s:%d:%s" % (inode, length, crc)
+            yield ("T", reported)
             offset = 0
             os.lseek(fd, 0, os.SEEK_SET)
             continue
+        current = "%s:%d:%s" % (inode, length, crc)
+        if current != reported:
+            # The fingerprint grew with a short file: stored with the offset, it lets a
+            # restart tell this content from a replacement.
+            reported = current
+            yield ("I", current, size)
         try:
-            on_disk = _identity(os.stat(path))
+            on_disk = _inode(os.stat(path))
         except FileNotFoundError:
             on_disk = None
-        if on_disk is not None and on_disk != current:
+        if on_disk is not None and on_disk != inode:
             # Rotated: drain the old file until it stops growing, then switch.
             if rotated_seen is None:
                 rotated_seen = now
@@ -88,6 +160,7 @@ def follow(
                 # Reopening finds another identity and reports ("R", new).
                 os.close(fd)
                 fd = None
+                identity = reported
                 rotated_seen = None
                 continue
         if last_data and now - last_data < POLL_ACTIVE_S * 2:

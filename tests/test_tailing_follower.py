@@ -1,0 +1,155 @@
+"""The follower itself, driven as a generator: what happens between two looks is certain."""
+
+import ast
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.tailing import follower
+
+Event = tuple[Any, ...]
+
+
+def until(events: Iterator[Event], kind: str, *, limit: int = 10_000) -> list[Event]:
+    """The events up to and including the first of `kind` (the follower is then suspended
+    right there: nothing is read until the next `next()`)."""
+    seen = []
+    for _ in range(limit):
+        event = next(events)
+        seen.append(event)
+        if event[0] == kind:
+            return seen
+    raise AssertionError(f"no {kind!r} event in {limit}: {seen[-5:]}")
+
+
+def data_of(events: list[Event]) -> bytes:
+    return b"".join(event[2] for event in events if event[0] == "D")
+
+
+def lines(rotation: int, count: int) -> bytes:
+    return b"".join(b"rotation %02d line %04d of the log\n" % (rotation, n) for n in range(count))
+
+
+def copytruncate(log: Path, copy: Path) -> None:
+    """logrotate's copytruncate: the copy, then the file cut to 0 in place (same inode)."""
+    shutil.copyfile(log, copy)
+    os.truncate(log, 0)
+
+
+@pytest.mark.parametrize(
+    ("first", "regrown"),
+    [(200, 200), (200, 260), (3, 3), (3, 5)],
+    ids=["equal-size", "larger", "short-equal-size", "short-larger"],
+)
+def test_copytruncate_regrown_before_the_next_look_is_read_from_0(
+    tmp_path: Path, first: int, regrown: int
+) -> None:
+    """Cut and written again between two looks: no size check can see it, the content's
+    fingerprint does (short files: fewer bytes than FINGERPRINT_BYTES fingerprinted)."""
+    log = tmp_path / "server.log"
+    old, new = lines(0, first), lines(1, regrown)
+    log.write_bytes(old)
+    events = follower.follow(str(log), 0, "-")
+    opened = until(events, "H")
+    assert data_of(opened) == old
+    identity = next(e for e in opened if e[0] == "I")[1]
+    assert identity.startswith(f"{log.stat().st_dev}:{log.stat().st_ino}:")
+    copytruncate(log, tmp_path / "server.log.1")
+    with log.open("ab") as out:
+        out.write(new)
+    after = until(events, "H")
+    truncated = [e for e in after if e[0] == "T"]
+    assert len(truncated) == 1 and truncated[0][1] != identity
+    assert next(e[1] for e in after if e[0] == "D") == 0
+    assert data_of(after) == new
+    events.close()
+
+
+def test_bytes_read_at_the_old_offset_of_a_replaced_file_are_not_taken(tmp_path: Path) -> None:
+    """Regrown larger: a read at the old offset returns the new content's tail. Those bytes
+    are dropped and the new content read from its start, once."""
+    log = tmp_path / "server.log"
+    log.write_bytes(lines(0, 100))
+    events = follower.follow(str(log), 0, "-")
+    until(events, "H")
+    copytruncate(log, tmp_path / "server.log.1")
+    log.write_bytes(lines(1, 300))  # same inode: write_bytes truncates and writes
+    after = until(events, "H")
+    kinds = [e[0] for e in after]
+    assert kinds.index("T") < kinds.index("D")
+    assert data_of(after) == lines(1, 300)
+    events.close()
+
+
+def test_a_resumed_follower_sees_the_content_replaced_while_it_was_away(tmp_path: Path) -> None:
+    """The identity stored with the offset carries the fingerprint: a dashboard restarted
+    after a copytruncate and an equal-size regrowth reads the new content from 0."""
+    log = tmp_path / "server.log"
+    log.write_bytes(lines(0, 200))
+    events = follower.follow(str(log), 0, "-")
+    seen = until(events, "H")
+    events.close()
+    identity = [e for e in seen if e[0] == "I"][-1][1]
+    offset = len(data_of(seen))
+
+    unchanged = follower.follow(str(log), offset, identity)
+    resumed = until(unchanged, "H")
+    unchanged.close()
+    assert [e[0] for e in resumed] == ["I", "H"]  # nothing again, nothing truncated
+
+    copytruncate(log, tmp_path / "server.log.1")
+    log.write_bytes(lines(1, 200))
+    replaced = follower.follow(str(log), offset, identity)
+    after = until(replaced, "H")
+    replaced.close()
+    assert after[0][0] == "T" and data_of(after) == lines(1, 200)
+
+
+def test_an_identity_stored_before_fingerprints_still_resumes(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(lines(0, 50))
+    st = log.stat()
+    events = follower.follow(str(log), 100, f"{st.st_dev}:{st.st_ino}")
+    resumed = until(events, "H")
+    events.close()
+    assert [e[0] for e in resumed[:2]] == ["I", "D"] and resumed[1][1] == 100
+    assert resumed[0][1].count(":") == 3  # now with its fingerprint
+
+
+def test_a_short_file_fingerprint_grows_and_is_reported(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"")
+    events = follower.follow(str(log), 0, "-")
+    first = until(events, "H")
+    assert first[0][0] == "I" and first[0][1].endswith(":0:00000000")
+    with log.open("ab") as out:
+        out.write(b"x" * 100)
+    grown = until(events, "H")
+    reported = [e for e in grown if e[0] == "I"]
+    assert len(reported) == 1 and ":100:" in reported[0][1]
+    with log.open("ab") as out:
+        out.write(b"y" * 5000)
+    capped = [e for e in until(events, "H") if e[0] == "I"]
+    assert len(capped) == 1 and f":{follower.FINGERPRINT_BYTES}:" in capped[0][1]
+    with log.open("ab") as out:
+        out.write(b"z" * 100)
+    assert not [e for e in until(events, "H") if e[0] == "I"]  # past 1 KiB it stays
+    events.close()
+
+
+def test_the_follower_stays_python_3_6_syntax() -> None:
+    """It runs on the remote host's python3, which may be an old GPU box's 3.6."""
+    source = Path(follower.__file__).read_text()
+    ast.parse(source, feature_version=(3, 6))
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    # Standard library only: nothing is installed on the host.
+    assert imported <= {"os", "sys", "time", "zlib", "typing"}, imported
