@@ -8,6 +8,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlmodel import Session
 
 from app.auth import SESSION_COOKIE, OwnerAuth
+from app.config import Settings
 from app.db import session_scope
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,14 @@ def after_commit(state: Any, session: Session) -> None:
 # scope="function": the transaction commits before the response leaves, so a client
 # that reads right after a write sees it.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def owner_auth(request: Request) -> OwnerAuth:

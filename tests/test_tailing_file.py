@@ -1,6 +1,8 @@
 """file:// sources through the whole pipeline: source, ingest, database, API."""
 
+import contextlib
 import hashlib
+import html
 import os
 import threading
 import time
@@ -8,13 +10,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 from app.config import Settings
 from app.diagnosis import diagnose_bytes
 from app.tailing import follower
+from tests.conftest import OWNER_TOKEN, REPO
 from tests.helpers import (
     attempt_of,
     copytruncate_and_regrow,
+    csrf_of,
     make_attempt,
     make_campaign,
     quiet_lines,
@@ -376,3 +381,100 @@ def test_copytruncate_rotation_detected_at_every_rotation_whatever_the_load(
         copytruncate_and_regrow(log, content)
         expected += content
     wait_for(lambda: stored_log(api, attempt["id"]) == expected, what="the last rotation")
+
+
+def test_unfollowable_and_own_files_are_refused_when_set(tmp_path: Path) -> None:
+    """A directory, a FIFO, a device, /proc and /sys, the dashboard's own database (and its
+    journal files) and secrets: 422 with the reason, from the API and the form, and
+    nothing created."""
+    from tests.conftest import running
+
+    database = tmp_path / "dash.db"
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, database_url=f"sqlite:///{database}", token=OWNER_TOKEN,
+        trusted_hosts_file=tmp_path / "trusted.known_hosts",
+    )  # fmt: skip
+    (tmp_path / "trusted.known_hosts").write_text("[gpu]:22 ssh-ed25519 AAAA\n")
+    (tmp_path / "logs").mkdir()
+    os.mkfifo(tmp_path / "pipe.log")
+    (tmp_path / "db-link.log").symlink_to(database)
+    refused = {
+        f"{tmp_path / 'logs'}": "is a directory",
+        f"{tmp_path / 'pipe.log'}": "named pipe",
+        "/dev/null": "is a device",
+        "/proc/self/environ": "kernel pseudo-file",
+        "/sys/kernel/notes": "kernel pseudo-file",
+        f"{database}": "the dashboard's own files",
+        f"{database}-wal": "the dashboard's own files",
+        f"{database}-journal": "the dashboard's own files",  # not there: refused all the same
+        f"{tmp_path / 'logs' / '..' / 'dash.db-shm'}": "the dashboard's own files",
+        f"{tmp_path / 'db-link.log'}": "the dashboard's own files",
+        f"{tmp_path / 'trusted.known_hosts'}": "the dashboard's own files",
+        f"{REPO / '.env'}": "the dashboard's own files",
+    }
+    with running(settings) as (_, api), contextlib.chdir(REPO):
+        os.link(database, tmp_path / "db-hardlink.log")
+        refused[f"{tmp_path / 'db-hardlink.log'}"] = "the dashboard's own files"
+        campaign = make_campaign(api)
+        open_attempt = make_attempt(api, campaign["id"])
+        owner = httpx.Client(base_url=api.base_url, headers={"Accept": "text/html"})
+        assert owner.get("/login", params={"token": OWNER_TOKEN}).status_code == 303
+        csrf = csrf_of(owner.get(f"/campaigns/{campaign['id']}").text)
+        for path, says in refused.items():
+            created = api.post(
+                f"/api/campaigns/{campaign['id']}/attempts",
+                json={"title": "bad", "source": f"file://{path}"},
+            )
+            assert created.status_code == 422 and says in created.json()["detail"], path
+            patched = api.patch(
+                f"/api/attempts/{open_attempt['id']}", json={"source": f"file://{path}"}
+            )
+            assert patched.status_code == 422 and says in patched.json()["detail"], path
+            form = owner.post(
+                f"/campaigns/{campaign['id']}/attempts",
+                data={"csrf_token": csrf, "title": "bad", "source": f"file://{path}"},
+            )
+            assert form.status_code == 422 and says in html.unescape(form.text), path
+        body = api.get(f"/api/campaigns/{campaign['id']}").json()
+        assert [a["id"] for a in body["attempts"]] == [open_attempt["id"]]
+        assert attempt_of(api, open_attempt["id"])["source"] is None
+        # The owner choosing any other file is fine, there or not yet.
+        for path in (tmp_path / "server.log", tmp_path / "not-yet.log"):
+            if path.name == "server.log":
+                path.write_bytes(b"ok\n")
+            assert make_attempt(api, campaign["id"], source=f"file://{path}")["status"] == "running"
+
+
+def test_a_log_that_later_becomes_unfollowable_says_so(settings: Settings, tmp_path: Path) -> None:
+    """Checked again at every open: a log replaced by a directory, a link that comes to
+    point at the dashboard's database. A clear state, and not a byte of the database."""
+    from tests.conftest import running
+
+    database = Path(make_url(settings.database_url).database or tmp_path / "x.db")
+    with running(settings) as (_, api):
+        campaign = make_campaign(api)
+        log = tmp_path / "server.log"
+        log.write_bytes(b"first\n")
+        becomes_folder = make_attempt(api, campaign["id"], source=f"file://{log}")
+        wait_for(lambda: stored_log(api, becomes_folder["id"]) == b"first\n", what="followed")
+        log.rename(tmp_path / "server.log.1")
+        log.mkdir()
+        tail = wait_for(
+            lambda: (
+                (t := tail_of(api, becomes_folder["id"])).get("state") == "not a log file" and t
+            ),
+            what="refused as a directory",
+        )
+        assert "is a directory" in tail["last_error"]
+        if not database.is_file():
+            return  # PostgreSQL: no database file to point at
+        link = tmp_path / "later.log"
+        points_at_db = make_attempt(api, campaign["id"], source=f"file://{link}")
+        wait_for(lambda: tail_state(api, points_at_db["id"]) == "file not found yet", what="wait")
+        link.symlink_to(database)
+        tail = wait_for(
+            lambda: (t := tail_of(api, points_at_db["id"])).get("state") == "not a log file" and t,
+            what="refused as the database",
+        )
+        assert "the dashboard's own files" in tail["last_error"]
+        assert stored_log(api, points_at_db["id"]) == b""

@@ -3,6 +3,7 @@
 import ast
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,52 @@ def test_a_short_file_fingerprint_grows_and_is_reported(tmp_path: Path) -> None:
     events.close()
 
 
+def first_event(path: str) -> Event:
+    """The first event, from a thread: a follower that blocks (a FIFO) fails, not hangs."""
+    result: list[Event] = []
+    thread = threading.Thread(target=lambda: result.append(next(follower.follow(path, 0, "-"))))
+    thread.daemon = True
+    thread.start()
+    thread.join(10)
+    assert result, f"the follower blocked on {path}"
+    return result[0]
+
+
+def test_directories_fifos_devices_and_pseudo_files_are_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    for path, says in [
+        (tmp_path / "folder", "is a directory"),
+        (tmp_path / "pipe", "named pipe (FIFO)"),
+        (Path("/dev/null"), "is a device"),
+        (Path("/proc/self/status"), "kernel pseudo-file (/proc)"),
+        (Path("/sys/kernel/mm/transparent_hugepage/enabled"), "kernel pseudo-file (/sys)"),
+    ]:
+        if not path.exists():
+            continue
+        event = first_event(str(path))
+        assert event[0] == "N" and says in event[1], (path, event)
+    link = tmp_path / "status.log"
+    link.symlink_to("/proc/self/status")
+    assert first_event(str(link))[0] == "N"
+
+
+def test_a_log_that_becomes_a_directory_is_refused_then_followed_again(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"before\n")
+    events = follower.follow(str(log), 0, "-")
+    until(events, "H")
+    log.rename(tmp_path / "server.log.1")
+    log.mkdir()
+    refused = until(events, "N")
+    assert "is a directory" in refused[-1][1]
+    log.rmdir()
+    log.write_bytes(b"after\n")
+    back = until(events, "D")
+    assert back[-1][1:] == (0, b"after\n") and any(e[0] == "R" for e in back)
+    events.close()
+
+
 def test_the_follower_stays_python_3_6_syntax() -> None:
     """It runs on the remote host's python3, which may be an old GPU box's 3.6."""
     source = Path(follower.__file__).read_text()
@@ -152,4 +199,4 @@ def test_the_follower_stays_python_3_6_syntax() -> None:
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
     # Standard library only: nothing is installed on the host.
-    assert imported <= {"os", "sys", "time", "zlib", "typing"}, imported
+    assert imported <= {"os", "stat", "sys", "time", "zlib", "typing"}, imported

@@ -439,3 +439,22 @@ def test_copytruncate_after_an_idle_period_regrown_at_once_loses_nothing_over_ss
         lambda: stored_log(ssh_api, attempt["id"]) == before + after,
         what="the regrown content, all",
     )
+
+
+def test_a_remote_directory_or_fifo_is_refused_with_a_clear_state(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    """The remote follower checks what it opens, as the local one does: a FIFO would block
+    it, a directory would fail it at every read."""
+    (tmp_path / "logs").mkdir()
+    os.mkfifo(tmp_path / "pipe.log")
+    for path, says in [(tmp_path / "logs", "is a directory"), (tmp_path / "pipe.log", "FIFO")]:
+        attempt = attach(ssh_api, f"ssh://{sshd.alias}{path}")
+        tail = wait_for(
+            lambda a=attempt: (
+                (t := attempt_of(ssh_api, a["id"])["tail"]) and t["state"] == "not a log file" and t
+            ),
+            what=f"refused: {path}",
+        )
+        assert says in tail["last_error"] and str(path) in tail["last_error"]
+        assert tail["infrastructure"] is False

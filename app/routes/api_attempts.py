@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app import actions, repo, views
-from app.deps import SessionDep, require_api_owner
+from app.deps import SessionDep, SettingsDep, require_api_owner
 from app.errors import Conflict
 from app.ingest import stored_log
 from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
-from app.tailer import trust_offered_key
+from app.tailer import check_log_source, trust_offered_key
 
 router = APIRouter(tags=["attempts"], dependencies=[Depends(require_api_owner)])
 
@@ -21,9 +21,12 @@ def get_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
 
 
 @router.patch("/api/attempts/{attempt_id}")
-def update_attempt(attempt_id: int, data: AttemptUpdate, session: SessionDep) -> AttemptOut:
+def update_attempt(
+    attempt_id: int, data: AttemptUpdate, session: SessionDep, settings: SettingsDep
+) -> AttemptOut:
     """Change status (409 when the change makes no sense), verdict, metric or log source;
     edit title, hypothesis, command or flags."""
+    check_log_source(settings, data.source)
     attempt = actions.update_attempt(session, attempt_id, data)
     session.flush()
     return views.attempt_view(session, attempt)

@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Depends, Response
 
 from app import actions, repo, views
-from app.deps import SessionDep, require_api_owner
+from app.deps import SessionDep, SettingsDep, require_api_owner
 from app.schemas import (
     AttemptCreate,
     AttemptOut,
@@ -14,6 +14,7 @@ from app.schemas import (
     NoteCreate,
     NoteOut,
 )
+from app.tailer import check_log_source
 
 router = APIRouter(
     prefix="/api/campaigns", tags=["campaigns"], dependencies=[Depends(require_api_owner)]
@@ -60,8 +61,11 @@ def delete_campaign(campaign_id: int, session: SessionDep) -> Response:
 
 
 @router.post("/{campaign_id}/attempts", status_code=201)
-def create_attempt(campaign_id: int, data: AttemptCreate, session: SessionDep) -> AttemptOut:
+def create_attempt(
+    campaign_id: int, data: AttemptCreate, session: SessionDep, settings: SettingsDep
+) -> AttemptOut:
     """Add a hypothesis; with a log source it starts running."""
+    check_log_source(settings, data.source)
     attempt = actions.create_attempt(session, campaign_id, data)
     return views.attempt_view(session, attempt)
 

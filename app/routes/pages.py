@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, sharing, views
@@ -24,7 +25,7 @@ from app.schemas import (
     MeasurementCreate,
     NoteCreate,
 )
-from app.tailer import trust_offered_key
+from app.tailer import log_source_refusal, trust_offered_key
 
 router = APIRouter(include_in_schema=False)
 OwnerPage = [Depends(require_page_owner)]
@@ -192,8 +193,13 @@ ATTEMPT_FIELDS = ["title", "hypothesis", "command", "flags", "source", "retest_o
 @router.post("/campaigns/{campaign_id}/attempts", dependencies=OwnerForm)
 async def create_attempt(campaign_id: int, request: Request, session: SessionDep) -> Response:
     form = PageForm(await request.form(), "new-attempt", "campaign", campaign_id)
+    data = form.parse(AttemptCreate, ATTEMPT_FIELDS)
+    # A stat: off the event loop, a hung network file system must not stall every page.
+    refusal = await run_in_threadpool(log_source_refusal, request.app.state.settings, data.source)
+    if refusal:
+        raise form.refuse({"source": refusal})
     with form:
-        actions.create_attempt(session, campaign_id, form.parse(AttemptCreate, ATTEMPT_FIELDS))
+        actions.create_attempt(session, campaign_id, data)
     if is_htmx(request):
         session.flush()
         return render(request, "partials/_timeline.html", campaign_context(session, campaign_id))

@@ -12,10 +12,12 @@ regrowth past the old size before the next look, which size alone cannot see).
 Events: ("I", identity, size) file opened, or its fingerprint grew; ("D", offset, data)
 bytes at that offset; ("R", identity) rotated, new file follows from 0; ("T", identity)
 truncated or replaced in place, restart from 0; ("H", size) idle or heartbeat; ("W",)
-file not there yet; ("E", errno, message) error.
+file not there yet; ("N", reason) not a file to follow (a directory, a FIFO...);
+("E", errno, message) error.
 """
 
 import os
+import stat
 import sys
 import time
 import zlib
@@ -29,9 +31,14 @@ POLL_IDLE_S = 0.1
 ACTIVE_FOR_S = 2.0
 HEARTBEAT_S = 1.0
 ROTATION_GRACE_S = 0.3  # a writer may append to the old file until it reopens
+REFUSED_RETRY_S = 5.0
 # As Vector and Filebeat fingerprint files: enough to tell two logs of one server apart
 # (their first lines carry timestamps), little enough to re-read at every look.
 FINGERPRINT_BYTES = 1024
+# Their content is made up at each read: followed, they would be re-read forever.
+PSEUDO_ROOTS = ("/proc", "/sys")
+
+Refusal = Callable[[str, os.stat_result], Optional[str]]
 
 
 def _inode(st: os.stat_result) -> str:
@@ -66,13 +73,39 @@ def _fresh(fd: int) -> Tuple[int, str]:
     return len(head), _crc(head)
 
 
+def unfollowable(path: str, st: os.stat_result) -> Optional[str]:
+    """Why `path` is no log to follow, or None: only regular files end where they end."""
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        return "%s is a directory, not a log file" % path
+    if stat.S_ISFIFO(mode):
+        return "%s is a named pipe (FIFO): reading it would block the tail" % path
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "%s is a device, not a log file" % path
+    if not stat.S_ISREG(mode):
+        return "%s is not a regular file" % path
+    real = os.path.realpath(path)
+    for root in PSEUDO_ROOTS:
+        try:
+            # Only where it is a file system of its own (not an empty folder of "/").
+            device = os.stat(root).st_dev
+            pseudo = device == st.st_dev and device != os.stat("/").st_dev
+        except OSError:
+            pseudo = False
+        if pseudo or real == root or real.startswith(root + "/"):
+            return "%s is a kernel pseudo-file (%s): it has no end to follow" % (path, root)
+    return None
+
+
 def follow(
     path: str,
     offset: int,
     identity: str,
     should_stop: Callable[[], bool] = lambda: False,
+    refuse: Optional[Refusal] = None,
 ) -> Iterator[Event]:
-    """Yield events for `path` from `offset`; `identity` is the file it belongs to, or "-"."""
+    """Yield events for `path` from `offset`; `identity` is the file it belongs to, or "-".
+    `refuse(path, stat)` may name a reason not to read a file this reader must not serve."""
     fd = None
     inode = None
     length, crc = 0, _crc(b"")  # the fingerprint of the file read now
@@ -84,7 +117,15 @@ def follow(
         now = time.time()
         if fd is None:
             try:
-                fd = os.open(path, os.O_RDONLY)
+                # Looked at before it is opened: opening a FIFO blocks, a device may act.
+                reason = _refusal(path, os.stat(path), refuse)
+                if reason is None:
+                    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+                    st = os.fstat(fd)
+                    reason = _refusal(path, st, refuse)  # swapped in between
+                    if reason is not None:
+                        os.close(fd)
+                        fd = None
             except FileNotFoundError:
                 yield ("W",)
                 time.sleep(POLL_IDLE_S * 5)
@@ -93,7 +134,10 @@ def follow(
                 yield ("E", error.errno, error.strerror or str(error))
                 time.sleep(5)
                 continue
-            st = os.fstat(fd)
+            if fd is None:
+                yield ("N", reason)
+                time.sleep(REFUSED_RETRY_S)
+                continue
             inode = _inode(st)
             known_inode, known_length, known_crc = _known_fingerprint(identity)
             fingerprint = None
@@ -171,6 +215,10 @@ def follow(
         time.sleep(POLL_ACTIVE_S if now - last_data < ACTIVE_FOR_S else POLL_IDLE_S)
     if fd is not None:
         os.close(fd)
+
+
+def _refusal(path: str, st: os.stat_result, refuse: Optional[Refusal]) -> Optional[str]:
+    return unfollowable(path, st) or (refuse(path, st) if refuse is not None else None)
 
 
 def _frame(event: Event) -> bytes:

@@ -313,6 +313,8 @@ class _FrameReader:
                 yield ("D", offset, data)
             elif parts[0] == "E":
                 yield ("E", int(parts[1]), parts[2] if len(parts) > 2 else "")
+            elif parts[0] == "N":
+                yield ("N", header[2:])  # a sentence: spaces and all
             else:
                 yield tuple(parts)
 
