@@ -85,6 +85,27 @@ def diagnosis_for_storage(result: Diagnosis) -> dict[str, Any]:
     return body
 
 
+def _seen(tail: TailState) -> tuple[Any, ...]:
+    """What a page shows of a tail."""
+    return (
+        tail.offset,
+        tail.file_identity,
+        tail.size,
+        tail.stored_bytes,
+        tail.state,
+        tail.last_error,
+        tail.host_key,
+    )
+
+
+def _same_state(tail: TailState, event: State) -> bool:
+    return (tail.state, tail.last_error, tail.host_key) == (
+        event.state,
+        event.message,
+        event.host_key,
+    )
+
+
 class AttemptTail:
     """Follows one attempt's source in a thread until stopped."""
 
@@ -189,6 +210,7 @@ class AttemptTail:
         tail, diagnoser, metric_label = self._resume()
         offset, identity = tail.offset, tail.file_identity
         last_data_at = time.monotonic()
+        stall_noted = False  # once per silence: a ready server's stall is not applied
         batch: list[Event] = []
         batch_bytes = 0
         for event in self.source.follow(offset, identity, self.stop_event):
@@ -202,6 +224,7 @@ class AttemptTail:
                 batch.append(event)
                 batch_bytes += len(event.data)
                 last_data_at = time.monotonic()
+                stall_noted = False
                 if batch_bytes < BATCH_BYTES:
                     continue
             elif isinstance(event, Rotated):
@@ -209,11 +232,17 @@ class AttemptTail:
                 batch.append(event)
             elif isinstance(event, Idle) and not batch:
                 stalled = time.monotonic() - last_data_at > self.stall_after_s
-                if event.size == tail.size and not (stalled and tail.state != "stalled"):
+                stalled = stalled and not stall_noted and tail.state != "stalled"
+                if event.size == tail.size and not stalled:
                     continue  # nothing new to say
                 batch.append(State("stalled") if stalled else event)
                 if stalled:
+                    stall_noted = True
                     batch.append(Idle(event.size))
+            elif isinstance(event, State) and not batch and _same_state(tail, event):
+                # A missing file is reported twice a second, a refused one every 5 s:
+                # written (and sent to every page) once, when it changes.
+                continue
             else:
                 batch.append(event)
             tail = self._commit(batch, diagnoser, metric_label)
@@ -234,6 +263,7 @@ class AttemptTail:
             assert attempt is not None
             fed = False
             stored_before = tail.stored_bytes
+            seen_before = _seen(tail)
             pending: list[bytes] = []
 
             def flush_chunk() -> None:
@@ -295,15 +325,19 @@ class AttemptTail:
                         end_offset=tail.stored_bytes,
                     )
                 )
-            session.add(
-                LiveEvent(campaign_id=self.campaign_id, kind="attempt", attempt_id=self.attempt_id)
-            )
-            notify_instances(session, self.campaign_id)
+            if tail.size is not None and tail.offset < tail.size and tail.state == "connected":
+                tail.state = "catching up"
+            if fed or _seen(tail) != seen_before:
+                # Pages hear of a change, never of a heartbeat that changed nothing.
+                session.add(
+                    LiveEvent(
+                        campaign_id=self.campaign_id, kind="attempt", attempt_id=self.attempt_id
+                    )
+                )
+                notify_instances(session, self.campaign_id)
             self._commits += 1
             if self._commits % PRUNE_EVERY == 0:
                 self._prune_events(session)
-            if tail.size is not None and tail.offset < tail.size and tail.state == "connected":
-                tail.state = "catching up"
             tail.updated_at = utcnow()
             if fed:
                 result = diagnoser.diagnosis()

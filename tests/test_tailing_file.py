@@ -6,6 +6,7 @@ import html
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,8 +15,10 @@ from sqlalchemy.engine import make_url
 
 from app.config import Settings
 from app.diagnosis import diagnose_bytes
+from app.ingest import FollowableSource
 from app.tailing import follower
-from tests.conftest import OWNER_TOKEN, REPO
+from app.tailing.events import Event, Idle, State
+from tests.conftest import OWNER_TOKEN, REPO, LiveServer
 from tests.helpers import (
     attempt_of,
     copytruncate_and_regrow,
@@ -478,3 +481,87 @@ def test_a_log_that_later_becomes_unfollowable_says_so(settings: Settings, tmp_p
         )
         assert "the dashboard's own files" in tail["last_error"]
         assert stored_log(api, points_at_db["id"]) == b""
+
+
+class CountingSource:
+    """The real source, counting what the tail has handled (it asked for the next one)."""
+
+    def __init__(self, source: FollowableSource) -> None:
+        self.source = source
+        self.handled: list[Event] = []
+
+    def follow(self, offset: int, identity: str | None, stop: threading.Event) -> Iterator[Event]:
+        for event in self.source.follow(offset, identity, stop):
+            yield event
+            self.handled.append(event)
+
+    def count(self, kind: type, state: str | None = None) -> int:
+        return sum(
+            isinstance(e, kind) and (state is None or getattr(e, "state", None) == state)
+            for e in list(self.handled)
+        )
+
+
+def counted_sources(server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> list[CountingSource]:
+    tailer = server.app.state.tailer
+    make = tailer.source_factory
+    sources: list[CountingSource] = []
+
+    def counting(url: str) -> CountingSource:
+        sources.append(CountingSource(make(url)))
+        return sources[-1]
+
+    monkeypatch.setattr(tailer, "source_factory", counting)
+    return sources
+
+
+def live_events_of(server: LiveServer, attempt_id: int) -> int:
+    from sqlalchemy import text
+
+    with server.app.state.engine.connect() as connection:
+        count = connection.execute(
+            text("SELECT count(*) FROM event WHERE attempt_id = :id"), {"id": attempt_id}
+        ).scalar()
+    return int(count or 0)
+
+
+def test_a_missing_file_is_one_live_event_not_one_a_report(
+    api: httpx.Client, server: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = counted_sources(server, monkeypatch)
+    log = tmp_path / "later.log"
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: tail_state(api, attempt["id"]) == "file not found yet", what="waiting")
+    events = live_events_of(server, attempt["id"])
+    # Ten more reports of the missing file (two a second), each handled by the tail.
+    reports = sources[0].count(State, "file not found yet")
+    wait_for(
+        lambda: sources[0].count(State, "file not found yet") >= reports + 10,
+        what="ten more reports handled",
+    )
+    assert live_events_of(server, attempt["id"]) == events
+    log.write_bytes(b"here\n")
+    wait_for(lambda: stored_log(api, attempt["id"]) == b"here\n", what="the file, at last")
+    assert live_events_of(server, attempt["id"]) > events
+
+
+def test_a_silent_ready_server_writes_no_event_a_heartbeat(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the stall delay a ready server may be quiet: its heartbeats change nothing."""
+    from tests.conftest import running
+
+    with running(settings.model_copy(update={"stall_seconds": 1.0})) as (server, api):
+        sources = counted_sources(server, monkeypatch)
+        log = tmp_path / "ready.log"
+        log.write_bytes(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
+        campaign = make_campaign(api)
+        attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+        wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "ready", what="ready")
+        wait_for(lambda: sources[0].count(Idle) >= 1, what="caught up")
+        events = live_events_of(server, attempt["id"])
+        beats = sources[0].count(Idle)
+        wait_for(lambda: sources[0].count(Idle) >= beats + 5, what="five heartbeats handled")
+        assert live_events_of(server, attempt["id"]) == events
+        assert tail_state(api, attempt["id"]) == "connected"
