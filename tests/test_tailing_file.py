@@ -35,6 +35,15 @@ from tests.helpers import (
 DATA = Path(__file__).parent / "data"
 
 
+def readers_of(path: Path) -> int:
+    """Descriptors this process (the in-process dashboard) holds open on `path`."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    return count
+
+
 def test_a_log_is_stored_diagnosed_and_moves_the_attempt(api: httpx.Client, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_bytes(b"")
@@ -178,10 +187,15 @@ def test_closing_the_attempt_stops_following(api: httpx.Client, tmp_path: Path) 
     assert closed.status_code == 200
     # The page must not go on claiming "connected" for a log nobody follows.
     wait_for(lambda: tail_state(api, attempt["id"]) == "stopped", what="stopped")
+    # A second attempt on the same file stays open: when it has the line, a reader of the
+    # closed one would have had it too.
+    witness = make_attempt(api, campaign["id"], title="witness", source=f"file://{log}")
+    wait_for(lambda: stored_log(api, witness["id"]) == b"before close\n", what="witness")
     with log.open("ab") as out:
         out.write(b"after close\n")
-    time.sleep(0.5)
+    wait_for(lambda: stored_log(api, witness["id"]) == log.read_bytes(), what="witness read on")
     assert stored_log(api, attempt["id"]) == b"before close\n"
+    assert readers_of(log) == 1  # the witness's, none left for the closed attempt
     assert diagnose_bytes(b"before close\n").crashed is False
 
 

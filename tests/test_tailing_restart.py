@@ -1,8 +1,10 @@
 """kill -9 of the dashboard mid-stream: the restarted one resumes where the database says."""
 
+import contextlib
 import hashlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -33,6 +35,15 @@ def _answers(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1).status_code == 200
     except httpx.TransportError:
         return False
+
+
+def committed_offset(database: Path, attempt_id: int) -> int:
+    """The offset the killed dashboard had committed for the attempt's log."""
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        row = connection.execute(
+            "SELECT offset FROM tailstate WHERE attempt_id = ?", (attempt_id,)
+        ).fetchone()
+    return int(row[0])
 
 
 def test_kill_9_mid_stream_then_restart_loses_and_repeats_nothing(
@@ -76,13 +87,25 @@ def test_kill_9_mid_stream_then_restart_loses_and_repeats_nothing(
 
         thread = threading.Thread(target=writer)
         thread.start()
-        time.sleep(1.5)
+
+        def stored_bytes() -> int:
+            body = httpx.get(f"{url}/api/attempts/{attempt['id']}", headers=auth).json()
+            return int((body["tail"] or {}).get("stored_bytes", 0))
+
+        wait_for(lambda: stored_bytes() > 0, what="bytes flowing")
         server.send_signal(signal.SIGKILL)  # mid-stream, no goodbye
+        writing_at_kill = not done.is_set()
         server.wait(10)
-        time.sleep(1.0)
+        offset_at_kill = committed_offset(tmp_path / "dash.db", attempt["id"])
+        # The log goes on while the dashboard is down.
+        size_at_kill = log.stat().st_size
+        wait_for(lambda: log.stat().st_size > size_at_kill, what="the log growing meanwhile")
         server = start_dashboard(env, port, tmp_path)
         thread.join()
         expected = log.read_bytes()
+        # Killed mid-stream indeed: some of the log taken, more of it still to come.
+        assert writing_at_kill
+        assert 0 < offset_at_kill < len(expected), (offset_at_kill, len(expected))
 
         def stored() -> bytes:
             return httpx.get(f"{url}/api/attempts/{attempt['id']}/log", headers=auth).content
