@@ -4,6 +4,7 @@ import contextlib
 import hashlib
 import html
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -451,7 +452,15 @@ def test_unfollowable_and_own_files_are_refused_when_set(tmp_path: Path) -> None
                 f"/campaigns/{campaign['id']}/attempts",
                 data={"csrf_token": csrf, "title": "bad", "source": f"file://{path}"},
             )
-            assert form.status_code == 422 and says in html.unescape(form.text), path
+            # Beside the field, with what was typed kept.
+            beside = re.search(
+                r'<input name="source"[^>]*value="([^"]*)" aria-invalid="true">'
+                r'<span class="field-error"[^>]*data-field="source">([^<]*)</span>',
+                form.text,
+            )
+            assert form.status_code == 422 and beside, (path, form.status_code)
+            assert html.unescape(beside[1]) == f"file://{path}"
+            assert says in html.unescape(beside[2]), path
         body = api.get(f"/api/campaigns/{campaign['id']}").json()
         assert [a["id"] for a in body["attempts"]] == [open_attempt["id"]]
         assert attempt_of(api, open_attempt["id"])["source"] is None
