@@ -1,9 +1,12 @@
-"""Masking for shared views: host names, IP addresses, user names and absolute paths.
+"""Masking for shared views: secrets, host names, IP addresses, user names and absolute paths.
 
 A shared summary is pasted into team chats and issues; what it says about the failure
-(`KeyError: 12`) must stay, where it happened (`root@10.1.230.174:/data/eagle3/...`) must not.
+(`KeyError: 12`) must stay, the credentials a launch command or a log carries
+(`--api-key sk-...`, `HF_TOKEN=hf_...`) and where it happened
+(`root@10.1.230.174:/data/eagle3/...`) must not.
 """
 
+import ipaddress
 import re
 from collections.abc import Iterable
 
@@ -11,34 +14,206 @@ HOST = "[host]"
 USER = "[user]"
 IP = "[ip]"
 PATH = "[path]"
+SECRET = "[secret]"
+
+# --- secrets ----------------------------------------------------------------------
+
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.S,
+)
+# Credentials whose shape alone says what they are, wherever they appear.
+_TOKEN_SHAPES = re.compile(
+    r"(?<![\w-])(?:"
+    r"hf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|sk-[\w-]{20,}"  # OpenAI (sk-proj-...), Anthropic (sk-ant-...), OpenRouter, DeepSeek
+    r"|(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"  # AWS access key ids
+    r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"  # GitHub
+    r"|gl(?:pat|dt|rt|soat|ptt)-[\w-]{20,}"  # GitLab
+    r"|xox[abposr]-[\w-]{10,}"  # Slack
+    r"|AIza[\w-]{35}"  # Google
+    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{20,}"  # Stripe
+    r"|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}"  # package registries
+    r"|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]*"  # JSON Web Tokens: header.payload.signature
+    r")(?![\w-])"
+)
+# scheme://user:password@host: both names and the password go.
+_CREDENTIAL_URL = re.compile(r"\b([A-Za-z][\w+.-]*://)([^\s:/@]+):([^\s/@]*)@([^\s/:?#]+)")
+_AUTHORIZATION = re.compile(
+    r"\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(bearer|basic|token|digest|negotiate|apikey)\s+)?([^\s\"',;]+)",
+    re.I,
+)
+_BEARER = re.compile(r"\b(bearer\s+)([\w.~+/-]{8,}=*)", re.I)
+# NAME=VALUE, NAME: VALUE, 'NAME': 'VALUE' (JSON, Python reprs, YAML, headers) and
+# --flag VALUE / --flag=VALUE, for names that end in a credential's word; which of those
+# really name a credential (api_key, not max_tokens) is for _is_secret_name to say.
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.-])(?P<flag>--?)?(?P<quote>[\"']?)"
+    r"(?P<name>(?:[A-Za-z_][\w.-]*?)?(?:token|secret|passw(?:or)?d|passphrase|key|credentials?|auth))"
+    r"(?P=quote)(?![\w.-])"
+    r"(?P<sep>\s*[:=]\s*|(?P<space>[ \t]+))"
+    r"(?:\[\s*)?(?P<vquote>[\"'])?"
+    # After a space, a value is one word that is not the next flag or assignment.
+    r"(?P<value>(?(vquote)[^\"'\n]*|(?(space)(?!-)[^\s\"',;&)}\]=:]++(?![=:])"
+    r"|[^\s\"',;&)}\]]+)))",
+    re.I,
+)
+_SECRET_WORDS = (
+    "token", "secret", "password", "passwd", "passphrase", "apikey", "accesskey", "secretkey",
+    "privatekey", "credential", "credentials",
+)  # fmt: skip
+_KEY_KINDS = {"api", "access", "secret", "private", "auth", "license", "signing", "encryption",
+              "client", "account", "master", "session", "subscription"}  # fmt: skip
+# A tokenizer's special tokens (bos_token='<s>') and counts (max_new_token: 8) are no secret.
+_NOT_CREDENTIALS = {"bos", "eos", "pad", "unk", "sep", "cls", "mask", "max", "min", "num", "new",
+                    "cached", "count", "usage", "budget", "per"}  # fmt: skip
+_NOT_A_VALUE = re.compile(
+    r"(?:none|null|nil|true|false|\**|[+-]?\d+(?:\.\d+)?|\$\{?\w+\}?|\[\w+\])", re.I
+)
+_LOOKS_RANDOM = re.compile(r"^(?=.*\d)(?=.*[A-Za-z]).{16,}$")
+
+
+def _is_secret_name(name: str) -> bool:
+    parts = [p for p in re.split(r"[_.-]+", name.lower()) if p]
+    if not parts or _NOT_CREDENTIALS.intersection(parts):
+        return False
+    last = parts[-1]
+    if last == "auth" or last.endswith(_SECRET_WORDS):
+        return True
+    return last == "key" and len(parts) > 1 and parts[-2] in _KEY_KINDS
+
+
+def _assignment(match: re.Match[str]) -> str:
+    value = match["value"]
+    if not _is_secret_name(match["name"]) or _NOT_A_VALUE.fullmatch(value):
+        return match[0]
+    if match["space"] and not match["flag"] and not _LOOKS_RANDOM.search(value):
+        return match[0]  # prose: "the token was refused"; `aws_secret_access_key KEY` is not
+    start, end = match.start("value") - match.start(), match.end("value") - match.start()
+    return match[0][:start] + SECRET + match[0][end:]
+
+
+def _authorization(match: re.Match[str]) -> str:
+    scheme = f"{match[2]} " if match[2] else ""
+    return f"{match[1]}{scheme}{SECRET}"
+
+
+def mask_secrets(text: str) -> str:
+    """Credentials out of a text, whatever else it says: kept even when names are shown."""
+    text = _PRIVATE_KEY.sub(SECRET, text)
+    text = _CREDENTIAL_URL.sub(rf"\1\2:{SECRET}@\4", text)
+    text = _AUTHORIZATION.sub(_authorization, text)
+    text = _BEARER.sub(rf"\1{SECRET}", text)
+    text = _ASSIGNMENT.sub(_assignment, text)
+    return _TOKEN_SHAPES.sub(SECRET, text)
+
+
+# --- names and addresses ------------------------------------------------------------
 
 _SCHEME = re.compile(r"\b(ssh|file)://(?:([^@/\s]+)@)?([^/:\s]+)?(?::(\d+))?(/\S*)?")
 _USER_AT_HOST = re.compile(r"\b([A-Za-z_][\w.-]*)@([A-Za-z0-9][\w.-]*)")
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}(?![\w:])")
+# Full and compressed (fe80::1, ::1) forms; ipaddress decides (12:34:56 is a time).
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})"
+    r"(?:%[\w.]+)?(?![\w:])"
+)
 # An absolute path of two or more parts; the last part (a file name) is kept.
 _ABS_PATH = re.compile(r"(?<![\w.~/])(/(?:[\w.@+-]+/)+)([\w.@+-]*)")
+_HOME = re.compile(r"(?<![\w.])(?:/home|/Users|/export/home)/([A-Za-z_][\w.-]*)")
+# Accounts every machine has: masked where they log in (root@...), not as words elsewhere
+# ("root cause"); `git@` is a code forge's, not a person's.
+_GENERIC_USERS = {"root", "admin", "administrator", "user", "ubuntu", "debian", "centos",
+                  "ec2-user", "nobody", "guest", "runner", "git"}  # fmt: skip
+MIN_NAME = 3  # shorter names would mask ordinary words
+
+
+def _ipv6(match: re.Match[str]) -> str:
+    candidate = match[0]
+    try:
+        ipaddress.IPv6Address(candidate.split("%", 1)[0])
+    except ValueError:
+        return candidate
+    return IP if any(c not in ":" for c in candidate) else candidate
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 class Redactor:
+    """One masking for every output of a share: page, `.md`, `.json` and its live stream."""
+
     def __init__(self, hosts: Iterable[str] = (), users: Iterable[str] = ()) -> None:
-        self.hosts = sorted({h for h in hosts if h}, key=len, reverse=True)
-        self.users = sorted({u for u in users if u}, key=len, reverse=True)
-        names = [re.escape(n) for n in [*self.hosts, *self.users]]
-        self._named = (
-            re.compile(r"(?<![\w-])(" + "|".join(names) + r")(?![\w-])") if names else None
+        named_hosts: set[str] = set()
+        for host in hosts:
+            if host and not _is_ip(host):
+                named_hosts.add(host.lower())
+                # gpu-01.lab.example.com masked, a bare gpu-01 elsewhere is masked too.
+                short = host.split(".", 1)[0].lower()
+                if "." in host and len(short) >= MIN_NAME:
+                    named_hosts.add(short)
+        self.hosts = sorted(named_hosts, key=len, reverse=True)
+        self.users = sorted(
+            {u for u in users if len(u) >= MIN_NAME and u not in _GENERIC_USERS},
+            key=len,
+            reverse=True,
         )
+        # Host names are case-insensitive, user names are not.
+        alternatives = [re.escape(u) for u in self.users]
+        if self.hosts:
+            alternatives.insert(0, f"(?P<host>(?i:{'|'.join(map(re.escape, self.hosts))}))")
+        names = "|".join(alternatives)
+        self._named = re.compile(rf"(?<![\w-])(?:{names})(?![\w-])") if names else None
+        self._memo: dict[str, str] = {}
+
+    @classmethod
+    def learning(
+        cls, texts: Iterable[str], hosts: Iterable[str] = (), users: Iterable[str] = ()
+    ) -> "Redactor":
+        """A redactor that also knows the hosts and users these texts name (`alice@gpu-01`,
+        `ssh://...`, `/home/alice`), so their bare mentions elsewhere are masked too."""
+        found_hosts, found_users = set(hosts), set(users)
+        # Read with the credentials out: `https://ghp_...@github.com` names no user.
+        for text in {mask_secrets(t) for t in texts if t}:
+            for match in _SCHEME.finditer(text):
+                if match[1] == "ssh":
+                    found_users.add((match[2] or "").split(":", 1)[0])
+                    found_hosts.add(match[3] or "")
+            for match in _CREDENTIAL_URL.finditer(text):
+                found_users.add(match[2])
+                found_hosts.add(match[4])
+            for match in _USER_AT_HOST.finditer(text):
+                if match[1] != "git":
+                    found_users.add(match[1])
+                    found_hosts.add(match[2].rstrip("."))
+            found_users.update(_HOME.findall(text))
+        return cls(hosts=found_hosts, users=found_users)
 
     def __call__(self, text: str | None) -> str:
         if not text:
             return text or ""
+        masked = self._memo.get(text)
+        if masked is None:
+            masked = self._memo[text] = self._mask(text)
+        return masked
+
+    def _mask(self, text: str) -> str:
+        text = _CREDENTIAL_URL.sub(rf"\1{USER}:{SECRET}@{HOST}", text)
+        text = mask_secrets(text)
         text = _SCHEME.sub(self._source, text)
         text = _USER_AT_HOST.sub(f"{USER}@{HOST}", text)
-        text = _IPV6.sub(IP, text)
+        text = _IPV6.sub(_ipv6, text)
         text = _IPV4.sub(IP, text)
         text = _ABS_PATH.sub(lambda m: f"{PATH}/{m.group(2)}", text)
         if self._named is not None:
-            text = self._named.sub(lambda m: HOST if m.group(1) in self.hosts else USER, text)
+            text = self._named.sub(lambda m: HOST if m.lastgroup == "host" else USER, text)
         return text
 
     @staticmethod
@@ -51,5 +226,6 @@ class Redactor:
         return f"ssh://{user}{HOST}/{PATH}/{name}" if path else f"ssh://{user}{HOST}"
 
 
-def no_redaction(text: str | None) -> str:
-    return text or ""
+def secrets_only(text: str | None) -> str:
+    """For a link shared unmasked: names and paths stay, credentials still go."""
+    return mask_secrets(text) if text else ""

@@ -1,9 +1,10 @@
 """Read-only share links: an unguessable token (stored hashed) for one campaign's summary."""
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from fastapi import Request
 from pydantic import BaseModel
@@ -16,9 +17,8 @@ from app.db import session_scope
 from app.errors import NotFound
 from app.markdown import render_markdown
 from app.models import ShareLink, utcnow
-from app.redact import Redactor, no_redaction
+from app.redact import Redactor, secrets_only
 from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
-from app.tailing.sources import BadSource, parse_source
 
 TOKEN_BYTES = 24  # 192 bits from the OS's CSPRNG
 Mask = Callable[[str | None], str]
@@ -122,28 +122,46 @@ class Summary:
     best: AttemptOut | None
 
 
-def _redactor(session: Session, campaign_id: int) -> Redactor:
-    hosts, users = set(), set()
-    for attempt in repo.list_attempts(session, campaign_id=campaign_id):
-        if attempt.source:
-            try:
-                url = parse_source(attempt.source)
-            except BadSource:
-                continue
-            hosts.add(url.host or "")
-            users.add(url.user or "")
-    return Redactor(hosts=hosts, users=users)
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _masked(value: Any, mask: Mask) -> Any:
+    """Every text in a dumped model, masked: a field added later is covered too."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {key: _masked(item, mask) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(item, mask) for item in value]
+    return value
 
 
 def summary(session: Session, link: ShareLink) -> Summary:
-    """The campaign's story for readers outside: verdicts, figures, causes and notes."""
+    """The campaign's story for readers outside: verdicts, figures, causes and notes.
+    One mask serves the page, both exports and the live stream, which all read this."""
     campaign = actions.require_campaign(session, link.campaign_id)
     detail = views.campaign_detail(session, campaign)
-    mask: Mask = _redactor(session, link.campaign_id) if link.redact else no_redaction
     notes = [views.note_view(n) for n in repo.list_notes(session, campaign_id=link.campaign_id)]
+    campaign_data = detail.model_dump(exclude={"attempts"})
+    # Connection details (the tail) are the owner's business.
+    attempts_data = [a.model_dump(exclude={"tail"}) for a in detail.attempts]
+    mask: Mask = secrets_only
+    if link.redact:
+        texts = _strings([campaign_data, attempts_data, [n.body for n in notes]])
+        mask = Redactor.learning(texts)
+    masked = [
+        AttemptOut.model_validate({**_masked(data, mask), "tail": None}) for data in attempts_data
+    ]
     shared = []
-    for attempt in detail.attempts:
-        masked = _mask_attempt(attempt, mask)
+    for attempt in masked:
         turning = []
         if attempt.retest_of:
             turning.append(f"retest of #{attempt.retest_of}")
@@ -151,46 +169,24 @@ def summary(session: Session, link: ShareLink) -> Summary:
             turning.append(f"blocked by #{attempt.blocked_by}")
         shared.append(
             SharedAttempt(
-                masked,
+                attempt,
                 [_mask_note(n, mask) for n in notes if n.attempt_id == attempt.id],
                 ", ".join(turning) or None,
             )
         )
-    adopted = [a for a in detail.attempts if a.status == "adopted" and a.metric_value is not None]
+    adopted = [a for a in masked if a.status == "adopted" and a.metric_value is not None]
     best = None
     if adopted:
         pick = max if campaign.higher_is_better else min
         best = pick(adopted, key=lambda a: a.metric_value or 0.0)
-    masked_campaign = detail.model_copy(
-        update={"description": mask(detail.description), "name": mask(detail.name), "attempts": []}
+    masked_campaign = CampaignDetailOut.model_validate(
+        {**_masked(campaign_data, mask), "attempts": []}
     )
     return Summary(
         masked_campaign,
         shared,
         [_mask_note(n, mask) for n in notes if n.attempt_id is None],
-        _mask_attempt(best, mask) if best else None,
-    )
-
-
-def _mask_attempt(attempt: AttemptOut, mask: Mask) -> AttemptOut:
-    diagnosis = dict(attempt.diagnosis) if attempt.diagnosis else None
-    if diagnosis:
-        for field in ("root_cause", "excerpt"):
-            diagnosis[field] = mask(diagnosis.get(field)) or None
-        for field in ("root_cause_at", "ready_at"):
-            if diagnosis.get(field):
-                diagnosis[field] = {**diagnosis[field], "text": mask(diagnosis[field]["text"])}
-    return attempt.model_copy(
-        update={
-            "title": mask(attempt.title),
-            "hypothesis": mask(attempt.hypothesis),
-            "command": mask(attempt.command),
-            "flags": mask(attempt.flags),
-            "source": mask(attempt.source) if attempt.source else None,
-            "verdict": mask(attempt.verdict) if attempt.verdict else None,
-            "diagnosis": diagnosis,
-            "tail": None,  # connection details are the owner's business
-        }
+        best,
     )
 
 
