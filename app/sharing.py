@@ -1,5 +1,6 @@
 """Read-only share links: an unguessable token (stored hashed) for one campaign's summary."""
 
+import re
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -195,6 +196,32 @@ def _mask_note(note: NoteOut, mask: Mask) -> NoteOut:
     return note.model_copy(update={"body": body, "html": render_markdown(body)})
 
 
+# Characters that mean something inline to CommonMark or GitHub's Markdown: escaped, they
+# show as typed (`[x](javascript:...)` is no link, `<script>` no tag, `|` no cell).
+_MD_INLINE = re.compile(r"([\\`*_\[\]<>|~&$!#])")
+_MD_LINE_START = re.compile(r"^(\d*)([-+=.)])")  # a list item or an underline, first thing
+
+
+def _md_text(text: str | None) -> str:
+    """Literal text on one line: a newline in a title would end its heading or list item."""
+    flat = _MD_INLINE.sub(r"\\\1", " ".join((text or "").split()))
+    return _MD_LINE_START.sub(r"\1\\\2", flat, count=1)
+
+
+def _md_code(text: str) -> str:
+    """An inline code span no backtick run inside the text can close."""
+    flat = " ".join(text.split())
+    longest = max((len(run) for run in re.findall("`+", flat)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}"
+
+
+def _md_block(text: str) -> str:
+    """Markdown of a note, kept inside its list item: continuation lines indented."""
+    return "\n  ".join(_md(text).strip().splitlines())
+
+
 def _md(text: str | None) -> str:
     """Text for a Markdown document: any HTML in it is shown, never rendered."""
     return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -211,16 +238,16 @@ def _fence(text: str) -> str:
 def to_markdown(result: Summary) -> str:
     campaign = result.campaign
     metric = campaign.metric
-    lines = [f"# {_md(campaign.name)}", ""]
+    lines = [f"# {_md_text(campaign.name)}", ""]
     if campaign.description:
-        lines += [_md(campaign.description), ""]
+        lines += [_md_text(campaign.description), ""]
     baselines = " → ".join(f"{b.value:g}" for b in campaign.baseline_history) or "not set"
     lines.append(f"- **Baseline:** {baselines} {metric}")
     if campaign.target is not None:
         lines.append(f"- **Target:** {campaign.target:g} {metric}")
     if result.best is not None and result.best.metric_value is not None:
         lines.append(
-            f"- **Best adopted:** #{result.best.id} {_md(result.best.title)}: "
+            f"- **Best adopted:** #{result.best.id} {_md_text(result.best.title)}: "
             f"{result.best.metric_value:.1f} {metric}"
         )
     lanes = [shared.attempt.lane.value for shared in result.attempts]
@@ -238,28 +265,29 @@ def to_markdown(result: Summary) -> str:
             if attempt.delta_pct is not None:
                 noise = ", within noise" if attempt.delta_within_noise else ""
                 figure += f" ({attempt.delta_pct:+.1f} %{noise})"
-        lines.append(f"### #{attempt.id} {_md(attempt.title)} — {attempt.status.value}{figure}")
+        title = _md_text(attempt.title)
+        lines.append(f"### #{attempt.id} {title} — {attempt.status.value}{figure}")
         if shared.turning_point:
             lines.append(f"*Turning point: {shared.turning_point}.*")
         if attempt.hypothesis:
-            lines.append(f"- Hypothesis: {_md(attempt.hypothesis)}")
+            lines.append(f"- Hypothesis: {_md_text(attempt.hypothesis)}")
         if attempt.flags:
-            lines.append(f"- Flags: `{attempt.flags.replace('`', '')}`")
+            lines.append(f"- Flags: {_md_code(attempt.flags)}")
         if attempt.verdict:
-            lines.append(f"- Verdict: {_md(attempt.verdict)}")
+            lines.append(f"- Verdict: {_md_text(attempt.verdict)}")
         diagnosis = attempt.diagnosis or {}
         if diagnosis.get("root_cause"):
-            lines.append(f"- Root cause ({diagnosis.get('error_class')}):")
+            lines.append(f"- Root cause ({_md_text(diagnosis.get('error_class'))}):")
             lines += ["", _fence(diagnosis["root_cause"]), ""]
         if attempt.same_root_cause_as:
             same = ", ".join(f"#{i}" for i in attempt.same_root_cause_as)
             lines.append(f"- Same root cause as {same}")
         for note in shared.notes:
-            lines.append(f"- Note: {_md(note.body)}")
+            lines.append(f"- Note: {_md_block(note.body)}")
         lines.append("")
     if result.campaign_notes:
         lines += ["## Notes", ""]
-        lines += [f"- {_md(note.body)}" for note in result.campaign_notes]
+        lines += [f"- {_md_block(note.body)}" for note in result.campaign_notes]
         lines.append("")
     return "\n".join(lines)
 
