@@ -29,7 +29,7 @@ _TOKEN_SHAPES = re.compile(
     r"hf_[A-Za-z0-9]{20,}"  # Hugging Face
     r"|sk-[\w-]{20,}"  # OpenAI (sk-proj-...), Anthropic (sk-ant-...), OpenRouter, DeepSeek
     r"|(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"  # AWS access key ids
-    r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}"  # GitHub
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{22,}"  # GitHub
     r"|gl(?:pat|dt|rt|soat|ptt)-[\w-]{20,}"  # GitLab
     r"|xox[abposr]-[\w-]{10,}"  # Slack
     r"|AIza[\w-]{35}"  # Google
@@ -49,17 +49,25 @@ _BEARER = re.compile(r"\b(bearer\s+)([\w.~+/-]{8,}=*)", re.I)
 # NAME=VALUE, NAME: VALUE, 'NAME': 'VALUE' (JSON, Python reprs, YAML, headers) and
 # --flag VALUE / --flag=VALUE, for names that end in a credential's word; which of those
 # really name a credential (api_key, not max_tokens) is for _is_secret_name to say.
-_ASSIGNMENT = re.compile(
+_CREDENTIAL_WORD = r"(?:token|secret|passw(?:or)?d|passphrase|key|credentials?|auth)"
+_ASSIGNMENT_SOURCE = (
     r"(?<![\w.-])(?P<flag>--?)?(?P<quote>[\"']?)"
-    r"(?P<name>(?:[A-Za-z_][\w.-]*?)?(?:token|secret|passw(?:or)?d|passphrase|key|credentials?|auth))"
+    rf"(?P<name>(?:[a-z_][\w.-]*?)?{_CREDENTIAL_WORD})"
     r"(?P=quote)(?![\w.-])"
     r"(?P<sep>\s*[:=]\s*|(?P<space>[ \t]+))"
     r"(?:\[\s*)?(?P<vquote>[\"'])?"
     # After a space, a value is one word that is not the next flag or assignment.
     r"(?P<value>(?(vquote)[^\"'\n]*|(?(space)(?!-)[^\s\"',;&)}\]=:]++(?![=:])"
-    r"|[^\s\"',;&)}\]]+)))",
-    re.I,
+    r"|[^\s\"',;&)}\]]+)))"
 )
+# Matched against the lowered text: case-insensitive matching is several times slower.
+_ASSIGNMENT = re.compile(_ASSIGNMENT_SOURCE)
+_ASSIGNMENT_ANY_CASE = re.compile(_ASSIGNMENT_SOURCE, re.I)  # where lowering moves offsets
+# A credential's word right before a separator: the cheap test before _ASSIGNMENT's scan.
+_ASSIGNMENT_HINT = re.compile(rf"{_CREDENTIAL_WORD}[\"']?(?:\s*[:=]|[ \t])")
+_TOKEN_PREFIXES = ("hf_", "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_",
+                   "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glsoat-", "glptt-",
+                   "xox", "AIza", "k_live_", "k_test_", "npm_", "pypi-", "eyJ")  # fmt: skip
 _SECRET_WORDS = (
     "token", "secret", "password", "passwd", "passphrase", "apikey", "accesskey", "secretkey",
     "privatekey", "credential", "credentials",
@@ -85,14 +93,29 @@ def _is_secret_name(name: str) -> bool:
     return last == "key" and len(parts) > 1 and parts[-2] in _KEY_KINDS
 
 
-def _assignment(match: re.Match[str]) -> str:
-    value = match["value"]
+def _is_secret_assignment(match: re.Match[str], text: str) -> bool:
+    value = text[match.start("value") : match.end("value")]
     if not _is_secret_name(match["name"]) or _NOT_A_VALUE.fullmatch(value):
-        return match[0]
-    if match["space"] and not match["flag"] and not _LOOKS_RANDOM.search(value):
-        return match[0]  # prose: "the token was refused"; `aws_secret_access_key KEY` is not
-    start, end = match.start("value") - match.start(), match.end("value") - match.start()
-    return match[0][:start] + SECRET + match[0][end:]
+        return False
+    # After a space and no flag, only a value that looks random: "the token was refused"
+    # is prose, `aws_secret_access_key KEY` is not.
+    return not match["space"] or bool(match["flag"]) or bool(_LOOKS_RANDOM.search(value))
+
+
+def _mask_assignments(text: str) -> str:
+    lowered = text.lower()
+    if not _ASSIGNMENT_HINT.search(lowered):
+        return text
+    # Lowering keeps offsets unless a character lowers to two (İ): then match any case.
+    pattern, subject = (
+        (_ASSIGNMENT, lowered) if len(lowered) == len(text) else (_ASSIGNMENT_ANY_CASE, text)
+    )
+    pieces, kept_to = [], 0
+    for match in pattern.finditer(subject):
+        if _is_secret_assignment(match, text):
+            pieces += [text[kept_to : match.start("value")], SECRET]
+            kept_to = match.end("value")
+    return "".join([*pieces, text[kept_to:]])
 
 
 def _authorization(match: re.Match[str]) -> str:
@@ -102,12 +125,19 @@ def _authorization(match: re.Match[str]) -> str:
 
 def mask_secrets(text: str) -> str:
     """Credentials out of a text, whatever else it says: kept even when names are shown."""
-    text = _PRIVATE_KEY.sub(SECRET, text)
-    text = _CREDENTIAL_URL.sub(rf"\1\2:{SECRET}@\4", text)
-    text = _AUTHORIZATION.sub(_authorization, text)
-    text = _BEARER.sub(rf"\1{SECRET}", text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    return _TOKEN_SHAPES.sub(SECRET, text)
+    # Literal checks first: most texts have none of these, and `in` costs far less than a scan.
+    if "PRIVATE KEY" in text:
+        text = _PRIVATE_KEY.sub(SECRET, text)
+    if "@" in text:
+        text = _CREDENTIAL_URL.sub(rf"\1\2:{SECRET}@\4", text)
+    if "uthorization" in text or "UTHORIZATION" in text:
+        text = _AUTHORIZATION.sub(_authorization, text)
+    if "earer" in text or "EARER" in text:
+        text = _BEARER.sub(rf"\1{SECRET}", text)
+    text = _mask_assignments(text)
+    if any(prefix in text for prefix in _TOKEN_PREFIXES):
+        text = _TOKEN_SHAPES.sub(SECRET, text)
+    return text
 
 
 # --- names and addresses ------------------------------------------------------------
@@ -128,6 +158,7 @@ _HOME = re.compile(r"(?<![\w.])(?:/home|/Users|/export/home)/([A-Za-z_][\w.-]*)"
 _GENERIC_USERS = {"root", "admin", "administrator", "user", "ubuntu", "debian", "centos",
                   "ec2-user", "nobody", "guest", "runner", "git"}  # fmt: skip
 MIN_NAME = 3  # shorter names would mask ordinary words
+_NAMES_HINT = re.compile(r"@|/home/|/Users/")  # texts that can name a user or a host
 
 
 def _ipv6(match: re.Match[str]) -> str:
@@ -172,6 +203,7 @@ class Redactor:
         names = "|".join(alternatives)
         self._named = re.compile(rf"(?<![\w-])(?:{names})(?![\w-])") if names else None
         self._memo: dict[str, str] = {}
+        self._cleaned: dict[str, str] = {}  # mask_secrets() of texts learned from
 
     @classmethod
     def learning(
@@ -181,20 +213,23 @@ class Redactor:
         `ssh://...`, `/home/alice`), so their bare mentions elsewhere are masked too."""
         found_hosts, found_users = set(hosts), set(users)
         # Read with the credentials out: `https://ghp_...@github.com` names no user.
-        for text in {mask_secrets(t) for t in texts if t}:
-            for match in _SCHEME.finditer(text):
+        cleaned = {t: mask_secrets(t) for t in set(texts) if _NAMES_HINT.search(t)}
+        for text in cleaned.values():
+            for match in _SCHEME.finditer(text) if "://" in text else ():
                 if match[1] == "ssh":
                     found_users.add((match[2] or "").split(":", 1)[0])
                     found_hosts.add(match[3] or "")
-            for match in _CREDENTIAL_URL.finditer(text):
+            for match in _CREDENTIAL_URL.finditer(text) if "@" in text else ():
                 found_users.add(match[2])
                 found_hosts.add(match[4])
-            for match in _USER_AT_HOST.finditer(text):
+            for match in _USER_AT_HOST.finditer(text) if "@" in text else ():
                 if match[1] != "git":
                     found_users.add(match[1])
                     found_hosts.add(match[2].rstrip("."))
             found_users.update(_HOME.findall(text))
-        return cls(hosts=found_hosts, users=found_users)
+        redactor = cls(hosts=found_hosts, users=found_users)
+        redactor._cleaned = cleaned
+        return redactor
 
     def __call__(self, text: str | None) -> str:
         if not text:
@@ -205,13 +240,21 @@ class Redactor:
         return masked
 
     def _mask(self, text: str) -> str:
-        text = _CREDENTIAL_URL.sub(rf"\1{USER}:{SECRET}@{HOST}", text)
-        text = mask_secrets(text)
-        text = _SCHEME.sub(self._source, text)
-        text = _USER_AT_HOST.sub(f"{USER}@{HOST}", text)
-        text = _IPV6.sub(_ipv6, text)
-        text = _IPV4.sub(IP, text)
-        text = _ABS_PATH.sub(lambda m: f"{PATH}/{m.group(2)}", text)
+        cleaned = self._cleaned.get(text)
+        text = mask_secrets(text) if cleaned is None else cleaned
+        # Each pass only where its literal is: most texts need few of them.
+        if "@" in text:
+            text = _CREDENTIAL_URL.sub(rf"\1{USER}:{SECRET}@{HOST}", text)
+        if "://" in text:
+            text = _SCHEME.sub(self._source, text)
+        if "@" in text:
+            text = _USER_AT_HOST.sub(f"{USER}@{HOST}", text)
+        if "::" in text or text.count(":") >= 7:
+            text = _IPV6.sub(_ipv6, text)
+        if "." in text:
+            text = _IPV4.sub(IP, text)
+        if "/" in text:
+            text = _ABS_PATH.sub(lambda m: f"{PATH}/{m.group(2)}", text)
         if self._named is not None:
             text = self._named.sub(lambda m: HOST if m.lastgroup == "host" else USER, text)
         return text

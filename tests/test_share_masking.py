@@ -23,10 +23,11 @@ class Shape:
     name: str
     text: str  # as it appears in a command, a note or a log line
     hidden: tuple[str, ...]  # none of these may be shown
+    names: bool = False  # hidden as names (masked links only), not as credentials
 
 
 HF = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
-GHP = "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3x"
+GHP = "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3s1234"  # 36 after the prefix
 PAT = "github_pat_11AAAAAAA0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
 SHAPES = [
     Shape("hf-token", f"HF_TOKEN={HF}", (HF, "AbCdEfGhIjKlMnOp")),
@@ -51,15 +52,24 @@ SHAPES = [
         "pip install -i https://mirror-bot:Pa55w0rdXyz@pypi.corp.example.org/simple",
         ("mirror-bot", "Pa55w0rdXyz", "pypi.corp.example.org"),
     ),
-    Shape("ipv6", "bound fe80::1%eth0, ::1 and 2001:db8::5", ("fe80::1", "::1", "2001:db8::5")),
+    Shape(
+        "ipv6",
+        "bound fe80::1%eth0, ::1 and 2001:db8::5",
+        ("fe80::1", "::1", "2001:db8::5"),
+        names=True,
+    ),
     Shape(
         "short-host",
         "ssh alice@gpu-01.lab.example.com; later gpu-01 and GPU-01 hung",
         ("gpu-01", "GPU-01", "lab.example.com", "alice"),
+        names=True,
     ),
-    Shape("home-user", "ran /home/jdoe/bench/run.sh as jdoe", ("jdoe",)),
+    Shape("home-user", "ran /home/jdoe/bench/run.sh as jdoe", ("jdoe",), names=True),
     Shape(
-        "mac-user", "copied from /Users/mkowalski/Downloads/w.bin; mkowalski knows", ("mkowalski",)
+        "mac-user",
+        "copied from /Users/mkowalski/Downloads/w.bin; mkowalski knows",
+        ("mkowalski",),
+        names=True,
     ),
     Shape(
         "cli-flags",
@@ -155,6 +165,18 @@ def test_an_unmasked_link_shows_names_but_never_credentials(
     assert "mirror-bot" in exported and "pypi.corp.example.org" in exported
     for hidden in (HF, "Pa55w0rdXyz", "Zq8r0pen1yK3y", "hunter two", "Kf9pass"):
         assert hidden not in exported
+
+
+CREDENTIALS = [s for s in SHAPES if not s.names]
+
+
+@pytest.mark.parametrize("shape", CREDENTIALS, ids=[s.name for s in CREDENTIALS])
+def test_credentials_go_by_their_shape_alone(shape: Shape) -> None:
+    """Without a name learned from elsewhere, and in unmasked links too."""
+    secrets = [h for h in shape.hidden if h not in ("mirror-bot", "pypi.corp.example.org")]
+    for shown in (secrets_only(shape.text), Redactor()(shape.text)):
+        assert "[secret]" in shown
+        assert not [secret for secret in secrets if secret in shown], shown
 
 
 @pytest.mark.parametrize(
