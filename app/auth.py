@@ -9,6 +9,7 @@ import hmac
 import logging
 import secrets
 import threading
+from collections.abc import Callable
 
 from sqlalchemy import Engine
 
@@ -43,6 +44,8 @@ class OwnerAuth:
         self._key = b""
         self._sessions: frozenset[str] = frozenset()
         self._lock = threading.Lock()
+        # Called when a credential stops being valid: open live streams check theirs.
+        self.on_revoke: Callable[[], None] = lambda: None
 
     def refresh(self) -> None:
         with session_scope(self._engine) as session:
@@ -50,9 +53,14 @@ class OwnerAuth:
             stored = repo.get_secret(session, name=OWNER_TOKEN_HASH) or ""
             sessions = frozenset(repo.list_owner_sessions(session))
         with self._lock:
+            revoked = bool(self._sessions - sessions) or (
+                bool(self._token_hash) and self._token_hash != (self._configured_hash or stored)
+            )
             self._key = key.encode()
             self._token_hash = self._configured_hash or stored
             self._sessions = sessions
+        if revoked:
+            self.on_revoke()
 
     def token_ok(self, token: str | None) -> bool:
         if not token or not self._token_hash:
@@ -77,6 +85,7 @@ class OwnerAuth:
             repo.delete_owner_session(session, token_hash=digest)
         with self._lock:
             self._sessions = self._sessions - {digest}
+        self.on_revoke()
 
     def session_ok(self, cookie: str | None) -> bool:
         # A set lookup of a hash: the cookie is 256 random bits, nothing to learn by timing.

@@ -53,6 +53,13 @@ class Bus:
             with contextlib.suppress(RuntimeError):  # its loop is closed: server stopping
                 listener.wake()
 
+    def publish_all(self) -> None:
+        """Wake every listener of every campaign (the owner's credentials changed)."""
+        with self._lock:
+            campaign_ids = list(self._listeners)
+        for campaign_id in campaign_ids:
+            self.publish(campaign_id)
+
     @contextmanager
     def listen(self, campaign_id: int) -> Iterator[Listener]:
         listener = Listener(asyncio.get_running_loop())

@@ -57,6 +57,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         auth, _ = load_owner_auth(engine, settings.token)
     refresher = AuthRefresher(auth)
     bus = Bus()
+    auth.on_revoke = bus.publish_all
     tailer = Tailer(
         engine,
         on_commit=bus.publish,

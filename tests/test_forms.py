@@ -226,3 +226,17 @@ def test_closed_cards_say_what_happened_not_what_is_missing(
     assert "no measurement yet" in card(proposed["id"])
     attempt_page = browser.get(f"/attempts/{dead['id']}").text
     assert "no longer followed" in attempt_page and ">stopped<" not in attempt_page
+
+
+def test_a_page_open_on_a_deleted_attempt_is_told_to_reload(api: httpx.Client) -> None:
+    from tests.sse import SSEReader
+
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    url = f"/api/campaigns/{campaign['id']}/events?view=attempt&attempt={attempt['id']}"
+    tab = SSEReader(api, url)
+    assert tab.next(skip=()).event == "hello"
+    assert api.delete(f"/api/attempts/{attempt['id']}").status_code == 204
+    assert tab.until(lambda m: m.event == "reload").event == "reload"
+    tab.close()
+    assert api.get(url).status_code == 404

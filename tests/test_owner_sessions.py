@@ -11,6 +11,7 @@ import httpx
 from app.auth import SESSION_COOKIE
 from tests.cli import free_port, run_cli, serving
 from tests.helpers import csrf_of
+from tests.sse import SSEReader
 
 
 def login(url: str, link: str) -> httpx.Client:
@@ -90,3 +91,34 @@ def test_each_login_is_its_own_session_and_logout_ends_only_it(
     assert other.get("/").status_code == 200, "the other browser stays logged in"
     replay.close()
     other.close()
+
+
+def test_open_live_streams_end_with_the_session(tmp_path: Path) -> None:
+    """A page left open is no window into the campaign once its session is over: after a
+    token reset from another terminal, and after a logout, its stream says reload."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env["CAMPAIGN_DASH_DATABASE_URL"] = f"sqlite:///{tmp_path / 'campaign-dash.db'}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serving(env, tmp_path, port) as process:
+        link = login_link(process.printed())
+        token = link.partition("token=")[2]
+        owner = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"})
+        campaign = owner.post("/api/campaigns", json={"name": "open tab"}).json()
+        events = f"/api/campaigns/{campaign['id']}/events?view=campaign"
+
+        by_logout = login(url, link)
+        other_tab = SSEReader(by_logout, events)
+        assert other_tab.next(skip=()).event == "hello"
+        page = by_logout.get(f"/campaigns/{campaign['id']}")
+        assert by_logout.post("/logout", data={"csrf_token": csrf_of(page.text)}).status_code == 303
+        assert other_tab.until(lambda m: m.event == "reload", timeout=5).event == "reload"
+        other_tab.close()
+
+        by_reset = login(url, link)
+        tab = SSEReader(by_reset, events)
+        assert tab.next(skip=()).event == "hello"
+        assert run_cli("token", "reset", env=env, cwd=tmp_path).returncode == 0
+        assert tab.until(lambda m: m.event == "reload", timeout=5).event == "reload"
+        tab.close()
+        owner.close()

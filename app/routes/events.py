@@ -16,7 +16,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app import actions, repo, views
 from app.db import session_scope
-from app.deps import require_api_owner
+from app.deps import is_owner, require_api_owner
 from app.diagnosis.lines import decode
 from app.errors import NotFound
 from app.ingest import stored_log
@@ -138,6 +138,9 @@ def html_messages(
     elif view == "attempt" and attempt_id is not None and kinds:
         from app.routes.pages import attempt_context
 
+        if repo.get_attempt(session, attempt_id=attempt_id) is None:
+            # Deleted: the page reloads and says so.
+            return [ServerSentEvent(data="", event="reload", id=str(events[-1].id))]
         context = attempt_context(session, attempt_id)
         if kinds & {"attempt", "log", "campaign"}:
             messages.append(
@@ -253,6 +256,10 @@ async def stream(
     with bus.listen(campaign_id) as listener:
         yield ServerSentEvent(data="", event="hello", retry=2000)
         while True:
+            if share is None and not is_owner(request):
+                # Logged out, or the token was reset: the page reloads to the login page.
+                yield ServerSentEvent(data="", event="reload")
+                return
             if share is not None and not await anyio.to_thread.run_sync(share[0]):
                 # Revoked or expired: the reader's stream ends now.
                 yield ServerSentEvent(data="", event="gone")
