@@ -43,11 +43,16 @@ def login_url(settings: Settings, host: str, port: int, token: str) -> str:
 def database_errors(url: str) -> Iterator[None]:
     """A database that cannot be opened is a one-line error naming it, not a traceback."""
     from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import DatabaseError
+    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
-    shown = make_url(url).render_as_string(hide_password=True)
     try:
+        shown = make_url(url).render_as_string(hide_password=True)
         yield
+    except (ArgumentError, NoSuchModuleError) as error:
+        raise click.ClickException(
+            f"CAMPAIGN_DASH_DATABASE_URL is not a database URL SQLAlchemy knows ({error}); "
+            "e.g. sqlite:///campaign-dash.db or postgresql+psycopg://user@host/db"
+        ) from None
     except OSError as error:
         raise click.ClickException(f"cannot open the database {shown}: {error}") from None
     except DatabaseError as error:
@@ -61,7 +66,8 @@ def prepare_database(settings: Settings) -> str | None:
     from app.auth import ensure_owner_secrets
     from app.db import make_engine, startup_lock
 
-    engine = make_engine(settings.database_url)
+    with database_errors(settings.database_url):
+        engine = make_engine(settings.database_url)
     with database_errors(settings.database_url), startup_lock(settings.database_url):
         migrate.upgrade(settings.database_url)
         generated = ensure_owner_secrets(engine, settings.token)

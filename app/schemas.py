@@ -4,7 +4,9 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -15,11 +17,30 @@ from pydantic import (
 from app.models import Lane, Status
 from app.tailing.sources import parse_source
 
-Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+def _not_a_bool(value: Any) -> Any:
+    # JSON's true is no figure, though pydantic would read it as 1.0.
+    if isinstance(value, bool):
+        raise ValueError("a number, not true or false")
+    return value
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL, and no name or note needs one.
+    if "\x00" in value:
+        raise ValueError("may not contain NUL bytes")
+    return value
+
+
+Finite = Annotated[float, BeforeValidator(_not_a_bool), Field(allow_inf_nan=False)]
 # A metric's figure: throughput, latency, memory... none of them is ever negative.
-Figure = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-Text = Annotated[str, StringConstraints(max_length=20_000)]
+Figure = Annotated[float, BeforeValidator(_not_a_bool), Field(ge=0, allow_inf_nan=False)]
+Name = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
+    AfterValidator(_no_nul),
+]
+Text = Annotated[str, StringConstraints(max_length=20_000), AfterValidator(_no_nul)]
 
 
 def check_source(value: str | None) -> str | None:
@@ -130,7 +151,11 @@ class MeasurementCreate(Strict):
 
 
 class NoteCreate(Strict):
-    body: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000)]
+    body: Annotated[
+        str,
+        StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000),
+        AfterValidator(_no_nul),
+    ]
 
 
 class MetricOut(BaseModel):

@@ -124,6 +124,9 @@ def test_any_attempt_can_be_blocked_and_unblocked(api: httpx.Client, campaign: d
     [
         {"status": "exploded"},
         {"metric_value": "fast"},
+        {"metric_value": True},
+        {"metric_value": -1},
+        {"title": "a\u0000b"},
         {"verdict": 12},
         {"source": "http://x/y"},
         {"set_baseline": True, "status": "eliminated"},
@@ -133,6 +136,16 @@ def test_any_attempt_can_be_blocked_and_unblocked(api: httpx.Client, campaign: d
 def test_malformed_patches_are_422(api: httpx.Client, campaign: dict, body: dict) -> None:
     attempt = make_attempt(api, campaign["id"])
     assert api.patch(f"/api/attempts/{attempt['id']}", json=body).status_code == 422
+
+
+@pytest.mark.parametrize("value", [True, False, -0.5, "fast", None])
+def test_a_measurement_is_a_non_negative_number(
+    api: httpx.Client, campaign: dict, value: object
+) -> None:
+    attempt = make_attempt(api, campaign["id"])
+    answer = api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": value})
+    assert answer.status_code == 422
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["metric"] is None
 
 
 def test_unknown_attempts_and_notes_are_404(api: httpx.Client) -> None:

@@ -61,6 +61,12 @@ def test_patch_moves_the_baseline_and_keeps_its_history(api: httpx.Client) -> No
         {"name": "ok", "noise_pct": -1},
         {"name": "ok", "unknown_field": 1},
         {"name": 12},
+        {"name": "nul\u0000name"},
+        {"name": "ok", "description": "a\u0000b"},
+        {"name": "ok", "baseline": True},
+        {"name": "ok", "baseline": -82},
+        {"name": "ok", "baseline": 82, "target": 80},
+        {"name": "ok", "higher_is_better": False, "baseline": 20, "target": 30},
         [],
     ],
 )

@@ -42,6 +42,20 @@ def test_db_upgrade_creates_the_schema(env: dict[str, str], tmp_path: Path) -> N
     assert "head" in result.stdout
 
 
+def test_a_url_that_names_no_database_is_one_clear_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    for url in ("bogus://owner:s3cret@x/db", "not a url at all"):
+        for command in (
+            ("serve", "--port", str(free_port())),
+            ("db", "upgrade"),
+            ("token", "reset"),
+        ):
+            result = run_cli(*command, env={**env, "CAMPAIGN_DASH_DATABASE_URL": url}, cwd=tmp_path)
+            assert result.returncode == 1
+            assert result.stderr.count("\n") == 1, result.stderr
+            assert "is not a database URL" in result.stderr and "s3cret" not in result.stderr
+
+
 def test_a_database_that_cannot_be_opened_is_one_clear_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
     for url, reasons in (

@@ -228,9 +228,7 @@ def test_forms_refuse_nonsense_with_a_readable_answer(
     assert bad_value.status_code == 422
     # The page again, the message beside the field, what was typed kept.
     assert 'data-form="measure" data-field="value"' in bad_value.text
-    assert 'name="value" inputmode="decimal" required placeholder="82.4" value="fast"' in (
-        bad_value.text
-    )
+    assert re.search(r'<input name="value"[^>]* value="fast"', bad_value.text)
     htmx_refusal = browser.post(
         f"{path}/status", data={"csrf_token": csrf, "status": "adopted"}, headers=HX
     )
