@@ -10,7 +10,7 @@ from app.diagnosis import Diagnoser, diagnose_bytes
 from app.diagnosis import scanner as scanner_module
 
 DATA = Path(__file__).parent / "data"
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev" / "cases"
+CORPUS = Path(__file__).parent / "corpus" / "cases"
 
 LOGS = [
     (DATA / "seed_torch_symm_mem.log").read_bytes(),

@@ -161,7 +161,8 @@ def test_a_watchdog_timeout_is_blamed_not_the_abort_that_quotes_it() -> None:
     assert result.root_cause.startswith(
         "[rank0]:[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616]"
     )
-    assert result.error_class == "timeout_or_hang" and result.crashed is True
+    # PRODUCT.md: collectives timing out in NCCL's watchdog are nccl_comm.
+    assert result.error_class == "nccl_comm" and result.crashed is True
 
 
 def test_newest_first_cloud_viewer_logs_are_read_in_time_order() -> None:
@@ -207,7 +208,7 @@ def test_newest_first_cloud_viewer_logs_are_read_in_time_order() -> None:
             "[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: "
             "WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600123 milliseconds "
             "before timing out.",
-            "timeout_or_hang",
+            "nccl_comm",
         ),
         ("RuntimeError: Capture cuda graph failed: CUDA graph capture failed", "cuda_graph"),
         (

@@ -26,8 +26,10 @@ def _any(*patterns: str) -> re.Pattern[str]:
 # Ordered: the first class whose pattern matches the root-cause line wins.
 # fmt: off
 CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
+    # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
+    ("nccl_comm", _any(r"Watchdog caught collective operation timeout")),
     ("timeout_or_hang", _any(
-        r"Watchdog caught collective operation timeout", r"\b\w*Timeout\w*Error\b",
+        r"\b\w*Timeout\w*Error\b",
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
     )),
     ("unsupported_arch", _any(
@@ -52,6 +54,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"(?:[Ff]ailed|[Uu]nable) to allocate (?:\w+ )*memory for (?:the )?KV ?cache",
         r"(?:[Ff]ailed|[Uu]nable) to allocate CUDA\d* buffer",
         r"Not enough memory\. Please try to increase --mem-fraction-static",
+        # A KV cache too small for the context length is GPU memory too (PRODUCT.md's rule).
+        r"larger than the maximum number of tokens that can be stored in KV cache",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
