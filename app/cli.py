@@ -312,6 +312,12 @@ def describe(result: Diagnosis, *, color: bool) -> str:
     if result.root_cause and result.root_cause_at:
         lines.append(f"{bold('Root cause')} (line {result.root_cause_at.line}):")
         lines.append("  " + bold(result.root_cause, fg="red"))
+    if result.frame:
+        where = f"{result.frame.file}:{result.frame.line}"
+        lines.append(f"{bold('Frame:')} {where} in {result.frame.function or '?'}")
+    if len(result.candidates) > 1:
+        lines.append(bold("Also in this log:"))
+        lines.extend(f"  line {c.line_no}: {c.line}" for c in result.candidates[1:])
     if result.error_class:
         lines.append(f"{bold('Class:')} {result.error_class}")
     if result.fingerprint:

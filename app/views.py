@@ -149,22 +149,35 @@ TAIL_LINES = 500
 TAIL_BYTES = 512 << 10
 
 
-def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool]]:
+def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool, str | None]]:
     """The last lines of the stored log, as a terminal shows them (colours stripped):
-    (number from the end, text, is the root-cause line)."""
+    (number from the end, text, is the root-cause line, the anchor of a diagnosis
+    candidate's line: `line-N`, found by the line's offset in the log)."""
     if attempt.tail is None or attempt.tail.stored_bytes == 0:
         return []
     start = max(0, attempt.tail.stored_bytes - TAIL_BYTES)
     data = stored_log(session, attempt.id, start)
-    lines = data.split(b"\n")
+    diagnosis = attempt.diagnosis or {}
+    anchors = {
+        candidate["offset"]: f"line-{candidate['line_no']}"
+        for candidate in diagnosis.get("candidates") or []
+        if "offset" in candidate
+    }
+    offsets, lines, position = [], [], start
+    for raw in data.split(b"\n"):
+        offsets.append(position)
+        lines.append(raw)
+        position += len(raw) + 1
     if start > 0:
-        lines = lines[1:]  # the first one is cut
+        offsets, lines = offsets[1:], lines[1:]  # the first one is cut
     if lines and lines[-1] == b"":
+        offsets.pop()
         lines.pop()
-    root = (attempt.diagnosis or {}).get("root_cause")
-    shown = [decode(raw) for raw in lines[-TAIL_LINES:]]
+    root = diagnosis.get("root_cause")
+    offsets, shown = offsets[-TAIL_LINES:], [decode(raw) for raw in lines[-TAIL_LINES:]]
     return [
-        (len(shown) - index, text, bool(root) and text == root) for index, text in enumerate(shown)
+        (len(shown) - index, text, bool(root) and text == root, anchors.get(offsets[index]))
+        for index, text in enumerate(shown)
     ]
 
 

@@ -33,6 +33,9 @@ def test_human_output_names_the_root_cause_class_and_excerpt() -> None:
     assert "State: crashed" in text
     assert "Root cause (line 59):\n  KeyError: 12" in text
     assert "Class: unsupported_arch" in text
+    assert "Frame: /root/sglang/python/sglang/srt/distributed/device_communicators/" in text
+    assert "torch_symm_mem.py:56 in __init__" in text
+    assert "Also in this log:\n  line 76: [2026-02-27 13:21:45] Killed" in text
     assert "  | " in text and "torch_symm_mem.py" in text
     assert "\x1b[" not in text  # no colours when not writing to a terminal
 
@@ -51,6 +54,25 @@ def test_json_output_is_one_object_with_the_contract_fields() -> None:
     }
     assert SEED.read_bytes()[body["root_cause_at"]["offset"] :].startswith(b"KeyError: 12\n")
     assert isinstance(body["throughput"], list)
+
+
+def test_json_output_carries_the_runners_up_and_the_frame_to_patch() -> None:
+    body = json.loads(run(str(SEED), "--json").stdout)
+    assert body["candidates"][0] == {
+        "line": "KeyError: 12",
+        "line_no": 59,
+        "offset": body["root_cause_at"]["offset"],
+    }
+    assert 2 <= len(body["candidates"]) <= 3
+    lines = SEED.read_text().splitlines()
+    assert all(lines[c["line_no"] - 1] == c["line"] for c in body["candidates"])
+    assert body["frame"] == {
+        "file": "/root/sglang/python/sglang/srt/distributed/device_communicators/torch_symm_mem.py",
+        "line": 56,
+        "function": "__init__",
+    }
+    healthy = json.loads(run("-", "--json", stdin=HEALTHY).stdout)
+    assert healthy["candidates"] == [] and healthy["frame"] is None
 
 
 def test_standard_input_and_throughput_figures() -> None:

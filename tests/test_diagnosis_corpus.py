@@ -38,13 +38,21 @@ def load_cases() -> list[dict]:
 def score(
     cases: list[dict], transform: Callable[[bytes], bytes] = lambda log: log
 ) -> tuple[dict[str, int], list[str]]:
-    scores = dict.fromkeys(("root_cause", "error_class", "crashed", "ready", "throughput"), 0)
+    scores = dict.fromkeys(
+        ("root_cause", "top3", "error_class", "crashed", "ready", "throughput"), 0
+    )
     misses = []
     for case in cases:
         found = diagnose_bytes(transform((CORPUS / "cases" / f"{case['id']}.log").read_bytes()))
         match = case.get("root_cause_match") or "full_line"
         checks = {
             "root_cause": same_root_cause(case["root_cause"], found.root_cause, match),
+            # The runners-up: the right line is among the three shown.
+            "top3": same_root_cause(case["root_cause"], found.root_cause, match)
+            or any(
+                same_root_cause(case["root_cause"], candidate.line, match)
+                for candidate in found.candidates
+            ),
             "error_class": case["error_class"] == found.error_class,
             "crashed": case["crashed"] == found.crashed,
             "ready": case["ready"] == found.ready,

@@ -1,13 +1,15 @@
 """Pages and forms: each page whole and as its htmx partial, forms without JavaScript."""
 
 import re
+from pathlib import Path
 
 import httpx
 import pytest
+from markupsafe import escape
 
 from app.auth import SESSION_COOKIE
 from tests.conftest import OWNER_TOKEN
-from tests.helpers import csrf_of, make_attempt, make_campaign
+from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign, wait_for
 
 HX = {"HX-Request": "true"}
 
@@ -296,3 +298,33 @@ def test_the_campaign_page_draws_the_throughput_chart(
     assert '<circle class="point up"' in svg and '<circle class="point down"' in svg
     assert 'class="target"' in svg and 'class="baseline"' in svg
     assert f'href="/attempts/{faster["id"]}"' in svg
+
+
+def test_the_attempt_page_shows_the_frame_and_the_runners_up_linked_into_the_log(
+    browser: httpx.Client, api: httpx.Client, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes((Path(__file__).parent / "data" / "seed_torch_symm_mem.log").read_bytes())
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+
+    def diagnosed() -> dict | None:
+        diagnosis = attempt_of(api, attempt["id"])["diagnosis"]
+        return diagnosis if diagnosis and len(diagnosis["candidates"]) > 1 else None
+
+    diagnosis = wait_for(diagnosed, what="the seed's diagnosis with its runners-up")
+    runner_up = diagnosis["candidates"][1]
+    for headers in ({}, HX):
+        page = browser.get(f"/attempts/{attempt['id']}", headers=headers).text
+        assert (
+            "<code>/root/sglang/python/sglang/srt/distributed/device_communicators/"
+            "torch_symm_mem.py:56 in __init__</code>" in page
+        )
+        assert "also in this log" in page
+        link = f'<a href="#line-{runner_up["line_no"]}"'
+        assert link in page
+        # ...and the log view has that anchor on that very line, escaped.
+        target = re.search(
+            rf'<span class="line[^"]*" id="line-{runner_up["line_no"]}">([^<]*)', page
+        )
+        assert target is not None and target.group(1).rstrip("\n") == str(escape(runner_up["line"]))

@@ -6,11 +6,19 @@ Pure: no I/O. The same engine serves `campaign-dash diagnose`, the tailer and th
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.diagnosis.analysis import analyze
+from app.diagnosis.analysis import Frame, analyze
 from app.diagnosis.rules import ERROR_CLASSES
 from app.diagnosis.scanner import Figure, Line, Scanner
 
-__all__ = ["ERROR_CLASSES", "Diagnoser", "Diagnosis", "Throughput", "diagnose_bytes"]
+__all__ = [
+    "ERROR_CLASSES",
+    "Candidate",
+    "Diagnoser",
+    "Diagnosis",
+    "Frame",
+    "Throughput",
+    "diagnose_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -18,6 +26,15 @@ class Finding:
     text: str
     offset: int
     line: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One of the lines that may explain the failure, as the log has it."""
+
+    line: str
+    line_no: int
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -43,12 +60,19 @@ class Diagnosis:
     excerpt_first_line: int | None = None
     bytes_read: int = 0
     lines_read: int = 0
+    # Up to three lines that may explain the failure, best first: the root cause, then
+    # the runners-up an engineer reads when it is wrong.
+    candidates: list[Candidate] = field(default_factory=list)
+    # The innermost frame of the failing traceback outside the standard library.
+    frame: Frame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Not asdict(): it deep-copies value by value, and the ingest asks on every commit
         # for a log's hundreds of figures (a fifth of a catch-up's time went there).
         body = {name: getattr(self, name) for name in self.__dataclass_fields__}
         body["throughput"] = [dict(vars(figure)) for figure in self.throughput]
+        body["candidates"] = [dict(vars(candidate)) for candidate in self.candidates]
+        body["frame"] = dict(vars(self.frame)) if self.frame is not None else None
         for name in ("root_cause_at", "ready_at"):
             finding = body[name]
             body[name] = dict(vars(finding)) if finding is not None else None
@@ -119,6 +143,8 @@ class Diagnoser:
             excerpt_first_line=result.excerpt[0].number if result.excerpt else None,
             bytes_read=scanner.bytes_seen,
             lines_read=scanner.lines_seen + (1 if pending else 0),
+            candidates=[Candidate(c.text, c.number, c.offset) for c in result.candidates],
+            frame=result.frame,
         )
 
 

@@ -52,6 +52,16 @@ _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation through
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
+# (a log that lost its newlines glues the quoted source after the function's name)
+_FRAME_LINE = re.compile(
+    r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>[\w<>.]+))?'
+)
+# The standard library: an interpreter's lib/python3.X/ outside site- and dist-packages, and
+# frozen modules. Site-packages frames are someone's code to patch, so they count.
+_STDLIB = re.compile(
+    r"(?:^|[/\\])lib[/\\]python3(?:\.\d+)?[/\\](?!(?:site|dist)-packages[/\\])|^<frozen "
+)
+MAX_CANDIDATES = 3
 
 
 @dataclass
@@ -65,6 +75,13 @@ class Entry:
     consequence: bool = False
 
 
+@dataclass(frozen=True)
+class Frame:
+    file: str
+    line: int
+    function: str | None
+
+
 @dataclass
 class Analysis:
     ready: bool | None
@@ -74,6 +91,8 @@ class Analysis:
     fingerprint: str | None
     excerpt: list[Line] = field(default_factory=list)
     ready_line: Line | None = None
+    candidates: list[Line] = field(default_factory=list)  # best first, the root cause first
+    frame: Frame | None = None
 
 
 def _virtual_lines(line: Line) -> list[Line]:
@@ -249,6 +268,90 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     return chosen[0] if chosen else None
 
 
+def _runners_up(entries: list[Entry], root: Entry) -> list[Entry]:
+    """The root cause, then the next lines an engineer would read if it were wrong: other
+    failures before wrappers, the last burst first, then by how specific they are. A line
+    repeated by every rank counts once."""
+    burst_start = root.line.number
+    for entry in reversed(entries):
+        if entry.strength >= 2 and not entry.noise and entry.line.number < burst_start:
+            if burst_start - entry.line.number > SURVIVED_GAP_LINES:
+                break
+            burst_start = entry.line.number
+    # Traceback headers and wrappers that point elsewhere tell nothing a glance could use.
+    ranked = sorted(
+        (
+            e
+            for e in entries
+            if e.strength >= 1
+            and not e.noise
+            and e is not root
+            and not rules.STRONG_WRAPPERS.search(e.content)
+        ),
+        key=lambda e: (
+            e.strength < 2,
+            e.line.number < burst_start,
+            -_specificity(e),
+            abs(e.line.number - root.line.number),
+        ),
+    )
+    chosen, seen = [root], {rules.normalized(root.content)}
+    for entry in ranked:
+        key = rules.normalized(entry.content)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(entry)
+        if len(chosen) == MAX_CANDIDATES:
+            break
+    return chosen
+
+
+def _is_frame_part(entries: list[Entry], index: int) -> bool:
+    """A frame line, a caret line under one, or the source line a frame quotes."""
+    content = entries[index].content
+    if _FRAME_LINE.match(content) or rules.FRAME.search(content):
+        return True
+    return index > 0 and _FRAME_LINE.match(entries[index - 1].content) is not None
+
+
+def _adjacent(first: Entry, second: Entry) -> bool:
+    return 0 <= second.line.number - first.line.number <= 1  # a log that lost its newlines
+
+
+def _failing_traceback(entries: list[Entry], root: Entry) -> list[Entry]:
+    """The frames right above the root cause (a fragment may start without its Traceback
+    header); for a line logged before its traceback (vLLM's repr of the exception, a native
+    abort), the frames that closely follow it."""
+    index = entries.index(root)
+    start = index
+    while start > 0 and _adjacent(entries[start - 1], entries[start]):
+        if not _is_frame_part(entries, start - 1):
+            break
+        start -= 1
+    if start < index:
+        return entries[start:index]
+    for later in range(index + 1, min(len(entries), index + 1 + FOLLOW_UP_LINES)):
+        if _FRAME_LINE.match(entries[later].content):
+            end = later
+            while end + 1 < len(entries) and _adjacent(entries[end], entries[end + 1]):
+                if not _is_frame_part(entries, end + 1):
+                    break
+                end += 1
+            return entries[later : end + 1]
+        if entries[later].strength >= 2:
+            break  # another failure first: no frames of this one
+    return []
+
+
+def _frame(traceback: list[Entry]) -> Frame | None:
+    """The innermost frame outside the standard library: the code to open and patch."""
+    for entry in reversed(traceback):
+        match = _FRAME_LINE.match(entry.content)
+        if match and not _STDLIB.search(match["file"]):
+            return Frame(match["file"], int(match["line"]), match["function"])
+    return None
+
+
 def _excerpt(entries: list[Entry], root: Entry) -> list[Entry]:
     """The traceback that ends in the root cause (or the lines before it), and what follows."""
     index = entries.index(root)
@@ -331,6 +434,8 @@ def analyze(
         fingerprint=rules.fingerprint(error_class, root.content),
         excerpt=[e.line for e in excerpt],
         ready_line=ready_line,
+        candidates=[e.line for e in _runners_up(entries, root)],
+        frame=_frame(_failing_traceback(entries, root)),
     )
 
 

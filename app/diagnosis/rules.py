@@ -310,10 +310,15 @@ _FINGERPRINT_SUBS = [
 ]
 
 
-def fingerprint(error_class_name: str, message: str) -> str:
-    """Stable across runs, hosts, ranks, PIDs, addresses and paths; different failures differ."""
+def normalized(message: str) -> str:
+    """The message without what changes between runs, hosts, ranks, PIDs and paths."""
     text = message
     for pattern, replacement in _FINGERPRINT_SUBS:
         text = pattern.sub(replacement, text)
-    digest = hashlib.sha256(f"{error_class_name}\n{text.strip()}".encode()).hexdigest()
+    return text.strip()
+
+
+def fingerprint(error_class_name: str, message: str) -> str:
+    """Stable across runs, hosts, ranks, PIDs, addresses and paths; different failures differ."""
+    digest = hashlib.sha256(f"{error_class_name}\n{normalized(message)}".encode()).hexdigest()
     return digest[:16]
