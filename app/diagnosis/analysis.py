@@ -6,6 +6,7 @@ forwards: newest-first logs, chained tracebacks, logging's own error blocks, wra
 
 import itertools
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from app.diagnosis import rules
@@ -40,11 +41,13 @@ _RUNTIME = re.compile(
     r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d|train|test_\w+"
     r"|run_test|barrier|sigkill_handler|oom-killer"
 )
+# (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
+    r"|(?:^|[\s:>])[IW]\d{4}\s+\d"
 )
 _ERROR_LEVEL = re.compile(
-    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?:[\s\]:|]|$)|^E\d{4}\s|\[[EF]\d{3,4}\s"
+    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
 )
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 # Work only a live engine logs; a front end answering health checks is no proof.
@@ -73,6 +76,7 @@ class Entry:
     in_traceback: int | None = None  # index of the traceback's first line
     strength: int = 0  # 0: not a failure, 1: wrapper, 2: logged error, 3: failure
     consequence: bool = False
+    warning: bool = False  # an error by its shape that a process may live through
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,19 @@ def _newest_first(entries: list[Entry]) -> bool:
 
 def _mark(entries: list[Entry]) -> None:
     """Tracebacks, logging-error blocks, chains, and how strongly each line says 'failed'."""
+    levels = [_level(entry) for entry in entries]
+    # A log viewer that stamps ERROR on every line says nothing by it; a logger's own
+    # severity inside that stamp still does.
+    error_stamps = [_error_stamps(entry) for entry in entries]
+    # Counted by physical line: a log that lost its newlines is one stamped line.
+    by_line: dict[int, int] = {}
+    for entry, stamps in zip(entries, error_stamps, strict=True):
+        by_line[entry.line.offset] = max(stamps, by_line.get(entry.line.offset, 0))
+    stamped = Counter(by_line.values())
+
+    def informs(stamps: int) -> bool:
+        return stamps > 0 and 2 * sum(n for k, n in stamped.items() if k >= stamps) < len(by_line)
+
     traceback_start: int | None = None
     logging_block = False
     chain_pending = False
@@ -168,7 +185,7 @@ def _mark(entries: list[Entry]) -> None:
             entry.in_traceback = traceback_start
             continue
         source_next = False
-        level = _level(entry)
+        level = levels[index]
         if rules.HARD_NOISE.search(content):
             entry.noise = True
             continue
@@ -184,8 +201,10 @@ def _mark(entries: list[Entry]) -> None:
             continue
         elif rules.NATIVE_FAILURE.search(content):
             entry.strength = 3
-        elif (level == "error" or rules.SEVERITY_ERROR.search(content)) and _ERRORISH.search(
-            content
+        elif rules.WARNING_ERROR.search(content):
+            entry.strength, entry.warning = 2, True
+        elif (level == "error" and informs(error_stamps[index])) or (
+            rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content)
         ):
             entry.strength = 2
         if rules.WRAPPERS.search(content):
@@ -195,10 +214,19 @@ def _mark(entries: list[Entry]) -> None:
             entry.in_traceback = traceback_start
 
 
+def _prefix(entry: Entry) -> str:
+    cut = entry.text.find(entry.content) if entry.content else -1
+    return entry.text[:cut] if cut > 0 else ""
+
+
+def _error_stamps(entry: Entry) -> int:
+    """How many error severities the line's prefix carries (a viewer's and a logger's)."""
+    return len(_ERROR_LEVEL.findall(_prefix(entry)))
+
+
 def _level(entry: Entry) -> str | None:
     """The severity a logger put in the line's prefix, if any."""
-    cut = entry.text.find(entry.content) if entry.content else -1
-    prefix = entry.text[:cut] if cut > 0 else ""
+    prefix = _prefix(entry)
     if _INFO_LEVEL.search(prefix):
         return "info"
     if _ERROR_LEVEL.search(prefix):
@@ -228,6 +256,7 @@ def _restates(later: Entry, first: Entry) -> bool:
 
 
 def _choose_root(entries: list[Entry]) -> Entry | None:
+    position = {id(entry): index for index, entry in enumerate(entries)}  # in time order
     failures = [e for e in entries if e.strength >= 2 and not e.noise and not e.consequence]
     if not failures:
         failures = [e for e in entries if e.strength >= 2 and not e.noise]
@@ -242,12 +271,13 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         failures = failures[burst_start:]
         first = failures[0]
         if first.strength == 2:
-            # A logged "X failed" is usually followed by the exception that says why.
+            # A logged "X failed" is usually followed by the exception that says why, unless
+            # that exception only sends the reader elsewhere ("See inner exception").
             following = [
                 e for e in failures
-                if e.strength == 3 and 0 < e.line.number - first.line.number <= FOLLOW_UP_LINES
+                if e.strength == 3 and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
             ]  # fmt: skip
-            if following:
+            if following and not rules.POINTS_ELSEWHERE.search(following[0].content):
                 first = following[0]
         # One incident often spans a few lines (oom-kill, then "Killed process"): the most
         # telling line of the first incident.
@@ -410,6 +440,7 @@ def analyze(
 
     excerpt = _excerpt(entries, root)
     root_index = entries.index(root)
+    crashed = _crashed(entries, root)
     error_class = rules.error_class(root.content, "\n".join(e.content for e in excerpt))
     ready: bool | None
     if ready_line is not None and _before(ready_line, root.line, newest_first):
@@ -428,7 +459,7 @@ def analyze(
         ready = None
     return Analysis(
         ready=ready,
-        crashed=True,
+        crashed=crashed,
         root=root,
         error_class=error_class,
         fingerprint=rules.fingerprint(error_class, root.content),
@@ -437,6 +468,14 @@ def analyze(
         candidates=[e.line for e in _runners_up(entries, root)],
         frame=_frame(_failing_traceback(entries, root)),
     )
+
+
+def _crashed(entries: list[Entry], root: Entry) -> bool:
+    """A warning-shaped error (NCCL's WARN) explains a hang unless something fatal follows it."""
+    if not root.warning:
+        return True
+    later = entries[entries.index(root) :]
+    return any(e.strength and not e.warning and not e.noise for e in later)
 
 
 def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> None:

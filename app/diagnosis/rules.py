@@ -23,11 +23,13 @@ def _any(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
+_ARCH_NAMES = r"(?:Ampere|Ada|Hopper|Blackwell|Volta|Turing|Pascal)"
 # Ordered: the first class whose pattern matches the root-cause line wins.
 # fmt: off
 CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
-    ("nccl_comm", _any(r"Watchdog caught collective operation timeout")),
+    # NCCL's own warnings name a transport fault even when they say "timed out".
+    ("nccl_comm", _any(r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b")),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b",
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
@@ -43,6 +45,11 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
         r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
         r"out of resource: shared memory.*Hardware limit",
+        # HIP's and CUDA's word for a kernel not built for this device
+        r"invalid device function",
+        rf"(?:except|only|requires?|not supported)\b.*\b{_ARCH_NAMES}\b",
+        rf"\b{_ARCH_NAMES}\b.*\b(?:not supported|required|only)\b",
+        r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
     )),
     ("oom_gpu", _any(
         r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
@@ -56,6 +63,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"Not enough memory\. Please try to increase --mem-fraction-static",
         # A KV cache too small for the context length is GPU memory too (PRODUCT.md's rule).
         r"larger than the maximum number of tokens that can be stored in KV cache",
+        r"RESOURCE_EXHAUSTED: Out of memory",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
@@ -64,6 +72,9 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"^(?:.*\s)?Killed(?:\s.*)?$",
         r"died with <Signals\.SIGKILL",
+        # cluster managers and cgroups killing for memory
+        r"oom-kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
+        r"memory pressure",
     )),
     ("cuda_graph", _any(
         r"stream is capturing", r"cudaErrorStreamCapture", r"[Cc]apture cuda graph failed",
@@ -87,6 +98,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"not compiled with CUDA", r"cannot open shared object file",
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
         r"Model architectures? \[.*\] (?:are|is) not supported",
+        r"unsupported toolchain", r"PTX was compiled with",
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
@@ -112,6 +124,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"GatedRepoError", r"gated repo", r"EntryNotFound", r"config\.json", r"checkpoint",
         r"Cannot find model", r"model weights",
         r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'", r"failed to load model",
+        r"(?:[Ff]ailed|[Uu]nable) to load\b.*\bmodel", r"load failed for\b.*\bmodel",
     )),
 ]
 # fmt: on
@@ -170,6 +183,7 @@ WRAPPERS = _any(
     r"sub-exception",
     r"\bfailed to start\b",
     r"please check (?:the )?(?:error )?log",
+    r"RayTaskError",
 )
 # Except when the wrapper carries the only real information (DeepSpeed's exit code -9).
 STRONG_WRAPPERS = _any(
@@ -261,6 +275,18 @@ NATIVE_FAILURE = _any(
     r"^error: ",
     r"\berror loading model\b",
     r"\bfailed to load model\b",
+    # native runtimes and compilers, as they print a fatal error
+    r"\bLLVM ERROR\b",
+    r"\bcode=\d+\s*\(cuda\w+\)",
+    r"\b(?:HIP|CUDA|cuDNN|cuBLAS|CUBLAS|XLA|MIOpen|ROCm) error\b",
+    r"\berror \d+ at \S+:\d+",
+    r"\*\*\* SIG\w+ received",
+    r"\bexitcode\s*:\s*-?[1-9]\d*",
+    r"\bexit status [1-9]\d*",
+    r"\bAssertion\b.*\bfailed\b",
+    r"^FATAL\b|\bFATAL:|\bfatal error\b",
+    # absl / gRPC status codes (XLA, Triton Inference Server)
+    r"\b(?:UNAVAILABLE|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|DEADLINE_EXCEEDED):\s",
     r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
 )
 # Of several lines describing one failure, the most telling one.
@@ -271,7 +297,21 @@ SPECIFICITY = [
     (re.compile(r"terminate called after throwing"), -2),
     (re.compile(r"Cuda failure '"), -1),
     (re.compile(r"^\s*(?:Last error:|ncclUnhandledCudaError: Call to CUDA function failed)"), -3),
+    # An exit status says less than the signal or the message beside it.
+    (re.compile(r"\bexit(?:code| status)\b"), -1),
+    (re.compile(r"[Ss]ignal \d+ \(SIG\w+\) received"), 1),
 ]
+
+# An error by its shape that the process may well survive: alone, it explains a hang, not a crash.
+WARNING_ERROR = _any(r"\bNCCL WARN\b")
+# Messages that send the reader elsewhere for the real reason: a line that says more wins.
+POINTS_ELSEWHERE = _any(
+    r"for details\b",
+    r"[Ss]ee (?:the )?(?:inner exception|root cause|above|log)",
+    r"check (?:the )?(?:error )?log",
+    r"raised:\s*$",
+    r"previous error",
+)
 
 LOGGING_ERROR = "--- Logging error ---"
 TRACEBACK = "Traceback (most recent call last)"
