@@ -77,6 +77,9 @@ class Entry:
     strength: int = 0  # 0: not a failure, 1: wrapper, 2: logged error, 3: failure
     consequence: bool = False
     warning: bool = False  # an error by its shape that a process may live through
+    # An exception quoted inside a "--- Logging error ---" block that logging did not raise:
+    # the explanation when nothing outside the block says more.
+    quoted: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ def _mark(entries: list[Entry]) -> None:
 
     traceback_start: int | None = None
     logging_block = False
+    logging_frames = False  # the block's current traceback runs through logging itself
     chain_pending = False
     framed = False  # a frame of the current traceback was seen: its exception comes next
     source_next = False  # the line after a frame quotes its source
@@ -153,6 +157,12 @@ def _mark(entries: list[Entry]) -> None:
             continue
         if logging_block:
             entry.noise = True
+            if rules.TRACEBACK in content:
+                logging_frames = False
+            elif "logging/__init__.py" in content or "logging/handlers.py" in content:
+                logging_frames = True
+            elif rules.EXCEPTION_LINE.match(content):
+                entry.quoted, entry.strength = not logging_frames, 3
             # The block ends after logging's "Arguments: (...)" line.
             if content.startswith("Arguments:"):
                 logging_block = False
@@ -260,6 +270,8 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     failures = [e for e in entries if e.strength >= 2 and not e.noise and not e.consequence]
     if not failures:
         failures = [e for e in entries if e.strength >= 2 and not e.noise]
+    if not failures:
+        failures = [e for e in entries if e.quoted]
     if failures:
         # A failure the server lived through long ago is not why it died: look at the last
         # burst of failures, and blame its first one (later ranks die of it).
@@ -270,20 +282,32 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 burst_start = index
         failures = failures[burst_start:]
         first = failures[0]
-        if first.strength == 2:
+        if first.strength == 2 and not first.warning:
             # A logged "X failed" is usually followed by the exception that says why, unless
-            # that exception only sends the reader elsewhere ("See inner exception").
+            # that exception only sends the reader elsewhere ("See inner exception"). NCCL's
+            # WARN is the specific line that later exceptions summarise.
             following = [
                 e for e in failures
                 if e.strength == 3 and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
             ]  # fmt: skip
             if following and not rules.POINTS_ELSEWHERE.search(following[0].content):
                 first = following[0]
+        if rules.POINTS_ELSEWHERE.search(first.content):
+            # "BackendCompilerFailed: backend='inductor' raised:": the line it quotes says why.
+            quoted = [
+                e for e in failures
+                if 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
+                and not rules.POINTS_ELSEWHERE.search(e.content)
+            ]  # fmt: skip
+            if quoted:
+                first = quoted[0]
         # One incident often spans a few lines (oom-kill, then "Killed process"): the most
         # telling line of the first incident.
         incident = [
-            e for e in failures if abs(e.line.number - first.line.number) <= 3 and e is not first
-        ]
+            e for e in failures
+            if abs(e.line.number - first.line.number) <= 3 and e is not first
+            and (e.warning or not first.warning)
+        ]  # fmt: skip
         best = first
         for candidate in incident:
             if _specificity(candidate) > _specificity(best) and not _restates(candidate, first):

@@ -1,0 +1,173 @@
+"""Failures found by their shape, in logs without a Python traceback, and the end of the
+story deciding `crashed`: general behaviour, each shown on a small log of its kind."""
+
+import pytest
+
+from app.diagnosis import diagnose_bytes
+
+
+def diagnose(text: str) -> dict:
+    return diagnose_bytes(text.encode()).to_dict()
+
+
+@pytest.mark.parametrize(
+    "log,root_cause,error_class",
+    [
+        # A logger's error severity, whatever the words, followed by the end of the log.
+        (
+            "[I301 10:00:00.000000000 store.cpp:40] [c10d] connecting to 10.0.0.1:29500\n"
+            "[I301 10:00:30.000000000 store.cpp:40] [c10d] retrying 10.0.0.1:29500\n"
+            "[E301 10:01:00.000000000 socket.cpp:860] [c10d] The client socket has timed out "
+            "after 60s "
+            "while trying to connect to 10.0.0.1:29500\n",
+            "[E301 10:01:00.000000000 socket.cpp:860] [c10d] The client socket has timed out "
+            "after 60s "
+            "while trying to connect to 10.0.0.1:29500",
+            "timeout_or_hang",
+        ),
+        # A CUDA sample's check macro.
+        (
+            "Running on device 0\n"
+            "CUDA error at vectorAdd.cu:112 code=209(cudaErrorNoKernelImageForDevice) "
+            '"cudaLaunchKernel(...)"\n',
+            "CUDA error at vectorAdd.cu:112 code=209(cudaErrorNoKernelImageForDevice) "
+            '"cudaLaunchKernel(...)"',
+            "unsupported_arch",
+        ),
+        # HIP's runtime, then the file it names.
+        (
+            "Number of HIP devices in the system: 1\n"
+            "HIP error: invalid device function\n"
+            "File: /src/backend/hip_kernels.cpp; line: 845\n",
+            "HIP error: invalid device function",
+            "unsupported_arch",
+        ),
+        # LLVM's fatal error, then the abort it causes.
+        (
+            "Compiling kernel _fused_moe_kernel\n"
+            "LLVM ERROR: Failed to translate TritonGPU to LLVM IR.\n"
+            "*** SIGABRT received at time=1712361058 on cpu 4 ***\n",
+            "LLVM ERROR: Failed to translate TritonGPU to LLVM IR.",
+            "other",
+        ),
+        # An array library's allocation failure, in absl's status form.
+        (
+            "2026-03-01 10:00:00.000 W external/xla/bfc_allocator.cc:479] Allocator ran out\n"
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+            "trying to allocate 8589934592 bytes.\n",
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+            "trying to allocate 8589934592 bytes.",
+            "oom_gpu",
+        ),
+        # A cluster manager's word that it killed the job for memory.
+        (
+            "epoch 3 step 1200 loss 1.73\n"
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=42.batch. Some of your "
+            "processes may have been killed by the cgroup out-of-memory handler.\n",
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=42.batch. Some of your "
+            "processes may have been killed by the cgroup out-of-memory handler.",
+            "oom_host_killed",
+        ),
+        # A compiler error quoting the exception that is the real cause.
+        (
+            "Traceback (most recent call last):\n"
+            '  File "/srv/run.py", line 9, in <module>\n'
+            "    model(x)\n"
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+            "RuntimeError: Triton Error [CUDA]: device kernel image is invalid\n",
+            "RuntimeError: Triton Error [CUDA]: device kernel image is invalid",
+            "unsupported_arch",
+        ),
+        # A wrapper exception that points to another line loses to that line.
+        (
+            "[E301 10:01:00.000000000 socket.cpp:860] [c10d] The client socket has timed out "
+            "after 60s\n"
+            "Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3/site-packages/torch/distributed/run.py", line 8, in main\n'
+            "    run(args)\n"
+            "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection "
+            "to the C10d store has failed. See inner exception for details.\n",
+            "[E301 10:01:00.000000000 socket.cpp:860] [c10d] The client socket has timed out "
+            "after 60s",
+            "timeout_or_hang",
+        ),
+    ],
+)  # fmt: skip
+def test_failures_without_a_python_traceback_are_found_by_their_shape(
+    log: str, root_cause: str, error_class: str
+) -> None:
+    body = diagnose(log)
+    assert body["root_cause"] == root_cause
+    assert body["error_class"] == error_class
+    assert body["crashed"] is True
+
+
+def test_nccl_warnings_alone_explain_a_hang_not_a_crash() -> None:
+    body = diagnose(
+        "host-1:15:91 [3] NCCL INFO Channel 00 : 3[3] -> 0[0] via NET/Socket/0\n"
+        "host-1:15:91 [3] include/socket.h:398 NCCL WARN Call to write failed : Connection "
+        "reset by peer\n"
+        "host-1:15:91 [3] transport.cu:153 NCCL WARN transport.cu:153 -> 2 [Proxy thread error]\n"
+    )
+    assert body["crashed"] is False
+    assert body["error_class"] == "nccl_comm"
+    assert body["root_cause"].endswith("NCCL WARN Call to write failed : Connection reset by peer")
+
+
+def test_an_nccl_warning_followed_by_an_abort_is_a_crash_blamed_on_the_warning() -> None:
+    body = diagnose(
+        "host-1:15:91 [3] misc/socket.cc:503 NCCL WARN Net : Call to recv from 10.0.0.2 "
+        "failed : Connection timed out\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  NCCL error: remote process exited or there was a network error\n"
+    )
+    assert body["crashed"] is True
+    # The transport names the fault; NCCL's WARN wins over "timed out" meaning a hang.
+    assert body["error_class"] == "nccl_comm"
+    assert "NCCL WARN Net : Call to recv" in body["root_cause"]
+
+
+def test_a_viewer_that_stamps_error_on_every_line_does_not_make_every_line_an_error() -> None:
+    lines = [
+        "Loading safetensors checkpoint shards: 100% Completed",
+        "Memory profiling takes 3.2 seconds",
+        "Capturing CUDA graphs: 100%",
+        "Starting vLLM API server on http://0.0.0.0:8000",
+        "Available routes are: /v1/completions",
+    ]
+    body = diagnose(
+        "".join(f"ERROR 2026-03-01T10:00:0{n}Z {line}\n" for n, line in enumerate(lines))
+    )
+    assert body["crashed"] is False and body["root_cause"] is None
+    # ...while the logger's own severity inside the stamp still tells.
+    stamped = "".join(f"ERROR 2026-03-01T10:00:0{n}Z {line}\n" for n, line in enumerate(lines))
+    stamped += "ERROR 2026-03-01T10:00:09Z [E socket.cpp:860] [c10d] store is gone\n"
+    body = diagnose(stamped)
+    assert body["root_cause"] is not None and body["root_cause"].endswith("store is gone")
+
+
+def test_the_only_concrete_exception_inside_a_logging_error_block_beats_the_wrappers() -> None:
+    body = diagnose(
+        "--- Logging error ---\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/sglang/srt/distributed/parallel_state.py", line 88, in init\n'
+        "    table[capability]\n"
+        "KeyError: 12\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/logging/__init__.py", line 1160, in emit\n'
+        "    msg = self.format(record)\n"
+        "TypeError: not all arguments converted during string formatting\n"
+        "Call stack:\n"
+        '  File "/srv/sglang/srt/entrypoints/engine.py", line 735, in handler\n'
+        '    logger.error("Received sigquit from a child process.", e)\n'
+        "Message: 'Received sigquit from a child process.'\n"
+        "Arguments: (KeyError(12),)\n"
+        "[2026-03-01 10:00:02] Received sigquit from a child process. It usually means the "
+        "child failed.\n"
+        "Killed\n"
+    )
+    assert body["root_cause"] == "KeyError: 12"
+    assert body["crashed"] is True
