@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.diagnosis import diagnose_bytes
-from app.diagnosis.lines import strip_prefixes
+from app.diagnosis.lines import decode, strip_prefixes
 
 CORPUS = Path(__file__).parent / "corpus"
 SPLITS = ("tuning", "validation")
@@ -25,7 +25,8 @@ def same_root_cause(label: str | None, found: str | None, match: str) -> bool:
     """Compare from the exception on: timestamps and rank prefixes do not count."""
     if label is None or found is None:
         return label == found
-    want, got = strip_prefixes(label), strip_prefixes(found)
+    # The engine reports a line as a terminal shows it (colours, even pasted as "^[[31m", gone).
+    want, got = strip_prefixes(decode(label.encode())), strip_prefixes(found)
     if match == "substring":  # the log lost its newlines
         return want in got or got in want
     return want == got

@@ -27,6 +27,15 @@ _ARCH_NAMES = r"(?:Ampere|Ada|Hopper|Blackwell|Volta|Turing|Pascal)"
 # Ordered: the first class whose pattern matches the root-cause line wins.
 # fmt: off
 CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
+    # Unambiguous whatever else the line says (NCCL's "Cuda failure 'out of memory'" too).
+    ("oom_gpu", _any(
+        r"(?:CUDA|HIP|Cuda) (?:failure '|error: |runtime error: )?out of memory",
+        r"(?:CUDA|HIP) out of memory",
+    )),
+    # Device ordinals and visible devices are configuration, even worded as a CUDA error.
+    ("config_or_args", _any(
+        r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
+    )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
     # NCCL's own warnings name a transport fault even when they say "timed out".
     ("nccl_comm", _any(r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b")),
@@ -50,6 +59,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         rf"(?:except|only|requires?|not supported)\b.*\b{_ARCH_NAMES}\b",
         rf"\b{_ARCH_NAMES}\b.*\b(?:not supported|required|only)\b",
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
+        # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
+        r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
     )),
     ("oom_gpu", _any(
         r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
@@ -77,7 +88,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"memory pressure",
     )),
     ("cuda_graph", _any(
-        r"stream is capturing", r"cudaErrorStreamCapture", r"[Cc]apture cuda graph failed",
+        r"stream is capturing", r"during CUDA graph capture", r"StreamCaptureUnsupported",
+        r"cudaErrorStreamCapture", r"[Cc]apture cuda graph failed",
         r"CUDA graph.*(?:fail|error|incompatible|not supported)", r"graph capture.*(?:fail|error)",
         r"cudaGraph\w*.*(?:fail|error)",
     )),
@@ -225,7 +237,7 @@ NOISE = _any(
     r"^For debugging",
     r"^Compile with",
     r"\bdebug\b.*\berror\b",
-    r"error_?(?:rate|count|s)?=\S",
+    r"error_?(?:rate|count|s)=\S|errors?=0\b",
     r"errors?: 0\b",
     r"\bwarn(?:ing)?s?\b.*\bdeprecat",
 )
@@ -237,7 +249,7 @@ SEVERITY_ERROR = re.compile(
 # A Python exception line: "KeyError: 12", "torch.OutOfMemoryError: ...", bare
 # "NotImplementedError", or vLLM's repr form "OutOfMemoryError('CUDA out of memory...')".
 EXCEPTION_LINE = re.compile(
-    r"^((?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
+    r"^((?:[A-Za-z_][\w]*\.)*(?:(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
     r"|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit))"
     r"(?::\s?(.*)|\((.*)\)?)?$"
 )
@@ -287,6 +299,11 @@ NATIVE_FAILURE = _any(
     r"^FATAL\b|\bFATAL:|\bfatal error\b",
     # absl / gRPC status codes (XLA, Triton Inference Server)
     r"\b(?:UNAVAILABLE|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|DEADLINE_EXCEEDED):\s",
+    r"\w*Check FAIL\b",  # check macros: THCudaCheck FAIL file=... error=10
+    r"^Error: ",  # command-line tools (Go's, Rust's)
+    r"\bthread '[^']*' panicked at\b",  # Rust
+    r"\btraps: .* trap ",  # the kernel's word on a process it stopped
+    r"\b[Ii]llegal instruction\b",
     r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
 )
 # Of several lines describing one failure, the most telling one.
@@ -302,6 +319,10 @@ SPECIFICITY = [
     (re.compile(r"[Ss]ignal \d+ \(SIG\w+\) received"), 1),
 ]
 
+# Error codes by name: an error whatever the severity the line was logged with.
+ERROR_CODE = _any(
+    r"\bCUDA_ERROR_[A-Z_]+", r"\bcudaError[A-Z]\w+", r"\bhipError[A-Z]\w+", r"\bnccl[A-Z]\w*Error\b"
+)
 # An error by its shape that the process may well survive: alone, it explains a hang, not a crash.
 WARNING_ERROR = _any(r"\bNCCL WARN\b")
 # Messages that send the reader elsewhere for the real reason: a line that says more wins.
@@ -321,14 +342,21 @@ CHAINED = re.compile(
 FRAME = re.compile(r'^\s*File "|^\s*\^+\s*$|^\s*[~^]+\s*$')
 
 
+_QUOTED_EXCEPTION = re.compile(r"\S:\s+((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)): ")
+
+
 def error_class(root_line: str, context: str) -> str:
     """The class of a failure, from its root-cause line, then from its surroundings."""
     key = ARCH_KEY.search(root_line)
     if key and ARCH_CONTEXT.search(context) and not CONTEXT_RULES[0][1].search(context):
         return "unsupported_arch"
-    for name, pattern in CLASS_RULES:
-        if pattern.search(root_line):
-            return name
+    # A wrapper quoting the exception it caught ("Capture cuda graph failed: RuntimeError:
+    # CUDA error: an illegal memory access"): the quoted fault decides, then the whole line.
+    quoted = [m.start(1) for m in _QUOTED_EXCEPTION.finditer(root_line)]
+    for text in [root_line[start:] for start in reversed(quoted)] + [root_line]:
+        for name, pattern in CLASS_RULES:
+            if pattern.search(text):
+                return name
     for name, pattern in CONTEXT_RULES:
         if pattern.search(context):
             return name
