@@ -197,3 +197,30 @@ def test_a_log_that_ends_waiting_on_a_barrier_is_a_hang_not_a_crash() -> None:
     # The same waits, then the process goes on: it was only slow.
     body = diagnose(waits + "2026-03-01 10:01:00 | INFO | process group initialized\n")
     assert body["root_cause"] is None and body["error_class"] is None
+
+
+def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
+    first_run = (
+        "[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=8)\n"
+        "[2026-03-01 10:00:30 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/srt/model_executor/model_runner.py", line 300, in init\n'
+        "    self.load_model()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    second_launch = (
+        "[2026-03-01 11:00:00] server_args=ServerArgs(model_path='/m', mem_fraction_static=0.8)\n"
+    )
+    crashed_again = (
+        "[2026-03-01 11:00:40 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/srt/distributed/device_communicators/torch_symm_mem.py", line 56, in init\n'
+        "    self.max_size = MAX_SIZES[self.device_capability]\n"
+        "KeyError: 12\n"
+    )
+    body = diagnose(first_run + second_launch + crashed_again)
+    assert body["root_cause"] == "KeyError: 12" and body["crashed"] is True
+    # The second launch still starting: the first run's OOM is no longer the story.
+    body = diagnose(first_run + second_launch + "[2026-03-01 11:00:05 TP0] Load weight begin\n")
+    assert body["crashed"] is False and body["root_cause"] is None
+    # One launch: its failure stands.
+    body = diagnose(first_run)
+    assert body["crashed"] is True and body["error_class"] == "oom_gpu"

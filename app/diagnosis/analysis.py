@@ -443,6 +443,15 @@ def analyze(
     if newest_first:
         entries.reverse()
     _mark(entries)
+    launches = [e for e in entries if rules.LAUNCH.search(e.text)]
+    if len(launches) > 1:
+        # Several launches in one file: the story is the last one's; what failed before it
+        # belongs to a run that is over (and its readiness too).
+        last_launch = launches[-1]
+        ready_lines = [r for r in ready_lines if not _before(r, last_launch.line, newest_first)]
+        for entry in entries:
+            if _before(entry.line, last_launch.line, newest_first):
+                entry.strength = min(entry.strength, 0)
     sglang = any(_SGLANG_PREFIX.search(e.text) or _SGLANG.search(e.content) for e in entries)
     ready_line = next(
         (

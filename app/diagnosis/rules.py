@@ -41,6 +41,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("nccl_comm", _any(r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b")),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b",
+        r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT",  # Slurm ending a job that went over
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
     )),
     ("unsupported_arch", _any(
@@ -282,7 +283,7 @@ NATIVE_FAILURE = _any(
     r"Cuda failure",
     r"cudaMalloc\w* failed",
     r"\[TensorRT-LLM\]\[ERROR\]",
-    r"^[\w./-]+: error: ",
+    r"(?:^|[^\w./-])[\w./-]+: error: ",  # a tool's error, even glued after a progress bar
     r"[Ss]ignal \d+ \(SIG\w+\) received",
     r"^error: ",
     r"\berror loading model\b",
@@ -358,6 +359,9 @@ def detail(message: str) -> int:
 
 # ...and those whose reason is the next failure printed ("raised:" then the exception).
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
+
+# The line a server prints once per launch, with its configuration.
+LAUNCH = _any(r"server_args=ServerArgs\(", r"non-default args: \{", r"vLLM API server version \d")
 
 LOGGING_ERROR = "--- Logging error ---"
 TRACEBACK = "Traceback (most recent call last)"

@@ -42,6 +42,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
         b"(idle)", b"xitcode", b"UNAVAILABLE", b"EXHAUSTED", b"(cuda",
         b"panicked", b"opcode", b"llegal instruction", b"aiting",
+        b"server_args=", b"non-default args", b"API server version",
     )
 ]  # fmt: skip
 
