@@ -224,3 +224,30 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
     # One launch: its failure stands.
     body = diagnose(first_run)
     assert body["crashed"] is True and body["error_class"] == "oom_gpu"
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("RuntimeError: [/opt/gloo/gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:3313: "
+         "Connection reset by peer (gloo)", "nccl_comm"),
+        ("RuntimeError: Gloo allreduce size mismatch: rank 0 sent 4096 bytes, rank 1 expected 2048",
+         "nccl_comm"),
+        ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, "
+         "Hardware limit: 101376.", "unsupported_arch"),
+        ("subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/main.c', '-O3', "
+         "'-shared', '-o', '/tmp/cuda_utils.so']' returned non-zero exit status 1.",
+         "import_or_version"),
+        ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+         "tensor with shape[8192,8192]", "oom_gpu"),
+        ("(raylet) 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+         "crashed due to other reasons", "oom_host_killed"),
+        ("RuntimeError: No CUDA GPUs are available", "config_or_args"),
+        ("RuntimeError: Capture cuda graph failed: torch.OutOfMemoryError: CUDA out of memory. "
+         "Tried to allocate 2.00 GiB", "oom_gpu"),
+    ],
+)  # fmt: skip
+def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:
+    body = diagnose(f"[2026-03-01 10:00:00] starting\n{line}\n")
+    assert body["root_cause"] == line
+    assert body["error_class"] == error_class

@@ -200,7 +200,11 @@ def _mark(entries: list[Entry]) -> None:
         if rules.HARD_NOISE.search(content):
             entry.noise = True
             continue
-        if rules.EXCEPTION_LINE.match(content) or (framed and rules.TRACEBACK_END.match(content)):
+        if (
+            rules.EXCEPTION_LINE.match(content)
+            or rules.QUALIFIED_EXCEPTION.match(content)
+            or (framed and rules.TRACEBACK_END.match(content))
+        ):
             entry.in_traceback = traceback_start
             entry.strength = 3
             entry.consequence = chain_pending and traceback_start is not None

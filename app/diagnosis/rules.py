@@ -38,7 +38,11 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
     )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
     # NCCL's own warnings name a transport fault even when they say "timed out".
-    ("nccl_comm", _any(r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b")),
+    ("nccl_comm", _any(
+        r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
+        # gloo's collectives: a mismatch between ranks, a peer gone
+        r"\b[Gg]loo\b.*(?:[Mm]ismatch|preamble|[Cc]onnection (?:closed|reset) by peer)",
+    )),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b",
         r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT",  # Slurm ending a job that went over
@@ -55,6 +59,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
         r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
         r"out of resource: shared memory.*Hardware limit",
+        r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
+        r".*\b(?:limit|maximum)",
         # HIP's and CUDA's word for a kernel not built for this device
         r"invalid device function",
         rf"(?:except|only|requires?|not supported)\b.*\b{_ARCH_NAMES}\b",
@@ -75,7 +81,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"Not enough memory\. Please try to increase --mem-fraction-static",
         # A KV cache too small for the context length is GPU memory too (PRODUCT.md's rule).
         r"larger than the maximum number of tokens that can be stored in KV cache",
-        r"RESOURCE_EXHAUSTED: Out of memory",
+        r"RESOURCE_EXHAUSTED: Out of memory", r"\bOOM when allocating", r"ResourceExhaustedError",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
@@ -112,6 +118,10 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
         r"Model architectures? \[.*\] (?:are|is) not supported",
         r"unsupported toolchain", r"PTX was compiled with",
+        # a JIT helper or an extension that fails to build
+        r"\b(?:gcc|g\+\+|cc1plus|c\+\+|clang|nvcc|ninja|cmake)\b"
+        r".*(?:non-zero exit status|failed|error)",
+        r"Error building extension", r"[Ff]ailed to build\b",
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
@@ -254,6 +264,9 @@ EXCEPTION_LINE = re.compile(
     r"|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit))"
     r"(?::\s?(.*)|\((.*)\)?)?$"
 )
+# An exception named by its module path, whatever its name ends in ("triton.runtime.errors.
+# OutOfResources: out of resource: shared memory, ...").
+QUALIFIED_EXCEPTION = re.compile(r"^(?:[a-z_]\w*\.)+[A-Z][A-Za-z]+: \S")
 # Whatever a traceback ends in is its exception, named like one or not (Triton's
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").
 TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$")
@@ -305,6 +318,7 @@ NATIVE_FAILURE = _any(
     r"\bthread '[^']*' panicked at\b",  # Rust
     r"\btraps: .* trap ",  # the kernel's word on a process it stopped
     r"\b[Ii]llegal instruction\b",
+    r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom-kill event",  # cluster managers
     r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
 )
 # Of several lines describing one failure, the most telling one.
