@@ -125,8 +125,15 @@ def main() -> None:
         f"found: root_cause={diagnosis['root_cause']!r} class={diagnosis['error_class']} "
         f"figures={len(diagnosis['throughput'])}"
     )
+    frame = diagnosis["frame"] or {}
+    print(
+        f"frame: {frame.get('file')}:{frame.get('line')} in {frame.get('function')}; "
+        f"candidates: {len(diagnosis['candidates'])}"
+    )
     if diagnosis["root_cause"] != "KeyError: 12":
         sys.exit("diagnosis missed the crash")
+    if not str(frame.get("file", "")).endswith("torch_symm_mem.py"):
+        sys.exit("diagnosis missed the frame to patch")
 
 
 if __name__ == "__main__":
