@@ -6,7 +6,8 @@ Pure: no I/O. The same engine serves `campaign-dash diagnose`, the tailer and th
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.diagnosis.analysis import Frame, analyze
+from app.diagnosis.analysis import analyze
+from app.diagnosis.frames import Frame
 from app.diagnosis.rules import ERROR_CLASSES
 from app.diagnosis.scanner import Figure, Line, Scanner
 

@@ -6,11 +6,13 @@ forwards: newest-first logs, chained tracebacks, logging's own error blocks, wra
 
 import itertools
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 from app.diagnosis import rules
+from app.diagnosis.entry import Entry
+from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
 from app.diagnosis.lines import host_prefix, strip_prefixes
+from app.diagnosis.marking import mark
 from app.diagnosis.scanner import Line
 
 EXCERPT_BEFORE = 30
@@ -41,53 +43,12 @@ _RUNTIME = re.compile(
     r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d|train|test_\w+"
     r"|run_test|barrier|sigkill_handler|oom-killer"
 )
-# (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
-_INFO_LEVEL = re.compile(
-    r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
-    r"|(?:^|[\s:>])[IW]\d{4}\s+\d"
-)
-_ERROR_LEVEL = re.compile(
-    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
-)
-_ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 # Work only a live engine logs; a front end answering health checks is no proof.
 _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
-_CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
-# (a log that lost its newlines glues the quoted source after the function's name)
-_FRAME_LINE = re.compile(
-    r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>[\w<>.]+))?'
-)
-# The standard library: an interpreter's lib/python3.X/ outside site- and dist-packages, and
-# frozen modules. Site-packages frames are someone's code to patch, so they count.
-_STDLIB = re.compile(
-    r"(?:^|[/\\])lib[/\\]python3(?:\.\d+)?[/\\](?!(?:site|dist)-packages[/\\])|^<frozen "
-)
 MAX_CANDIDATES = 3
 HANG_TAIL_LINES = 20  # waits this close to each other are one wait
-
-
-@dataclass
-class Entry:
-    line: Line
-    text: str
-    content: str
-    noise: bool = False
-    in_traceback: int | None = None  # index of the traceback's first line
-    strength: int = 0  # 0: not a failure, 1: wrapper, 2: logged error, 3: failure
-    consequence: bool = False
-    warning: bool = False  # an error by its shape that a process may live through
-    # An exception quoted inside a "--- Logging error ---" block that logging did not raise:
-    # the explanation when nothing outside the block says more.
-    quoted: bool = False
-
-
-@dataclass(frozen=True)
-class Frame:
-    file: str
-    line: int
-    function: str | None
 
 
 @dataclass
@@ -127,140 +88,6 @@ def _newest_first(entries: list[Entry]) -> bool:
     down = sum(1 for a, b in pairs if b < a)
     up = sum(1 for a, b in pairs if b > a)
     return down >= 3 and down > 2 * up
-
-
-def _mark(entries: list[Entry]) -> None:
-    """Tracebacks, logging-error blocks, chains, and how strongly each line says 'failed'."""
-    levels = [_level(entry) for entry in entries]
-    # A log viewer that stamps ERROR on every line says nothing by it; a logger's own
-    # severity inside that stamp still does.
-    error_stamps = [_error_stamps(entry) for entry in entries]
-    # Counted by physical line: a log that lost its newlines is one stamped line.
-    by_line: dict[int, int] = {}
-    for entry, stamps in zip(entries, error_stamps, strict=True):
-        by_line[entry.line.offset] = max(stamps, by_line.get(entry.line.offset, 0))
-    stamped = Counter(by_line.values())
-
-    def informs(stamps: int) -> bool:
-        return stamps > 0 and 2 * sum(n for k, n in stamped.items() if k >= stamps) < len(by_line)
-
-    traceback_start: int | None = None
-    logging_block = False
-    logging_frames = False  # the block's current traceback runs through logging itself
-    chain_pending = False
-    framed = False  # a frame of the current traceback was seen: its exception comes next
-    source_next = False  # the line after a frame quotes its source
-    for index, entry in enumerate(entries):
-        content = entry.content
-        if rules.LOGGING_ERROR in content:
-            logging_block, traceback_start = True, None
-            entry.noise = True
-            continue
-        if logging_block:
-            entry.noise = True
-            if rules.TRACEBACK in content:
-                logging_frames = False
-            elif "logging/__init__.py" in content or "logging/handlers.py" in content:
-                logging_frames = True
-            elif rules.EXCEPTION_LINE.match(content):
-                entry.quoted, entry.strength = not logging_frames, 3
-            # The block ends after logging's "Arguments: (...)" line.
-            if content.startswith("Arguments:"):
-                logging_block = False
-            continue
-        if rules.CHAINED.search(content):
-            chain_pending = True
-            entry.noise = True
-            continue
-        if rules.TRACEBACK in content:
-            traceback_start, framed = index, False
-            entry.in_traceback = index
-            entry.strength = 1
-            continue
-        if traceback_start is not None and rules.FRAME.search(content):
-            entry.in_traceback = traceback_start
-            framed = source_next = True
-            if "logging/__init__.py" in content or "logging/handlers.py" in content:
-                _mark_logging_traceback(entries, traceback_start, index)
-            continue
-        if _CODE_FRAME.match(content):
-            # A fragment that starts inside a traceback: frames all the same.
-            framed = source_next = True
-            continue
-        if source_next and not (
-            rules.EXCEPTION_LINE.match(content) or rules.TRACEBACK_END.match(content)
-        ):
-            # The source line a frame quotes ("raise NotImplementedError") is code, not a
-            # failure, whatever severity a log viewer stamped on it.
-            source_next = False
-            entry.in_traceback = traceback_start
-            continue
-        source_next = False
-        level = levels[index]
-        if rules.HARD_NOISE.search(content):
-            entry.noise = True
-            continue
-        if (
-            rules.EXCEPTION_LINE.match(content)
-            or rules.QUALIFIED_EXCEPTION.match(content)
-            or (framed and rules.TRACEBACK_END.match(content))
-        ):
-            entry.in_traceback = traceback_start
-            entry.strength = 3
-            entry.consequence = chain_pending and traceback_start is not None
-            if traceback_start is not None and entries[traceback_start].noise:
-                entry.noise = True
-            traceback_start, chain_pending, framed = None, False, False
-        elif (level == "info" and not rules.ERROR_CODE.search(content)) or rules.NOISE.search(
-            content
-        ):
-            entry.noise = True
-            continue
-        elif rules.NATIVE_FAILURE.search(content):
-            entry.strength = 3
-        elif rules.ERROR_CODE.search(content):
-            entry.strength = 2  # names an error code, whatever the severity it was logged with
-        elif rules.WARNING_ERROR.search(content):
-            entry.strength, entry.warning = 2, True
-        elif (level == "error" and informs(error_stamps[index])) or (
-            rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content)
-        ):
-            entry.strength = 2
-        if rules.WRAPPERS.search(content):
-            entry.strength = 1
-        if traceback_start is not None and not rules.FRAME.search(content) and entry.strength == 0:
-            # Source lines under a frame belong to the traceback too.
-            entry.in_traceback = traceback_start
-
-
-def _prefix(entry: Entry) -> str:
-    cut = entry.text.find(entry.content) if entry.content else -1
-    return entry.text[:cut] if cut > 0 else ""
-
-
-def _error_stamps(entry: Entry) -> int:
-    """How many error severities the line's prefix carries (a viewer's and a logger's)."""
-    return len(_ERROR_LEVEL.findall(_prefix(entry)))
-
-
-def _level(entry: Entry) -> str | None:
-    """The severity a logger put in the line's prefix, if any."""
-    prefix = _prefix(entry)
-    if _INFO_LEVEL.search(prefix):
-        return "info"
-    if _ERROR_LEVEL.search(prefix):
-        return "error"
-    return None
-
-
-def _mark_logging_traceback(entries: list[Entry], start: int, until: int) -> None:
-    for entry in entries[start : until + 1]:
-        entry.noise = True
-    # ...and the exception that ends it.
-    for entry in entries[until + 1 : until + 40]:
-        entry.noise = True
-        if rules.EXCEPTION_LINE.match(entry.content):
-            break
 
 
 def _specificity(entry: Entry) -> int:
@@ -373,52 +200,6 @@ def _runners_up(entries: list[Entry], root: Entry) -> list[Entry]:
     return chosen
 
 
-def _is_frame_part(entries: list[Entry], index: int) -> bool:
-    """A frame line, a caret line under one, or the source line a frame quotes."""
-    content = entries[index].content
-    if _FRAME_LINE.match(content) or rules.FRAME.search(content):
-        return True
-    return index > 0 and _FRAME_LINE.match(entries[index - 1].content) is not None
-
-
-def _adjacent(first: Entry, second: Entry) -> bool:
-    return 0 <= second.line.number - first.line.number <= 1  # a log that lost its newlines
-
-
-def _failing_traceback(entries: list[Entry], root: Entry) -> list[Entry]:
-    """The frames right above the root cause (a fragment may start without its Traceback
-    header); for a line logged before its traceback (vLLM's repr of the exception, a native
-    abort), the frames that closely follow it."""
-    index = entries.index(root)
-    start = index
-    while start > 0 and _adjacent(entries[start - 1], entries[start]):
-        if not _is_frame_part(entries, start - 1):
-            break
-        start -= 1
-    if start < index:
-        return entries[start:index]
-    for later in range(index + 1, min(len(entries), index + 1 + FOLLOW_UP_LINES)):
-        if _FRAME_LINE.match(entries[later].content):
-            end = later
-            while end + 1 < len(entries) and _adjacent(entries[end], entries[end + 1]):
-                if not _is_frame_part(entries, end + 1):
-                    break
-                end += 1
-            return entries[later : end + 1]
-        if entries[later].strength >= 2:
-            break  # another failure first: no frames of this one
-    return []
-
-
-def _frame(traceback: list[Entry]) -> Frame | None:
-    """The innermost frame outside the standard library: the code to open and patch."""
-    for entry in reversed(traceback):
-        match = _FRAME_LINE.match(entry.content)
-        if match and not _STDLIB.search(match["file"]):
-            return Frame(match["file"], int(match["line"]), match["function"])
-    return None
-
-
 def _excerpt(entries: list[Entry], root: Entry) -> list[Entry]:
     """The traceback that ends in the root cause (or the lines before it), and what follows."""
     index = entries.index(root)
@@ -446,7 +227,7 @@ def analyze(
     newest_first = _newest_first(entries)
     if newest_first:
         entries.reverse()
-    _mark(entries)
+    mark(entries)
     launches = [e for e in entries if rules.LAUNCH.search(e.text)]
     if len(launches) > 1:
         # Several launches in one file: the story is the last one's; what failed before it
@@ -516,7 +297,7 @@ def analyze(
         excerpt=[e.line for e in excerpt],
         ready_line=ready_line,
         candidates=[e.line for e in _runners_up(entries, root)],
-        frame=_frame(_failing_traceback(entries, root)),
+        frame=innermost_frame(failing_traceback(entries, root)),
     )
 
 

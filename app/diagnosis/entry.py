@@ -1,0 +1,20 @@
+"""One kept line as the analysis sees it: its text without prefixes, and what it says."""
+
+from dataclasses import dataclass
+
+from app.diagnosis.scanner import Line
+
+
+@dataclass
+class Entry:
+    line: Line
+    text: str
+    content: str
+    noise: bool = False
+    in_traceback: int | None = None  # index of the traceback's first line
+    strength: int = 0  # 0: not a failure, 1: wrapper, 2: logged error, 3: failure
+    consequence: bool = False
+    warning: bool = False  # an error by its shape that a process may live through
+    # An exception quoted inside a "--- Logging error ---" block that logging did not raise:
+    # the explanation when nothing outside the block says more.
+    quoted: bool = False

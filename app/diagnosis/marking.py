@@ -1,0 +1,153 @@
+"""How strongly each kept line says "failed": tracebacks, chains, logging's own error blocks,
+loggers' severities (unless a viewer stamps every line), error shapes, wrappers and noise."""
+
+import re
+from collections import Counter
+
+from app.diagnosis import rules
+from app.diagnosis.entry import Entry
+
+# (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
+_INFO_LEVEL = re.compile(
+    r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
+    r"|(?:^|[\s:>])[IW]\d{4}\s+\d"
+)
+_ERROR_LEVEL = re.compile(
+    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
+)
+_ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
+_CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+
+
+def mark(entries: list[Entry]) -> None:
+    """Tracebacks, logging-error blocks, chains, and how strongly each line says 'failed'."""
+    levels = [_level(entry) for entry in entries]
+    # A log viewer that stamps ERROR on every line says nothing by it; a logger's own
+    # severity inside that stamp still does.
+    error_stamps = [_error_stamps(entry) for entry in entries]
+    # Counted by physical line: a log that lost its newlines is one stamped line.
+    by_line: dict[int, int] = {}
+    for entry, stamps in zip(entries, error_stamps, strict=True):
+        by_line[entry.line.offset] = max(stamps, by_line.get(entry.line.offset, 0))
+    stamped = Counter(by_line.values())
+
+    def informs(stamps: int) -> bool:
+        return stamps > 0 and 2 * sum(n for k, n in stamped.items() if k >= stamps) < len(by_line)
+
+    traceback_start: int | None = None
+    logging_block = False
+    logging_frames = False  # the block's current traceback runs through logging itself
+    chain_pending = False
+    framed = False  # a frame of the current traceback was seen: its exception comes next
+    source_next = False  # the line after a frame quotes its source
+    for index, entry in enumerate(entries):
+        content = entry.content
+        if rules.LOGGING_ERROR in content:
+            logging_block, traceback_start = True, None
+            entry.noise = True
+            continue
+        if logging_block:
+            entry.noise = True
+            if rules.TRACEBACK in content:
+                logging_frames = False
+            elif "logging/__init__.py" in content or "logging/handlers.py" in content:
+                logging_frames = True
+            elif rules.EXCEPTION_LINE.match(content):
+                entry.quoted, entry.strength = not logging_frames, 3
+            # The block ends after logging's "Arguments: (...)" line.
+            if content.startswith("Arguments:"):
+                logging_block = False
+            continue
+        if rules.CHAINED.search(content):
+            chain_pending = True
+            entry.noise = True
+            continue
+        if rules.TRACEBACK in content:
+            traceback_start, framed = index, False
+            entry.in_traceback = index
+            entry.strength = 1
+            continue
+        if traceback_start is not None and rules.FRAME.search(content):
+            entry.in_traceback = traceback_start
+            framed = source_next = True
+            if "logging/__init__.py" in content or "logging/handlers.py" in content:
+                _mark_logging_traceback(entries, traceback_start, index)
+            continue
+        if _CODE_FRAME.match(content):
+            # A fragment that starts inside a traceback: frames all the same.
+            framed = source_next = True
+            continue
+        if source_next and not (
+            rules.EXCEPTION_LINE.match(content) or rules.TRACEBACK_END.match(content)
+        ):
+            # The source line a frame quotes ("raise NotImplementedError") is code, not a
+            # failure, whatever severity a log viewer stamped on it.
+            source_next = False
+            entry.in_traceback = traceback_start
+            continue
+        source_next = False
+        level = levels[index]
+        if rules.HARD_NOISE.search(content):
+            entry.noise = True
+            continue
+        if (
+            rules.EXCEPTION_LINE.match(content)
+            or rules.QUALIFIED_EXCEPTION.match(content)
+            or (framed and rules.TRACEBACK_END.match(content))
+        ):
+            entry.in_traceback = traceback_start
+            entry.strength = 3
+            entry.consequence = chain_pending and traceback_start is not None
+            if traceback_start is not None and entries[traceback_start].noise:
+                entry.noise = True
+            traceback_start, chain_pending, framed = None, False, False
+        elif (level == "info" and not rules.ERROR_CODE.search(content)) or rules.NOISE.search(
+            content
+        ):
+            entry.noise = True
+            continue
+        elif rules.NATIVE_FAILURE.search(content):
+            entry.strength = 3
+        elif rules.ERROR_CODE.search(content):
+            entry.strength = 2  # names an error code, whatever the severity it was logged with
+        elif rules.WARNING_ERROR.search(content):
+            entry.strength, entry.warning = 2, True
+        elif (level == "error" and informs(error_stamps[index])) or (
+            rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content)
+        ):
+            entry.strength = 2
+        if rules.WRAPPERS.search(content):
+            entry.strength = 1
+        if traceback_start is not None and not rules.FRAME.search(content) and entry.strength == 0:
+            # Source lines under a frame belong to the traceback too.
+            entry.in_traceback = traceback_start
+
+
+def _prefix(entry: Entry) -> str:
+    cut = entry.text.find(entry.content) if entry.content else -1
+    return entry.text[:cut] if cut > 0 else ""
+
+
+def _error_stamps(entry: Entry) -> int:
+    """How many error severities the line's prefix carries (a viewer's and a logger's)."""
+    return len(_ERROR_LEVEL.findall(_prefix(entry)))
+
+
+def _level(entry: Entry) -> str | None:
+    """The severity a logger put in the line's prefix, if any."""
+    prefix = _prefix(entry)
+    if _INFO_LEVEL.search(prefix):
+        return "info"
+    if _ERROR_LEVEL.search(prefix):
+        return "error"
+    return None
+
+
+def _mark_logging_traceback(entries: list[Entry], start: int, until: int) -> None:
+    for entry in entries[start : until + 1]:
+        entry.noise = True
+    # ...and the exception that ends it.
+    for entry in entries[until + 1 : until + 40]:
+        entry.noise = True
+        if rules.EXCEPTION_LINE.match(entry.content):
+            break
