@@ -251,3 +251,16 @@ def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_cla
     body = diagnose(f"[2026-03-01 10:00:00] starting\n{line}\n")
     assert body["root_cause"] == line
     assert body["error_class"] == error_class
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "/src/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:1234: GGML_ASSERT(ne00 % 32 == 0) failed",
+        "F0301 10:00:00.000000 4242 gpu_compiler.cc:612] Check failed: module != nullptr",
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+    ],
+)
+def test_native_aborts_of_more_runtimes_are_crashes(line: str) -> None:
+    body = diagnose(f"loading model\n{line}\n")
+    assert body["root_cause"] == line and body["crashed"] is True

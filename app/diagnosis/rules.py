@@ -319,6 +319,9 @@ NATIVE_FAILURE = _any(
     r"\btraps: .* trap ",  # the kernel's word on a process it stopped
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom-kill event",  # cluster managers
+    r"\b[A-Z_]*ASSERT\w*\(.*\) failed",  # C assert macros: GGML_ASSERT(x) failed
+    r"\bCheck failed: ",  # glog's CHECK
+    r"^panic: ",  # Go
     r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
 )
 # Of several lines describing one failure, the most telling one.
