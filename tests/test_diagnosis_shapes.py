@@ -173,32 +173,6 @@ def test_the_only_concrete_exception_inside_a_logging_error_block_beats_the_wrap
     assert body["crashed"] is True
 
 
-def test_a_warning_that_names_an_error_code_beats_the_generic_error_after_it() -> None:
-    body = diagnose(
-        "[SHIM][INFO]: initialized\n"
-        "[SHIM][WARN]: cuCtxSynchronize returned CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory "
-        "access was encountered\n"
-        "CUDA error: an illegal memory access was encountered\n"
-    )
-    assert "cuCtxSynchronize returned CUDA_ERROR_ILLEGAL_ADDRESS" in body["root_cause"]
-    assert body["error_class"] == "cuda_runtime" and body["crashed"] is True
-
-
-def test_a_log_that_ends_waiting_on_a_barrier_is_a_hang_not_a_crash() -> None:
-    waits = "".join(
-        f"2026-03-01 10:00:{10 * n:02d} | INFO | torch.distributed.distributed_c10d | Waiting in "
-        f"store based barrier to initialize process group for rank: {n % 2}, key: "
-        "store_based_barrier_key:1 (world_size=2, worker_count=3, timeout=0:30:00)\n"
-        for n in range(4)
-    )
-    body = diagnose("2026-03-01 10:00:00 | INFO | launching 2 processes\n" + waits)
-    assert body["crashed"] is False and body["error_class"] == "timeout_or_hang"
-    assert body["root_cause"] == waits.splitlines()[0]
-    # The same waits, then the process goes on: it was only slow.
-    body = diagnose(waits + "2026-03-01 10:01:00 | INFO | process group initialized\n")
-    assert body["root_cause"] is None and body["error_class"] is None
-
-
 def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
     first_run = (
         "[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=8)\n"

@@ -128,11 +128,7 @@ class Diagnoser:
             if scanner.pending_says_ready():
                 ready_lines.append(pending)
         result = analyze(
-            kept,
-            ready_lines,
-            scanner.first_serving_offset(),
-            scanner.last_serving_line(),
-            scanner.lines_seen + (1 if pending else 0),
+            kept, ready_lines, scanner.first_serving_offset(), scanner.last_serving_line()
         )
         excerpt = "\n".join(line.text for line in result.excerpt) if result.excerpt else None
         return Diagnosis(

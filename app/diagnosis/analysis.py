@@ -48,7 +48,6 @@ _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation through
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
-HANG_TAIL_LINES = 20  # waits this close to each other are one wait
 
 
 @dataclass
@@ -126,11 +125,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 e for e in failures
                 if e.strength == 3 and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
             ]  # fmt: skip
-            if (
-                following
-                and not rules.POINTS_ELSEWHERE.search(following[0].content)
-                and rules.detail(following[0].content) >= rules.detail(first.content)
-            ):
+            if following and not rules.POINTS_ELSEWHERE.search(following[0].content):
                 first = following[0]
         if rules.QUOTES_NEXT.search(first.content):
             # "BackendCompilerFailed: backend='inductor' raised:": the line it quotes says why.
@@ -219,7 +214,6 @@ def analyze(
     ready_lines: list[Line],
     first_runtime_offset: int | None,
     last_serving_line: int | None = None,
-    lines_total: int | None = None,
 ) -> Analysis:
     lines = [virtual for line in kept for virtual in _virtual_lines(line)]
     hosts = _host_prefixes(lines)
@@ -256,17 +250,14 @@ def analyze(
     root = _choose_root(entries)
 
     if root is None:
-        waiting = _waiting_at_the_end(entries, lines_total, newest_first)
-        hang = waiting is not None or any(_HANG_DUMP.search(e.content) for e in entries)
+        hang = any(_HANG_DUMP.search(e.content) for e in entries)
         return Analysis(
             ready=True if ready_line else None,
             crashed=False,
-            root=waiting,
+            root=None,
             error_class="timeout_or_hang" if hang else None,
-            fingerprint=rules.fingerprint("timeout_or_hang", waiting.content) if waiting else None,
-            excerpt=[e.line for e in _excerpt(entries, waiting)] if waiting else [],
+            fingerprint=None,
             ready_line=ready_line,
-            candidates=[waiting.line] if waiting else [],
         )
 
     excerpt = _excerpt(entries, root)
@@ -299,27 +290,6 @@ def analyze(
         candidates=[e.line for e in _runners_up(entries, root)],
         frame=innermost_frame(failing_traceback(entries, root)),
     )
-
-
-def _waiting_at_the_end(
-    entries: list[Entry], lines_total: int | None, newest_first: bool
-) -> Entry | None:
-    """A log that ends with processes saying they still wait (for a barrier, a peer, a
-    broadcast) and nothing failing: the first of those last waits is why it hangs."""
-    waits = [index for index, entry in enumerate(entries) if rules.HANG_WAIT.search(entry.content)]
-    if not waits or lines_total is None:
-        return None
-    last = entries[waits[-1]]
-    after = entries[waits[-1] + 1 :]
-    later_lines = last.line.number - 1 if newest_first else lines_total - last.line.number
-    if any(entry.content for entry in after) or later_lines > len(after):
-        return None  # the log went on after it: it was only slow
-    start = waits[-1]
-    for index in reversed(waits[:-1]):
-        if abs(entries[start].line.number - entries[index].line.number) > HANG_TAIL_LINES:
-            break
-        start = index
-    return entries[start]
 
 
 def _crashed(entries: list[Entry], root: Entry) -> bool:

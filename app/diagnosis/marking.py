@@ -101,15 +101,11 @@ def mark(entries: list[Entry]) -> None:
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
             traceback_start, chain_pending, framed = None, False, False
-        elif (level == "info" and not rules.ERROR_CODE.search(content)) or rules.NOISE.search(
-            content
-        ):
+        elif level == "info" or rules.NOISE.search(content):
             entry.noise = True
             continue
         elif rules.NATIVE_FAILURE.search(content):
             entry.strength = 3
-        elif rules.ERROR_CODE.search(content):
-            entry.strength = 2  # names an error code, whatever the severity it was logged with
         elif rules.WARNING_ERROR.search(content):
             entry.strength, entry.warning = 2, True
         elif (level == "error" and informs(error_stamps[index])) or (

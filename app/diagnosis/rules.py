@@ -45,7 +45,6 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
     )),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b",
-        r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT",  # Slurm ending a job that went over
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
     )),
     ("unsupported_arch", _any(
@@ -337,16 +336,6 @@ SPECIFICITY = [
     (re.compile(r"[Ss]ignal \d+ \(SIG\w+\) received"), 1),
 ]
 
-# Error codes by name: an error whatever the severity the line was logged with.
-ERROR_CODE = _any(
-    r"\bCUDA_ERROR_[A-Z_]+", r"\bcudaError[A-Z]\w+", r"\bhipError[A-Z]\w+", r"\bnccl[A-Z]\w*Error\b"
-)
-# A process saying it still waits on others: at the end of a log, a hang's explanation.
-HANG_WAIT = _any(
-    r"\b[Ww]aiting (?:in|for|on)\b.*\b(?:barrier|ranks?|workers?|peers?|rendezvous)\b",
-    r"No available shared memory broadcast block",
-    r"\bstill waiting\b",
-)
 # An error by its shape that the process may well survive: alone, it explains a hang, not a crash.
 WARNING_ERROR = _any(r"\bNCCL WARN\b")
 # Messages that send the reader elsewhere for the real reason: a line that says more wins.
@@ -357,22 +346,6 @@ POINTS_ELSEWHERE = _any(
     r"raised:\s*$",
     r"previous error",
 )
-
-# What makes a message specific: it names a value, not only a kind of trouble.
-_DETAILS = [
-    ERROR_CODE,
-    re.compile(r"\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes|ms)\b"),  # a size or a duration
-    re.compile(r"'[^']+'|\"[^\"]+\"|`[^`]+`"),  # a quoted name
-    re.compile(r"[\w-]+\.\w+:\d+"),  # a source location
-    re.compile(r"\b\w+\(|::\w+"),  # a call
-    re.compile(r"\b(?:sm_?\d{2,3}|gfx\d{3,4})\w*\b"),  # an architecture
-]
-
-
-def detail(message: str) -> int:
-    """How many kinds of specifics a message names."""
-    return sum(1 for pattern in _DETAILS if pattern.search(message))
-
 
 # ...and those whose reason is the next failure printed ("raised:" then the exception).
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
