@@ -34,14 +34,6 @@ def diagnose(text: str) -> dict:
             '"cudaLaunchKernel(...)"',
             "unsupported_arch",
         ),
-        # HIP's runtime, then the file it names.
-        (
-            "Number of HIP devices in the system: 1\n"
-            "HIP error: invalid device function\n"
-            "File: /src/backend/hip_kernels.cpp; line: 845\n",
-            "HIP error: invalid device function",
-            "unsupported_arch",
-        ),
         # LLVM's fatal error, then the abort it causes.
         (
             "Compiling kernel _fused_moe_kernel\n"

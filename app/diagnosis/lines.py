@@ -4,8 +4,6 @@ and the prefixes that loggers, launchers and log viewers put in front of it peel
 import re
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-# ...and colours pasted in caret notation (`cat -v`, some viewers): "^[[31mERROR^[[0m"
-CARET_COLOUR = re.compile(r"\^\[\[[0-9;]*m")
 
 _SEVERITY = (
     r"(?:DEFAULT|TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR"
@@ -66,8 +64,6 @@ def decode(raw: bytes) -> str:
     text = raw.replace(b"\x00", b"").decode("utf-8", errors="replace")
     if "\x1b" in text:
         text = ANSI.sub("", text)
-    if "^[[" in text:
-        text = CARET_COLOUR.sub("", text)
     text = text.rstrip("\r\n")
     if "\r" in text:
         # A progress bar redraws itself with \r: the last non-empty state is what stays.

@@ -40,7 +40,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"atal", b"ATAL", b"Watchdog", b"imeout", b"imed out", b"NCCL WARN", b"xit code",
         b"xit status", b"xited", b"eturn code", b"larger than the maximum", b"Try increasing",
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
-        b"(idle)", b"xitcode", b"UNAVAILABLE", b"EXHAUSTED", b"(cuda",
+        b"(idle)", b"xitcode", b"(cuda",
         b"panicked", b"opcode", b"llegal instruction",
         b"server_args=", b"non-default args", b"API server version",
     )
