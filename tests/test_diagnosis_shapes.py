@@ -230,3 +230,24 @@ def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_cla
 def test_native_aborts_of_more_runtimes_are_crashes(line: str) -> None:
     body = diagnose(f"loading model\n{line}\n")
     assert body["root_cause"] == line and body["crashed"] is True
+
+
+def test_logfmt_severities_count_like_any_logger_s() -> None:
+    error = (
+        'time=2026-03-01T10:00:05.000Z level=ERROR source=sched.go:489 msg="error loading '
+        'llama server" error="llama runner process has terminated: exit status 2"'
+    )
+    body = diagnose(
+        'time=2026-03-01T10:00:00.000Z level=INFO source=routes.go:1200 msg="Listening on '
+        '127.0.0.1:11434"\n'
+        'time=2026-03-01T10:00:01.000Z level=INFO source=server.go:400 msg="starting llama '
+        'server" error_count=0\n' + error + "\n"
+    )
+    assert body["root_cause"] == error and body["crashed"] is True
+
+
+def test_systemd_s_word_on_a_service_it_killed() -> None:
+    line = "vllm.service: Main process exited, code=killed, status=9/KILL"
+    body = diagnose(f"Started vllm.service.\n{line}\nvllm.service: Failed with result 'signal'.\n")
+    assert body["root_cause"] == line
+    assert body["error_class"] == "oom_host_killed" and body["crashed"] is True

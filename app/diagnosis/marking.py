@@ -15,6 +15,9 @@ _INFO_LEVEL = re.compile(
 _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
 )
+_LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
+_LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
+_LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 
@@ -126,17 +129,28 @@ def _prefix(entry: Entry) -> str:
 
 def _error_stamps(entry: Entry) -> int:
     """How many error severities the line's prefix carries (a viewer's and a logger's)."""
-    return len(_ERROR_LEVEL.findall(_prefix(entry)))
+    return len(_ERROR_LEVEL.findall(_prefix(entry))) + (_logfmt_level(entry) == "error")
 
 
 def _level(entry: Entry) -> str | None:
-    """The severity a logger put in the line's prefix, if any."""
+    """The severity a logger put in the line's prefix, or in its logfmt `level=` key."""
     prefix = _prefix(entry)
     if _INFO_LEVEL.search(prefix):
         return "info"
     if _ERROR_LEVEL.search(prefix):
         return "error"
-    return None
+    return _logfmt_level(entry)
+
+
+def _logfmt_level(entry: Entry) -> str | None:
+    """Go's slog, logrus and the servers built on them: "time=... level=ERROR msg=..."."""
+    match = _LOGFMT_LEVEL.search(entry.content[:200])
+    if match is None:
+        return None
+    level = match.group(1).lower()
+    if level in _LOGFMT_ERRORS:
+        return "error"
+    return "info" if level in _LOGFMT_INFO else None
 
 
 def _mark_logging_traceback(entries: list[Entry], start: int, until: int) -> None:

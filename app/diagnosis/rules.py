@@ -83,7 +83,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"^(?:.*\s)?Killed(?:\s.*)?$",
-        r"died with <Signals\.SIGKILL",
+        r"died with <Signals\.SIGKILL", r"\bstatus=9/KILL\b",
         # cluster managers and cgroups killing for memory
         r"oom-kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
         r"memory pressure",
@@ -311,6 +311,9 @@ NATIVE_FAILURE = _any(
     r"\b[A-Z_]*ASSERT\w*\(.*\) failed",  # C assert macros: GGML_ASSERT(x) failed
     r"\bCheck failed: ",  # glog's CHECK
     r"^panic: ",  # Go
+    # systemd on a service it supervises
+    r"\bMain process exited, code=\w+, status=(?!0/)\d+",
+    r"\bFailed with result '",
     r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
 )
 # Of several lines describing one failure, the most telling one.
