@@ -251,3 +251,21 @@ def test_systemd_s_word_on_a_service_it_killed() -> None:
     body = diagnose(f"Started vllm.service.\n{line}\nvllm.service: Failed with result 'signal'.\n")
     assert body["root_cause"] == line
     assert body["error_class"] == "oom_host_killed" and body["crashed"] is True
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        "ERROR 03-01 10:00:09 [multiproc_executor.py:140] Worker proc VllmWorker-0 died "
+        "unexpectedly, shutting down executor.",
+        "[2026-03-01 10:00:09] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+        "2026-03-01T10:00:09.000Z ERROR text_generation_launcher: Webserver Crashed",
+    ],
+)
+def test_an_engine_s_word_that_a_child_died_never_hides_why(wrapper: str) -> None:
+    cause = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    body = diagnose(
+        f'{wrapper}\nTraceback (most recent call last):\n  File "/x.py", line 1\n{cause}\n'
+    )
+    assert body["root_cause"] == cause
+    assert wrapper not in [c["line"] for c in body["candidates"]][:1]
