@@ -75,7 +75,12 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
     cases = load_cases()
     split_of_source: dict[str, str] = {}
     for case in cases:
-        assert case["source"].startswith("https://"), case["id"]
+        # A public thread, or a run of ours on a GPU whose script is kept beside the cases.
+        source = case["source"]
+        assert source.startswith("https://") or (
+            source.startswith("gpu-run:")
+            and (CORPUS.parent.parent / source.removeprefix("gpu-run:").split("#")[0]).is_file()
+        ), case["id"]
         assert case["split"] in SPLITS, case["id"]
         assert split_of_source.setdefault(case["source"], case["split"]) == case["split"], case
         assert (CORPUS / "cases" / f"{case['id']}.log").is_file(), case["id"]
