@@ -3,7 +3,7 @@
 from sqlmodel import Session
 
 from app import repo
-from app.domain import CLOSED, transition_refusal
+from app.domain import CLOSED, MetricSummary, transition_refusal
 from app.errors import Conflict, Invalid, NotFound
 from app.live import notify_instances
 from app.models import (
@@ -152,7 +152,9 @@ def _apply_status(session: Session, attempt: Attempt, new: Status, data: Attempt
     if new == Status.adopted and data.set_baseline:
         campaign = require_campaign(session, attempt.campaign_id)
         samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id])[attempt.id]
-        _set_baseline(session, campaign, sum(samples) / len(samples), attempt_id=attempt.id)
+        summary = MetricSummary.of(samples)
+        assert summary is not None
+        _set_baseline(session, campaign, summary.mean, attempt_id=attempt.id)
 
 
 def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> Attempt:

@@ -1,7 +1,9 @@
 """The throughput chart: every measured attempt against the baseline in force and the
 target, as server-rendered SVG (so it shows in the share view, in print, without JS)."""
 
+import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 from app.schemas import AttemptOut, CampaignOut
 
@@ -40,14 +42,26 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
         values.append(campaign.target)
     if campaign.baseline is not None:
         values.append(campaign.baseline)
+    values = [v for v in values if math.isfinite(v)]
     if not measured or not values:
         return Chart(WIDTH, HEIGHT, [], "", None, [], campaign.metric)
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.1 or max(abs(high) * 0.1, 1.0)
-    low, high = max(0.0, low - pad), high + pad
+    # Laid out in units of a power of two (exact) so that the padded range of figures near
+    # the float limit cannot overflow.
+    scale = math.ldexp(1.0, max(0, math.frexp(max(abs(v) for v in values))[1] - 1))
+    low, high = min(values) / scale, max(values) / scale
+    if high > low:
+        # At least a billionth of the figure: values a float step apart (2^70, 2^70 + 1)
+        # still get a range whose ticks are distinct floats.
+        pad = max((high - low) * 0.1, abs(high) * 1e-9)
+    else:
+        pad = max(abs(high) * 0.1, 1.0 / scale)
+    low, high = (max(0.0, low - pad) if low >= 0 else low - pad), high + pad
+
+    def y_at(scaled: float) -> float:
+        return TOP + (high - scaled) / (high - low) * (HEIGHT - TOP - BOTTOM)
 
     def y_of(value: float) -> float:
-        return TOP + (high - value) / (high - low) * (HEIGHT - TOP - BOTTOM)
+        return y_at(value / scale)
 
     step = (WIDTH - LEFT - RIGHT) / max(len(measured), 1)
     points: list[Point] = []
@@ -61,19 +75,39 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
             y = round(y_of(attempt.baseline), 1)
             left, right = round(x - step / 2, 1), round(x + step / 2, 1)
             path.append(f"{'M' if not path else 'L'}{left},{y} L{right},{y}")
-    ticks = [(round(y_of(v), 1), f"{v:,.0f}") for v in _nice_ticks(low, high)]
+    tick_step, tick_values = nice_ticks(low, high)
+    ticks = [(round(y_at(v), 1), tick_label(v, tick_step, scale)) for v in tick_values]
     target_y = round(y_of(campaign.target), 1) if campaign.target is not None else None
     return Chart(WIDTH, HEIGHT, points, " ".join(path), target_y, ticks, campaign.metric)
 
 
-def _nice_ticks(low: float, high: float, count: int = 4) -> list[float]:
+MAX_TICKS = 10
+
+
+def nice_ticks(low: float, high: float, count: int = 4) -> tuple[float, list[float]]:
+    """About `count` round values strictly inside (low, high), and their step: 1, 2, 5 or
+    10 times a power of ten. Computed, never stepped to: a step below the float spacing of
+    the values would never advance."""
     raw = (high - low) / count
-    magnitude = 10 ** len(str(int(raw))) / 10 if raw >= 1 else 1
-    step = max(1.0, round(raw / magnitude) * magnitude)
-    first = (int(low / step) + 1) * step
-    ticks = []
-    value = first
-    while value < high:
-        ticks.append(value)
-        value += step
-    return ticks
+    if not math.isfinite(raw) or raw <= 0:
+        return 0.0, []
+    power = 10.0 ** math.floor(math.log10(raw))
+    # The round multiple nearest the raw step (Heckbert's "nice numbers").
+    step = power * next((m for limit, m in ((1.5, 1), (3, 2), (7, 5)) if raw / power < limit), 10)
+    first = math.floor(low / step) + 1
+    last = math.ceil(high / step) - 1
+    ticks = [n * step for n in range(first, min(last, first + MAX_TICKS - 1) + 1)]
+    return step, [t for t in ticks if low < t < high]
+
+
+def tick_label(value: float, step: float, scale: float = 1.0) -> str:
+    """The tick `value` (in units of `scale`) with digits enough to tell it from its
+    neighbours `step` away; exponent notation past 10^15 and for steps below 10^-4."""
+    true_value, true_step = Decimal(value) * Decimal(scale), Decimal(step) * Decimal(scale)
+    if true_value == 0:
+        return "0"
+    if abs(true_value) < Decimal(10) ** 15 and true_step >= Decimal("0.0001"):
+        decimals = max(0, -math.floor(true_step.log10())) if true_step < 1 else 0
+        return f"{float(true_value):,.{decimals}f}"
+    digits = 2 + max(0, math.floor((abs(true_value) / true_step).log10()))
+    return f"{true_value:.{min(digits, 17)}g}"

@@ -1,6 +1,8 @@
 """The campaign's rules: which status changes make sense, lanes, and judging a metric."""
 
+import math
 import statistics
+import sys
 from dataclasses import dataclass
 
 from app.models import Lane, Status
@@ -57,8 +59,14 @@ class MetricSummary:
     def of(cls, samples: list[float]) -> "MetricSummary | None":
         if not samples:
             return None
-        spread = statistics.stdev(samples) if len(samples) > 1 else 0.0
-        return cls(mean=statistics.fmean(samples), spread=spread, n=len(samples))
+        # Scaled down by a power of two (exact) so that the sums of figures near the float
+        # limit (two runs of 1e308) cannot overflow; scaling back cannot pass the largest.
+        scale = math.ldexp(1.0, max(0, math.frexp(max(abs(s) for s in samples))[1] - 1))
+        scaled = [s / scale for s in samples]
+        mean = statistics.fmean(scaled) * scale
+        spread = statistics.stdev(scaled) * scale if len(samples) > 1 else 0.0
+        # Samples of both signs near the limit: a spread too wide for a float is the widest.
+        return cls(mean=mean, spread=min(spread, sys.float_info.max), n=len(samples))
 
 
 @dataclass(frozen=True)
@@ -82,7 +90,13 @@ def judge(
     """
     if summary is None or not baseline:
         return None
-    pct = (summary.mean - baseline) / abs(baseline) * 100.0
+    difference = summary.mean - baseline
+    if math.isfinite(difference):
+        pct = difference / abs(baseline) * 100.0
+    else:  # two figures near the float limit: divide first
+        pct = (summary.mean / abs(baseline) - math.copysign(1.0, baseline)) * 100.0
+    if not math.isfinite(pct):
+        return None  # against a baseline near zero a change has no percentage
     band = max(noise_pct, summary.spread / abs(baseline) * 100.0)
     within_noise = abs(pct) <= band
     improved = not within_noise and ((pct > 0) == higher_is_better)

@@ -9,6 +9,7 @@ as its first `MAX_LINE_BYTES` bytes, however it arrives.
 Everything here depends on the bytes alone, never on how they were split into chunks.
 """
 
+import math
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -146,10 +147,11 @@ def _figures_in(kind_index: int, raw: bytes, offset: int, number: int) -> list[F
                 continue  # counted by a more specific kind
             label = match.group(1) or b"throughput"
             value, unit = match.group(2), match.group(3)
+        figure = float(value)
+        if not math.isfinite(figure):
+            continue  # a 400-digit "figure" is not a measurement; inf breaks every mean
         figures.append(
-            Figure(
-                label.decode().strip(), float(value), unit.decode(), offset + match.start(), number
-            )
+            Figure(label.decode().strip(), figure, unit.decode(), offset + match.start(), number)
         )
     return figures
 
