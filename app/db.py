@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
@@ -71,13 +71,27 @@ def sqlite_lock_path(database_path: str) -> str:
     return database_path + ".lock"
 
 
+# Requests do their database work in anyio's worker threads (this many, set by the app's
+# lifespan: anyio's default) and each holds at most one connection, taken at its first query.
+REQUEST_THREADS = 40
+# On top of them: one per followed log (its commits) and the live streams' reads.
+POOL_OVERFLOW = 40
+POOL_TIMEOUT_S = 30.0
+
+
 def make_engine(url: str) -> Engine:
+    pool = {
+        "pool_size": REQUEST_THREADS,
+        "max_overflow": POOL_OVERFLOW,
+        "pool_timeout": POOL_TIMEOUT_S,
+    }
     if not is_sqlite(url):
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(url, pool_pre_ping=True, **pool)
     engine = create_engine(
         url,
         # Requests run in a thread pool: a connection may move between threads.
         connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        **pool,
     )
 
     @event.listens_for(engine, "connect")
@@ -91,34 +105,41 @@ def make_engine(url: str) -> Engine:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.close()
 
+    @event.listens_for(engine, "begin")
+    def _begin_snapshot(connection: Connection) -> None:
+        # pysqlite opens transactions only for writes; in WAL mode a BEGIN makes every
+        # read that follows share the first one's snapshot.
+        if connection.get_execution_options().get(_SQLITE_SNAPSHOT):
+            connection.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+_SQLITE_SNAPSHOT = "campaign_dash_snapshot"
+
+
+def _snapshot_engine(engine: Engine) -> Engine:
+    if engine.dialect.name == "postgresql":
+        return engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(**{_SQLITE_SNAPSHOT: True})
     return engine
 
 
 @contextmanager
 def session_scope(engine: Engine, *, snapshot: bool = False) -> Iterator[Session]:
-    """One unit of work: committed on success, rolled back on any error.
+    """One unit of work: committed on success, rolled back on any error. Its connection is
+    taken at the first query, so a request waiting for a worker thread holds none.
 
     `snapshot`: a read-only unit whose queries all see one moment. Without it a page built
     from several queries could show a tail already past the crash beside a diagnosis from
     before it (PostgreSQL's READ COMMITTED and pysqlite's autocommit SELECTs both take a
     new snapshot per statement)."""
-    with Session(engine, expire_on_commit=False) as session:
-        if snapshot:
-            _begin_snapshot(engine, session)
+    bind = _snapshot_engine(engine) if snapshot else engine
+    with Session(bind, expire_on_commit=False) as session:
         try:
             yield session
             session.commit()
         except BaseException:
             session.rollback()
             raise
-
-
-def _begin_snapshot(engine: Engine, session: Session) -> None:
-    if engine.dialect.name == "postgresql":
-        session.connection(
-            execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
-        )
-    elif engine.dialect.name == "sqlite":
-        # pysqlite opens transactions only for writes; in WAL mode a BEGIN makes every
-        # read that follows share the first one's snapshot.
-        session.connection().exec_driver_sql("BEGIN")

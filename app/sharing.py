@@ -49,11 +49,13 @@ def find(session: Session, token: str) -> ShareLink:
     return link
 
 
-def mark_opened(engine: Engine, link_id: int) -> None:
-    """When the link was last opened, written on its own: the page itself reads a snapshot."""
+def open_link(engine: Engine, token: str) -> None:
+    """Note when the link was opened, in a transaction of its own and before the page is
+    read (a snapshot cannot write): a view holds one connection at a time, never two."""
     with session_scope(engine) as session:
+        link = find(session, token)
         session.execute(
-            update(ShareLink).where(col(ShareLink.id) == link_id).values(last_opened_at=utcnow())
+            update(ShareLink).where(col(ShareLink.id) == link.id).values(last_opened_at=utcnow())
         )
 
 

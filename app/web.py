@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from app import migrate
 from app.auth import AuthRefresher, load_owner_auth
 from app.config import Settings
-from app.db import is_postgres, make_engine, startup_lock
+from app.db import REQUEST_THREADS, is_postgres, make_engine, startup_lock
 from app.deps import LoginRequired
 from app.errors import Conflict, Invalid, NotFound
 from app.forms import FormRefused
@@ -78,6 +78,8 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # The connection pool is sized for this many request threads (app/db.py).
+        anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
         # Blocking work (SSH reads, catching up a large log) runs in the tailer's threads.
         if relay is not None:
             relay.start()

@@ -70,21 +70,23 @@ def share_context(
 
 
 @public_router.get("/s/{name}")
-def shared_summary(name: str, request: Request, session: SessionDep) -> Response:
+def shared_summary(name: str, request: Request) -> Response:
     token, _, suffix = name.partition(".")
-    link = sharing.find(session, token)
-    sharing.mark_opened(request.app.state.engine, link.id or 0)
-    if suffix == "md":
-        markdown = sharing.to_markdown(sharing.summary(session, link))
-        return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
-    if suffix == "json":
-        return JSONResponse(sharing.to_json(sharing.summary(session, link)))
-    if suffix:
+    engine = request.app.state.engine
+    sharing.open_link(engine, token)
+    if suffix not in ("", "md", "json"):
         raise NotFound("a share link ends in nothing, .md or .json")
-    return render(
-        request, "pages/share.html", share_context(request, session, link, token),
-        partial="partials/_share_summary.html",
-    )  # fmt: skip
+    with session_scope(engine, snapshot=True) as session:
+        link = sharing.find(session, token)
+        if suffix == "md":
+            markdown = sharing.to_markdown(sharing.summary(session, link))
+            return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
+        if suffix == "json":
+            return JSONResponse(sharing.to_json(sharing.summary(session, link)))
+        return render(
+            request, "pages/share.html", share_context(request, session, link, token),
+            partial="partials/_share_summary.html",
+        )  # fmt: skip
 
 
 @public_router.get("/s/{token}/events")
