@@ -65,6 +65,9 @@ def is_owner(request: Request) -> bool:
     return auth.token_ok(bearer_token(request)) or auth.session_ok(session_cookie(request))
 
 
+OWNER_TOKEN_REQUIRED = "owner token required (Authorization: Bearer <token>)"
+
+
 def require_api_owner(request: Request) -> None:
     auth = owner_auth(request)
     if auth.token_ok(bearer_token(request)):
@@ -74,9 +77,7 @@ def require_api_owner(request: Request) -> None:
     if request.method in ("GET", "HEAD") and auth.session_ok(session_cookie(request)):
         return
     raise HTTPException(
-        status_code=401,
-        detail="owner token required (Authorization: Bearer <token>)",
-        headers={"WWW-Authenticate": "Bearer"},
+        status_code=401, detail=OWNER_TOKEN_REQUIRED, headers={"WWW-Authenticate": "Bearer"}
     )
 
 

@@ -13,9 +13,10 @@ from starlette.responses import JSONResponse, Response
 
 from app import migrate
 from app.auth import AuthRefresher, load_owner_auth
+from app.bodies import BodyGuard
 from app.config import Settings
 from app.db import REQUEST_THREADS, is_postgres, make_engine, startup_lock
-from app.deps import LoginRequired
+from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
 from app.errors import Conflict, Invalid, NotFound
 from app.forms import FormRefused
 from app.live import Bus, PostgresRelay
@@ -47,6 +48,23 @@ def error_response(request: Request, status_code: int, detail: object) -> Respon
     # An htmx form shows its refusal above the page instead of replacing its target.
     response.headers.update({"HX-Retarget": "#flash", "HX-Reswap": "innerHTML"})
     return response
+
+
+def login_page(request: Request) -> Response:
+    return render(
+        request, "pages/login.html", {"error": None, "next": request.url.path}, status_code=401
+    )
+
+
+def unauthorized(request: Request) -> Response:
+    """What a request without the owner's credentials gets, before its body is read."""
+    if request.url.path.startswith("/api/"):
+        return JSONResponse(
+            {"detail": OWNER_TOKEN_REQUIRED},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return login_page(request)
 
 
 def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
@@ -109,12 +127,14 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, _exc: LoginRequired) -> Response:
-        return render(
-            request,
-            "pages/login.html",
-            {"error": None, "next": request.url.path},
-            status_code=401,
-        )
+        return login_page(request)
+
+    app.add_middleware(
+        BodyGuard,
+        is_owner=is_owner,
+        unauthorized=unauthorized,
+        too_large=lambda request, detail: error_response(request, 413, detail),
+    )
 
     for error_type, status_code in _STATUS.items():
 
