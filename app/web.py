@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
@@ -19,6 +20,7 @@ from app.db import REQUEST_THREADS, is_postgres, make_engine, startup_lock
 from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
 from app.errors import Conflict, Invalid, NotFound
 from app.forms import FormRefused
+from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, PostgresRelay
 from app.paths import resource_dir
 from app.rendering import is_htmx, make_templates, render
@@ -116,7 +118,16 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         title="campaign-dash",
         summary="Optimization campaigns on GPU inference servers: attempts, diagnoses, timeline.",
         lifespan=lifespan,
+        docs_url=None,  # served below, with a policy for its inline script
+        redoc_url=None,
     )
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Response:
+        page = get_swagger_ui_html(openapi_url=app.openapi_url or "", title=f"{app.title} API")
+        page.headers["Content-Security-Policy"] = docs_policy(bytes(page.body))
+        return page
+
     app.state.settings = settings
     app.state.engine = engine
     app.state.auth = auth
@@ -135,6 +146,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         unauthorized=unauthorized,
         too_large=lambda request, detail: error_response(request, 413, detail),
     )
+    app.add_middleware(SecurityHeaders)  # outermost: on refusals too
 
     for error_type, status_code in _STATUS.items():
 
