@@ -30,6 +30,7 @@ from app.models import (
     TailState,
     utcnow,
 )
+from app.repo import MAX_OFFSET
 from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def stored_log(
     session: Session, attempt_id: int, offset: int = 0, limit: int | None = None
 ) -> bytes:
     """The stored bytes of an attempt's log from `offset` (stream offsets), at most `limit`."""
-    end = None if limit is None else offset + limit
+    end = None if limit is None else min(offset + limit, MAX_OFFSET)
     query = select(LogChunk).where(LogChunk.attempt_id == attempt_id)
     query = query.where(col(LogChunk.stream_offset) + col(LogChunk.length) > offset)
     if end is not None:

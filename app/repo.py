@@ -19,6 +19,16 @@ from app.models import (
     utcnow,
 )
 
+# Ids are INTEGER columns (32 bits on PostgreSQL), offsets BIGINT. A larger value, from a
+# path, a query or a body, names nothing; the databases would refuse to bind or compare it
+# (an error, not a miss), so it is never sent.
+MAX_ID = 2**31 - 1
+MAX_OFFSET = 2**63 - 1
+
+
+def storable(value: int) -> bool:
+    return -MAX_ID - 1 <= value <= MAX_ID
+
 
 def list_campaigns(session: Session) -> list[Campaign]:
     return list(session.exec(select(Campaign).order_by(col(Campaign.id).desc())))
@@ -32,7 +42,7 @@ def count_attempts_by_campaign(session: Session) -> dict[int, int]:
 
 
 def get_campaign(session: Session, *, campaign_id: int) -> Campaign | None:
-    return session.get(Campaign, campaign_id)
+    return session.get(Campaign, campaign_id) if storable(campaign_id) else None
 
 
 def list_attempts(session: Session, *, campaign_id: int) -> list[Attempt]:
@@ -42,7 +52,7 @@ def list_attempts(session: Session, *, campaign_id: int) -> list[Attempt]:
 
 
 def get_attempt(session: Session, *, attempt_id: int) -> Attempt | None:
-    return session.get(Attempt, attempt_id)
+    return session.get(Attempt, attempt_id) if storable(attempt_id) else None
 
 
 def samples_by_attempt(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, list[float]]:
@@ -108,7 +118,7 @@ def list_notes(session: Session, *, campaign_id: int, attempt_id: int | None = N
 
 
 def get_note(session: Session, *, note_id: int) -> Note | None:
-    return session.get(Note, note_id)
+    return session.get(Note, note_id) if storable(note_id) else None
 
 
 def get_secret(session: Session, *, name: str) -> str | None:

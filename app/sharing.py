@@ -78,7 +78,7 @@ def list_links(session: Session, campaign_id: int) -> list[ShareLink]:
 
 
 def get_link(session: Session, link_id: int) -> ShareLink:
-    link = session.get(ShareLink, link_id)
+    link = session.get(ShareLink, link_id) if repo.storable(link_id) else None
     if link is None:
         raise NotFound(f"share link {link_id} not found")
     return link

@@ -65,8 +65,8 @@ def list_notes(attempt_id: int, session: SessionDep) -> list[NoteOut]:
 def get_log(
     attempt_id: int,
     session: SessionDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int | None, Query(ge=0)] = None,
+    offset: Annotated[int, Query(ge=0, le=repo.MAX_OFFSET)] = 0,
+    limit: Annotated[int | None, Query(ge=0, le=repo.MAX_OFFSET)] = None,
 ) -> Response:
     """The stored log, as read from its source (stream offsets: rotations are concatenated)."""
     actions.require_attempt(session, attempt_id)

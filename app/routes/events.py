@@ -183,7 +183,7 @@ async def campaign_events(
     request: Request,
     view: Annotated[str | None, Query(pattern="^(campaign|attempt)$")] = None,
     attempt: int | None = None,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=repo.MAX_ID)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
     """Server-Sent Events: `attempt`, `log`, `note` (JSON) as they happen; `Last-Event-ID`
@@ -214,7 +214,9 @@ async def campaign_events(
 
 
 def _parse_id(value: str | None) -> int | None:
-    return int(value) if value and value.strip().isdigit() else None
+    if not value or not value.strip().isdigit() or int(value) > repo.MAX_ID:
+        return None  # not an id this server gave: start from now
+    return int(value)
 
 
 ShareView = tuple[Callable[[], bool], Callable[[Session], list[ServerSentEvent]]]
