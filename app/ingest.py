@@ -53,27 +53,78 @@ class FollowableSource(Protocol):
     ) -> Iterator[Event]: ...
 
 
+LogRow = tuple[int, int, bytes]  # a stored chunk: stream offset, length, compressed bytes
+STREAM_ROWS = 4  # chunks per query when streaming a log: each holds at most BATCH_BYTES
+
+
+def _log_rows(
+    session: Session, attempt_id: int, offset: int, end: int | None, *,
+    after: int | None = None, rows: int | None = None,
+) -> list[LogRow]:  # fmt: skip
+    query = select(LogChunk.stream_offset, LogChunk.length, LogChunk.data).where(
+        LogChunk.attempt_id == attempt_id,
+        col(LogChunk.stream_offset) + col(LogChunk.length) > offset,
+    )
+    if end is not None:
+        query = query.where(col(LogChunk.stream_offset) < end)
+    if after is not None:
+        query = query.where(col(LogChunk.stream_offset) > after)
+    query = query.order_by(col(LogChunk.stream_offset)).limit(rows)
+    return [(row[0], row[1], row[2]) for row in session.exec(query)]
+
+
+class _LogSlicer:
+    """Cuts stored chunks, in order, to the bytes [offset, end) of the log, and marks where
+    the middle was dropped past the cap."""
+
+    def __init__(self, offset: int, end: int | None) -> None:
+        self.offset, self.end = offset, end
+        self.position = offset
+        self.started = False
+
+    def pieces(self, row: LogRow) -> Iterator[bytes]:
+        stream_offset, length, compressed = row
+        if stream_offset > self.position and self.started:
+            gap = stream_offset - self.position
+            yield b"\n[campaign-dash: %d bytes of the middle dropped past the cap]\n" % gap
+        data = zlib.decompress(compressed)
+        start = max(0, self.offset - stream_offset)
+        stop = len(data) if self.end is None else min(len(data), self.end - stream_offset)
+        self.started = True
+        self.position = stream_offset + length
+        yield data[start:stop]
+
+
+def _end_of(offset: int, limit: int | None) -> int | None:
+    return None if limit is None else min(offset + limit, MAX_OFFSET)
+
+
 def stored_log(
     session: Session, attempt_id: int, offset: int = 0, limit: int | None = None
 ) -> bytes:
     """The stored bytes of an attempt's log from `offset` (stream offsets), at most `limit`."""
-    end = None if limit is None else min(offset + limit, MAX_OFFSET)
-    query = select(LogChunk).where(LogChunk.attempt_id == attempt_id)
-    query = query.where(col(LogChunk.stream_offset) + col(LogChunk.length) > offset)
-    if end is not None:
-        query = query.where(col(LogChunk.stream_offset) < end)
-    parts: list[bytes] = []
-    position = offset
-    for chunk in session.exec(query.order_by(col(LogChunk.stream_offset))):
-        if chunk.stream_offset > position and parts:
-            gap = chunk.stream_offset - position
-            parts.append(b"\n[campaign-dash: %d bytes of the middle dropped past the cap]\n" % gap)
-        data = zlib.decompress(chunk.data)
-        start = max(0, offset - chunk.stream_offset)
-        stop = len(data) if end is None else min(len(data), end - chunk.stream_offset)
-        parts.append(data[start:stop])
-        position = chunk.stream_offset + chunk.length
-    return b"".join(parts)
+    end = _end_of(offset, limit)
+    slicer = _LogSlicer(offset, end)
+    rows = _log_rows(session, attempt_id, offset, end)
+    return b"".join(piece for row in rows for piece in slicer.pieces(row))
+
+
+def stream_stored_log(
+    engine: Engine, attempt_id: int, offset: int = 0, limit: int | None = None
+) -> Iterator[bytes]:
+    """The same bytes as `stored_log`, a few chunks per query, each query in a transaction
+    of its own: a 200 MB log is never in memory, and a slow reader holds no connection."""
+    end = _end_of(offset, limit)
+    slicer = _LogSlicer(offset, end)
+    after = None
+    while True:
+        with session_scope(engine, snapshot=True) as session:
+            rows = _log_rows(session, attempt_id, offset, end, after=after, rows=STREAM_ROWS)
+        for row in rows:
+            yield from slicer.pieces(row)
+        if len(rows) < STREAM_ROWS:
+            return
+        after = rows[-1][0]
 
 
 def diagnosis_for_storage(result: Diagnosis) -> dict[str, Any]:

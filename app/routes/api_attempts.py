@@ -3,11 +3,12 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from starlette.responses import StreamingResponse
 
 from app import actions, repo, views
 from app.deps import SessionDep, SettingsDep, require_api_owner
 from app.errors import Conflict
-from app.ingest import stored_log
+from app.ingest import stream_stored_log
 from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
 from app.tailer import check_log_source, trust_offered_key
 
@@ -64,19 +65,22 @@ def list_notes(attempt_id: int, session: SessionDep) -> list[NoteOut]:
 @router.get("/api/attempts/{attempt_id}/log", response_class=Response)
 def get_log(
     attempt_id: int,
+    request: Request,
     session: SessionDep,
     offset: Annotated[int, Query(ge=0, le=repo.MAX_OFFSET)] = 0,
     limit: Annotated[int | None, Query(ge=0, le=repo.MAX_OFFSET)] = None,
 ) -> Response:
-    """The stored log, as read from its source (stream offsets: rotations are concatenated)."""
+    """The stored log, as read from its source (stream offsets: rotations are concatenated),
+    streamed; `X-Next-Offset` is where the answer ends, to ask for what follows."""
     actions.require_attempt(session, attempt_id)
-    data = stored_log(session, attempt_id, offset, limit)
     tail = repo.tail_states(session, attempt_ids=[attempt_id]).get(attempt_id)
     size = tail.stored_bytes if tail else 0
-    return Response(
-        data,
+    # What is stored now: a log that keeps growing does not make the answer endless.
+    end = size if limit is None else min(offset + limit, size)
+    return StreamingResponse(
+        stream_stored_log(request.app.state.engine, attempt_id, offset, max(0, end - offset)),
         media_type="text/plain; charset=utf-8",
-        headers={"X-Log-Size": str(size), "X-Next-Offset": str(offset + len(data))},
+        headers={"X-Log-Size": str(size), "X-Next-Offset": str(max(offset, end))},
     )
 
 
