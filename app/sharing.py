@@ -49,14 +49,20 @@ def find(session: Session, token: str) -> ShareLink:
     return link
 
 
+OPENED_RESOLUTION = timedelta(minutes=1)
+
+
 def open_link(engine: Engine, token: str) -> None:
     """Note when the link was opened, in a transaction of its own and before the page is
-    read (a snapshot cannot write): a view holds one connection at a time, never two."""
+    read (a snapshot cannot write): a view holds one connection at a time, never two.
+    To the minute: a crowd of readers is not a crowd of writers for SQLite's one writer."""
     with session_scope(engine) as session:
         link = find(session, token)
-        session.execute(
-            update(ShareLink).where(col(ShareLink.id) == link.id).values(last_opened_at=utcnow())
-        )
+        now = utcnow()
+        if link.last_opened_at is None or link.last_opened_at < now - OPENED_RESOLUTION:
+            session.execute(
+                update(ShareLink).where(col(ShareLink.id) == link.id).values(last_opened_at=now)
+            )
 
 
 def is_live(link: ShareLink) -> bool:

@@ -134,6 +134,8 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.templates = make_templates()
     app.state.tailer = tailer
     app.state.bus = bus
+    app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
+    app.state.share_renders = shares.RenderedShares()
     app.state.after_change = tailer.sync
 
     @app.exception_handler(LoginRequired)

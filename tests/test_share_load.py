@@ -105,3 +105,25 @@ def test_every_view_of_a_share_holds_one_connection(
             assert api.get(path).status_code == 200, path
         listed = api.get(f"/api/campaigns/{campaign['id']}/shares").json()
         assert listed[0]["last_opened_at"] is not None
+
+
+def test_a_cached_share_view_changes_with_the_campaign(
+    api: httpx.Client, anonymous: httpx.Client, browser: httpx.Client
+) -> None:
+    campaign, attempt, token = seed(api)
+    first = {suffix: anonymous.get(f"/s/{token}{suffix}").text for suffix in ("", ".md", ".json")}
+    assert all("A later note" not in text for text in first.values())
+    # The same rendering again while nothing changed...
+    assert anonymous.get(f"/s/{token}").text == first[""]
+    # ...and the next change at once, in every format.
+    api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": "A later note"})
+    for suffix in ("", ".md", ".json"):
+        assert "A later note" in anonymous.get(f"/s/{token}{suffix}").text, suffix
+    api.patch(f"/api/campaigns/{campaign['id']}", json={"name": "Renamed campaign"})
+    assert "Renamed campaign" in anonymous.get(f"/s/{token}.md").text
+    # The owner's own view of the link (a logout button) is not what strangers get.
+    assert 'action="/logout"' in browser.get(f"/s/{token}").text
+    assert 'action="/logout"' not in anonymous.get(f"/s/{token}").text
+    # Revoked: gone, however fresh the cached page.
+    api.delete(f"/api/shares/{token}")
+    assert anonymous.get(f"/s/{token}").status_code == 404

@@ -1,20 +1,24 @@
 """Share links: the owner's API and buttons, and the public read-only summary at /s/{token}."""
 
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
+from sqlmodel import Session
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from app import actions, sharing
 from app.chart import build_chart
 from app.db import session_scope
-from app.deps import SessionDep, require_api_owner
+from app.deps import SessionDep, is_owner, require_api_owner
 from app.errors import NotFound
 from app.models import ShareLink
-from app.rendering import render
+from app.rendering import is_htmx, render
 from app.routes import events
 
 owner_router = APIRouter(tags=["shares"], dependencies=[Depends(require_api_owner)])
@@ -69,24 +73,81 @@ def share_context(
     }
 
 
+# Of the request threads, the ones anonymous readers may take at once: a crowd of them
+# waits its turn without a thread or a connection, and the owner's requests go ahead.
+SHARE_THREADS = 2
+CachedKey = tuple[int, str, bool, bool]  # link, suffix, owner's eyes, htmx partial
+
+
+@dataclass(frozen=True)
+class Rendered:
+    cursor: int  # the campaign's newest event when it was rendered
+    body: bytes
+    media_type: str
+
+
+class RenderedShares:
+    """The latest rendering of each share view, good until its campaign has a newer event
+    (every change records one): a crowd opening one link costs one rendering, not one each."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._entries: OrderedDict[CachedKey, Rendered] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: CachedKey, cursor: int) -> Rendered | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.cursor != cursor:
+                return None
+            self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: CachedKey, entry: Rendered) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
 @public_router.get("/s/{name}")
-def shared_summary(name: str, request: Request) -> Response:
+async def shared_summary(name: str, request: Request) -> Response:
+    limiter: anyio.CapacityLimiter = request.app.state.share_limiter
+    return await anyio.to_thread.run_sync(_shared_summary, name, request, limiter=limiter)
+
+
+def _shared_summary(name: str, request: Request) -> Response:
     token, _, suffix = name.partition(".")
     engine = request.app.state.engine
+    renders: RenderedShares = request.app.state.share_renders
     sharing.open_link(engine, token)
     if suffix not in ("", "md", "json"):
         raise NotFound("a share link ends in nothing, .md or .json")
     with session_scope(engine, snapshot=True) as session:
         link = sharing.find(session, token)
-        if suffix == "md":
-            markdown = sharing.to_markdown(sharing.summary(session, link))
-            return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
-        if suffix == "json":
-            return JSONResponse(sharing.to_json(sharing.summary(session, link)))
-        return render(
-            request, "pages/share.html", share_context(request, session, link, token),
-            partial="partials/_share_summary.html",
-        )  # fmt: skip
+        cursor = events.newest_event_id(session, link.campaign_id)
+        key = (link.id or 0, suffix, is_owner(request), is_htmx(request))
+        cached = renders.get(key, cursor)
+        if cached is None:
+            response = _render_share(request, session, link, token, suffix)
+            cached = Rendered(cursor, bytes(response.body), response.media_type or "")
+            renders.put(key, cached)
+    return Response(cached.body, media_type=cached.media_type)
+
+
+def _render_share(
+    request: Request, session: Session, link: ShareLink, token: str, suffix: str
+) -> Response:
+    if suffix == "md":
+        markdown = sharing.to_markdown(sharing.summary(session, link))
+        return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
+    if suffix == "json":
+        return JSONResponse(sharing.to_json(sharing.summary(session, link)))
+    return render(
+        request, "pages/share.html", share_context(request, session, link, token),
+        partial="partials/_share_summary.html",
+    )  # fmt: skip
 
 
 @public_router.get("/s/{token}/events")
