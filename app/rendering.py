@@ -20,9 +20,16 @@ HTMX_SSE_URL = "https://cdn.jsdelivr.net/npm/htmx-ext-sse@2.2.4/dist/sse.min.js"
 HTMX_SSE_SRI = "sha384-A986SAtodyH8eg8x8irJnYUk7i9inVQqYigD6qZ9evobksGNIXfeFvDwLSHcp31N"
 
 
+# Past this a figure is written in scientific notation: a 309-digit "tok/s" helps nobody
+# and widens the page past any screen.
+PLAIN_UP_TO = 1e15
+
+
 def fmt_number(value: float | None, digits: int = 1) -> str:
     if value is None:
         return "—"
+    if abs(value) >= PLAIN_UP_TO:
+        return f"{value:.{max(digits, 3)}e}"
     return f"{value:,.{digits}f}"
 
 
@@ -40,6 +47,8 @@ def fmt_filesize(size: int | None) -> str:
 def fmt_delta(pct: float | None) -> str:
     if pct is None:
         return ""
+    if abs(pct) >= PLAIN_UP_TO:
+        return f"{pct:+.3e} %"
     return f"{pct:+.1f} %"
 
 

@@ -2,6 +2,7 @@
 page and export still answers when they are huge (a mean of two 1e308 runs, 2^70 tok/s)."""
 
 import math
+import re
 import threading
 from pathlib import Path
 
@@ -61,6 +62,9 @@ def test_huge_figures_keep_every_page_and_export_answering(
     shown = attempt_of(api, attempt["id"])
     assert math.isfinite(shown["metric_value"]) and math.isfinite(shown["metric"]["spread"])
     every_view_answers(api, browser, anonymous, campaign["id"])
+    # A huge figure is written short: 309 digits would widen the page past any screen.
+    for page in (f"/campaigns/{campaign['id']}", f"/attempts/{attempt['id']}"):
+        assert not re.search(r"\d[\d,.]{30,}", browser.get(page).text), page
     # Adopting it as the new baseline keeps the mean finite too.
     adopted = api.patch(
         f"/api/attempts/{attempt['id']}", json={"status": "adopted", "set_baseline": True}
