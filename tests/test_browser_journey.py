@@ -203,3 +203,27 @@ def test_the_new_attempt_choices_gain_attempts_live(api: httpx.Client, open_page
         )
     assert page.input_value("#new-attempt select[name=blocked_by]") == str(first["id"])
     assert page.input_value("#new-attempt select[name=retest_of]") == ""
+
+
+def test_a_share_page_misses_no_change_between_its_render_and_its_stream(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], title="raced")
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares", json={}).json()["token"]
+    changed: list[bool] = []
+
+    def change_first(route) -> None:  # type: ignore[no-untyped-def]
+        if not changed:
+            answer = api.patch(
+                f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "no"}
+            )
+            changed.append(answer.status_code == 200)
+        route.continue_()
+
+    page = open_page(f"/s/{token}", logged_in=False)
+    page.context.route("**/events?*", change_first)
+    page.reload()
+    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=10_000)
+    assert changed == [True], "the change landed between the render and the stream"

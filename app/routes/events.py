@@ -197,9 +197,7 @@ async def campaign_events(
                 found = actions.require_attempt(session, attempt)
                 if found.campaign_id != campaign_id:
                     raise NotFound(f"attempt {attempt} is not in campaign {campaign_id}")
-            # The browser's own reconnect sends Last-Event-ID, newer than the page's `after`.
-            resume = _parse_id(last_event_id)
-            resume = resume if resume is not None else after
+            resume = resume_point(last_event_id, after)
             return resume if resume is not None else newest_event_id(session, campaign_id)
 
     cursor = await anyio.to_thread.run_sync(start)
@@ -211,6 +209,13 @@ async def campaign_events(
         send_timeout=SEND_TIMEOUT_S,
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def resume_point(last_event_id: str | None, after: int | None) -> int | None:
+    """Where a stream resumes: the browser's own reconnect sends Last-Event-ID, newer than
+    the `after` its page was rendered with; neither: from now."""
+    resume = _parse_id(last_event_id)
+    return resume if resume is not None else after
 
 
 def _parse_id(value: str | None) -> int | None:

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from app import actions, sharing
+from app import actions, repo, sharing
 from app.chart import build_chart
 from app.db import session_scope
 from app.deps import SessionDep, is_owner, require_api_owner
@@ -70,6 +70,8 @@ def share_context(
         "chart_data": build_chart(result.campaign, shared),
         "chart_link_prefix": "#attempt-",
         "token": token,
+        # The page's live stream starts right after this render (see campaign_context).
+        "live_cursor": events.newest_event_id(session, link.campaign_id),
     }
 
 
@@ -151,14 +153,23 @@ def _render_share(
 
 
 @public_router.get("/s/{token}/events")
-async def shared_events(token: str, request: Request) -> EventSourceResponse:
-    """Live updates of one shared summary; ends when the link is revoked or expires."""
+async def shared_events(
+    token: str,
+    request: Request,
+    after: Annotated[int | None, Query(ge=0, le=repo.MAX_ID)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    """Live updates of one shared summary; ends when the link is revoked or expires;
+    resumes after `Last-Event-ID`, or the page's `?after=`."""
     engine = request.app.state.engine
 
     def start() -> tuple[int, int]:
         with session_scope(engine, snapshot=True) as session:
             link = sharing.find(session, token)
-            return link.campaign_id, events.newest_event_id(session, link.campaign_id)
+            resume = events.resume_point(last_event_id, after)
+            if resume is None:
+                resume = events.newest_event_id(session, link.campaign_id)
+            return link.campaign_id, resume
 
     campaign_id, cursor = await anyio.to_thread.run_sync(start)
 
