@@ -73,6 +73,15 @@ class Form:
                 errors.setdefault(name, message)
             raise self.refuse(errors) from None
 
+    def require_confirmation(self) -> None:
+        """Destructive forms carry a box the owner ticks (works without JavaScript too)."""
+        if self.data.get("confirm") != "yes":
+            raise self.refuse({"confirm": "tick the box to confirm: this cannot be undone"})
+
+    def cleared(self, fields: list[str]) -> dict[str, str]:
+        """Text fields the owner emptied on purpose: "" is a value, not "not given"."""
+        return {name: "" for name in fields if self.data.get(name) == ""}
+
     def __enter__(self) -> "Form":
         return self
 

@@ -173,7 +173,8 @@ async def edit_campaign(campaign_id: int, request: Request, session: SessionDep)
     form = PageForm(await request.form(), "edit-campaign", "campaign", campaign_id)
     with form:
         fields = ["name", "baseline", "target", "description", "noise_pct"]
-        actions.update_campaign(session, campaign_id, form.parse(CampaignUpdate, fields))
+        data = form.parse(CampaignUpdate, fields, **form.cleared(["description"]))
+        actions.update_campaign(session, campaign_id, data)
     return see_other(f"/campaigns/{campaign_id}")
 
 
@@ -181,8 +182,7 @@ async def edit_campaign(campaign_id: int, request: Request, session: SessionDep)
 async def delete_campaign(campaign_id: int, request: Request, session: SessionDep) -> Response:
     form = PageForm(await request.form(), "delete-campaign", "campaign", campaign_id)
     with form:
-        if form.data.get("confirm") != "yes":
-            raise form.refuse({"confirm": "tick the box to confirm: this cannot be undone"})
+        form.require_confirmation()
         actions.delete_campaign(session, campaign_id)
     return see_other("/")
 
@@ -296,10 +296,9 @@ async def change_status(attempt_id: int, request: Request, session: SessionDep) 
 async def edit_attempt(attempt_id: int, request: Request, session: SessionDep) -> Response:
     form = PageForm(await request.form(), "edit-attempt", "attempt", attempt_id)
     fields = ["title", "hypothesis", "command", "flags"]
-    # Emptied text fields are meant: an empty hypothesis is one the owner cleared.
-    cleared = {name: "" for name in fields[1:] if form.data.get(name) == ""}
     with form:
-        actions.update_attempt(session, attempt_id, form.parse(AttemptUpdate, fields, **cleared))
+        data = form.parse(AttemptUpdate, fields, **form.cleared(fields[1:]))
+        actions.update_attempt(session, attempt_id, data)
     return _attempt_answer(request, session, attempt_id)
 
 
@@ -307,8 +306,7 @@ async def edit_attempt(attempt_id: int, request: Request, session: SessionDep) -
 async def delete_attempt(attempt_id: int, request: Request, session: SessionDep) -> Response:
     form = PageForm(await request.form(), "delete-attempt", "attempt", attempt_id)
     with form:
-        if form.data.get("confirm") != "yes":
-            raise form.refuse({"confirm": "tick the box to confirm: this cannot be undone"})
+        form.require_confirmation()
         campaign_id = actions.delete_attempt(session, attempt_id)
     return see_other(f"/campaigns/{campaign_id}")
 
