@@ -226,6 +226,11 @@ def test_closed_cards_say_what_happened_not_what_is_missing(
     assert "no measurement yet" in card(proposed["id"])
     attempt_page = browser.get(f"/attempts/{dead['id']}").text
     assert "no longer followed" in attempt_page and ">stopped<" not in attempt_page
+    # A closed attempt offers no measurement form it would refuse.
+    assert f'action="/attempts/{dead["id"]}/measurements"' not in attempt_page
+    assert "it takes no more runs" in attempt_page
+    open_page = browser.get(f"/attempts/{proposed['id']}").text
+    assert f'action="/attempts/{proposed["id"]}/measurements"' in open_page
 
 
 def test_a_page_open_on_a_deleted_attempt_is_told_to_reload(api: httpx.Client) -> None:
