@@ -7,6 +7,15 @@ class BadSource(ValueError):
     pass
 
 
+class HostUnavailable(Exception):
+    """A host could not be asked: `state` as a tail would show it ("host key not trusted",
+    "host unreachable"...), the message says why."""
+
+    def __init__(self, state: str, message: str) -> None:
+        self.state = state
+        super().__init__(message)
+
+
 @dataclass(frozen=True)
 class SourceURL:
     scheme: str  # "file" or "ssh"

@@ -10,10 +10,11 @@ sshd's MaxSessions is reached. paramiko lives in this module only.
 import base64
 import hashlib
 import random
+import re
 import shlex
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import paramiko
 from app.tailing import follower
 from app.tailing.events import Data, Event, Opened, Rotated, State
 from app.tailing.file_source import translate
-from app.tailing.sources import SourceURL
+from app.tailing.sources import HostUnavailable, SourceURL
 
 CHANNELS_PER_CONNECTION = 10  # sshd's MaxSessions default
 CONNECT_TIMEOUT_S = 10.0
@@ -39,6 +40,7 @@ MAX_PACKET_BYTES = 256 << 10
 REKEY_NEVER = 1 << 62
 CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr")
 FOLLOWER_CODE = Path(follower.__file__).read_bytes()
+PROGRAM_TIMEOUT_S = 20.0  # a one-shot program: connecting included
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -261,10 +263,30 @@ def close_pools() -> None:
             _default_pool.close_all()
 
 
+def program_command(args: Sequence[str]) -> str:
+    """A remote Python program reads its code from stdin; every argument is quoted."""
+    return " ".join(["exec python3 -", *(shlex.quote(a) for a in args)])
+
+
 def remote_command(path: str, offset: int, identity: str | None) -> str:
-    """The remote follower reads its program from stdin; every argument is quoted."""
-    args = " ".join(shlex.quote(a) for a in (path, str(offset), identity or "-"))
-    return f"exec python3 - {args}"
+    return program_command([path, str(offset), identity or "-"])
+
+
+def host_key_refusal(error: HostKeyNotTrusted) -> tuple[str, str, str | None]:
+    """The state, the sentence and the known key's fingerprint of a refused host key."""
+    offered = f"{error.key.get_name()} {fingerprint(error.key)}"
+    if error.known is None:
+        return "host key not trusted", f"host key not trusted ({offered})", None
+    known = f"{error.known.get_name()} {fingerprint(error.known)}"
+    message = f"host key changed: the host now offers {offered}, known until now as {known}"
+    return "host key changed", message, known
+
+
+@dataclass(frozen=True)
+class ProgramResult:
+    status: int | None
+    stdout: bytes
+    stderr: str
 
 
 class _FrameReader:
@@ -347,18 +369,9 @@ class SSHSource:
                     yield event
             except HostKeyNotTrusted as error:
                 key_line = f"{error.key.get_name()} {error.key.get_base64()}"
-                offered = f"{error.key.get_name()} {fingerprint(error.key)}"
-                if error.known is None:
-                    state = "host key not trusted"
-                    message = f"host key not trusted ({offered}): trust it to follow this log"
-                    known = None
-                else:
-                    state = "host key changed"
-                    known = f"{error.known.get_name()} {fingerprint(error.known)}"
-                    message = (
-                        f"host key changed: the host now offers {offered}, "
-                        f"known until now as {known}"
-                    )
+                state, message, known = host_key_refusal(error)
+                if known is None:
+                    message += ": trust it to follow this log"
                 yield State(
                     state, message, host_key=key_line, known_host_key=known, infrastructure=True
                 )
@@ -420,3 +433,71 @@ class SSHSource:
             if channel is not None:
                 channel.close()
             self.pool.release(target, connection, broken=broken)
+
+    def run_program(
+        self,
+        code: bytes,
+        args: Sequence[str],
+        *,
+        max_output: int,
+        timeout_s: float = PROGRAM_TIMEOUT_S,
+    ) -> ProgramResult:
+        """Run a stdlib-only Python program on the host over the tails' pool: its code on
+        stdin, its arguments quoted (so no shell reads them), its output capped. A host that
+        cannot be reached raises HostUnavailable with the state a tail would show."""
+        deadline = time.monotonic() + timeout_s
+        target = self.target()
+        try:
+            connection = self.pool.acquire(target)
+        except HostKeyNotTrusted as error:
+            state, message, _ = host_key_refusal(error)
+            raise HostUnavailable(state, message) from None
+        except paramiko.AuthenticationException as error:
+            raise HostUnavailable("authentication failed", str(error)) from None
+        except (OSError, EOFError, paramiko.SSHException) as error:
+            raise HostUnavailable("host unreachable", _reason(error)) from None
+        broken = False
+        channel = None
+        try:
+            transport = connection.client.get_transport()
+            assert transport is not None
+            channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
+            channel.exec_command(program_command(args))
+            channel.sendall(code)
+            channel.shutdown_write()
+            return _collect(channel, max_output, deadline)
+        except (OSError, EOFError, paramiko.SSHException) as error:
+            broken = not connection.alive
+            raise HostUnavailable("connection lost", _reason(error)) from None
+        finally:
+            if channel is not None:
+                channel.close()
+            self.pool.release(target, connection, broken=broken)
+
+
+def _reason(error: BaseException) -> str:
+    # paramiko's "[Errno None] Unable to connect...": the number says nothing.
+    return re.sub(r"^\[Errno [^\]]*\] ", "", str(error)) or type(error).__name__
+
+
+def _collect(channel: paramiko.Channel, max_output: int, deadline: float) -> ProgramResult:
+    channel.settimeout(0.5)
+    stdout = bytearray()
+    while True:
+        if time.monotonic() > deadline:
+            raise HostUnavailable("no answer", "the host did not answer in time")
+        try:
+            data = channel.recv(1 << 16)
+        except TimeoutError:
+            continue
+        if not data:
+            break
+        stdout += data
+        if len(stdout) > max_output:
+            raise HostUnavailable("error", f"the host answered more than {max_output} bytes")
+    if not channel.status_event.wait(max(0.0, deadline - time.monotonic())):
+        raise HostUnavailable("no answer", "the host did not say how the program ended")
+    stderr = channel.recv_stderr(4096) if channel.recv_stderr_ready() else b""
+    return ProgramResult(
+        channel.recv_exit_status(), bytes(stdout), stderr.decode("utf-8", "replace").strip()
+    )
