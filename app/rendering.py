@@ -1,5 +1,6 @@
 """Jinja2 set-up and the one render() helper that picks the page or its partial."""
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -71,6 +72,8 @@ def make_templates() -> Jinja2Templates:
         iso=iso_utc,
         markdown=render_markdown,
         tojson_compact=lambda v: json.dumps(v, separators=(",", ":")),
+        # A short stable key of any text, fit for an element id (a file path is not).
+        digest=lambda v: hashlib.sha256(str(v).encode()).hexdigest()[:12],
     )
     return templates
 

@@ -244,3 +244,16 @@ class NoteOut(BaseModel):
 class MeasurementOut(BaseModel):
     attempt: AttemptOut
     value: float
+
+
+class FrameSourceOut(BaseModel):
+    """The code around the diagnosis's frame, read from the log's host: `lines` start at
+    `first_line`; `line` is the failing one; `truncated` when a line or the answer was cut."""
+
+    file: str
+    line: int
+    function: str | None
+    host: str
+    first_line: int
+    lines: list[str]
+    truncated: bool

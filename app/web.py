@@ -24,7 +24,7 @@ from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, PostgresRelay
 from app.paths import resource_dir
 from app.rendering import is_htmx, make_templates, render
-from app.routes import api_attempts, api_campaigns, events, pages, shares
+from app.routes import api_attempts, api_campaigns, events, frame_source, pages, shares
 from app.tailer import Tailer, source_factory_for
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
@@ -136,6 +136,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.bus = bus
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
     app.state.share_renders = shares.RenderedShares()
+    app.state.frame_source_limiter = anyio.CapacityLimiter(frame_source.FETCHES_AT_ONCE)
     app.state.after_change = tailer.sync
 
     @app.exception_handler(LoginRequired)
@@ -181,6 +182,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
     app.include_router(api_campaigns.router)
     app.include_router(api_attempts.router)
+    app.include_router(frame_source.router)
     app.include_router(events.router)
     app.include_router(shares.owner_router)
     app.include_router(shares.public_router)
