@@ -1,11 +1,19 @@
 """ "Show code": the lines around the diagnosis's frame, read from the log's own host over the
 tails' SSH pool (a real OpenSSH sshd on loopback) or from this machine for file:// logs."""
 
+import json
 import os
 import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +22,7 @@ import pytest
 
 from app.config import Settings
 from app.frame_source import SourceNotShown, read_frame_source
+from app.tailing import code_window
 from app.tailing.code_window import MAX_KEPT_BYTES, MAX_LINE_CHARS, MAX_SCAN_BYTES
 from tests.conftest import OWNER_TOKEN, running
 from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
@@ -253,6 +262,40 @@ def test_a_file_the_ssh_user_may_not_read_is_403(
     assert response.status_code == 403 and "permission denied" in response.json()["detail"]
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to become nobody"
+)
+def test_the_helper_run_as_a_user_who_may_not_read_says_permission() -> None:
+    """As root reads everything, the helper is run the way the host runs it (its code on
+    stdin, `python3 - PATH LINE`) as nobody, in a folder nobody can reach (pytest's are
+    private)."""
+    folder = Path(tempfile.mkdtemp(prefix="frame-source-"))
+    folder.chmod(0o755)
+    try:
+        _run_as_nobody(folder)
+    finally:
+        shutil.rmtree(folder)
+
+
+def _run_as_nobody(folder: Path) -> None:
+    code = code_file(folder / "secret.py")
+    code.chmod(0o600)
+    helper = Path(code_window.__file__).read_bytes()
+    become_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    run = subprocess.run(
+        [*become_nobody, sys.executable, "-", str(code), "40"],
+        input=helper, capture_output=True, check=True, timeout=30,
+    )  # fmt: skip
+    answer = json.loads(run.stdout)
+    assert answer == {"error": "permission", "message": f"{code}: permission denied"}
+    code.chmod(0o644)
+    run = subprocess.run(
+        [*become_nobody, sys.executable, "-", str(code), "40"],
+        input=helper, capture_output=True, check=True, timeout=30,
+    )  # fmt: skip
+    assert json.loads(run.stdout)["lines"][15] == "    " + FAILING
+
+
 def test_an_untrusted_host_key_and_an_unreachable_host_are_502(
     ssh_api: httpx.Client, ssh_settings: Settings, sshd: Sshd, tmp_path: Path
 ) -> None:
@@ -285,6 +328,59 @@ def test_an_untrusted_host_key_and_an_unreachable_host_are_502(
         read_frame_source(ssh_settings, nobody, frame)
     assert unreachable.value.status_code == 502
     assert unreachable.value.detail.startswith(f"127.0.0.1:{port}: host unreachable: ")
+
+
+class SilentHost:
+    """Takes SSH connections and says nothing (a host whose sshd hangs) until released."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.05)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.release, self.done = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.done.is_set():
+            with suppress(TimeoutError):
+                self.held.append(self.sock.accept()[0])
+            if self.release.is_set():
+                while self.held:
+                    self.held.pop().close()
+
+    def close(self) -> None:
+        self.release.set()
+        self.done.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_a_host_that_never_answers_holds_no_other_request(tmp_path: Path) -> None:
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, database_url=f"sqlite:///{tmp_path / 'dash.db'}", token=OWNER_TOKEN
+    )
+    silent = SilentHost()
+    with running(settings) as (_, api), ThreadPoolExecutor(1) as pool:
+        log = tmp_path / "server.log"
+        log.write_bytes(crash_log(code_file(tmp_path / "code.py")))
+        attempt = diagnosed(api, f"file://{log}")
+        # The same log, now said to be on a host that hangs: the diagnosis stays.
+        moved = api.patch(
+            f"/api/attempts/{attempt['id']}", json={"source": f"ssh://127.0.0.1:{silent.port}{log}"}
+        )
+        assert moved.status_code == 200
+        fetch = pool.submit(api.get, f"/api/attempts/{attempt['id']}/frame-source")
+        wait_for(lambda: len(silent.held) >= 1, what="the fetch (or the tail) connecting")
+        for _ in range(20):
+            assert api.get(f"/api/attempts/{attempt['id']}").status_code == 200
+        assert not fetch.done()  # answered one after another while the fetch waits
+        silent.release.set()  # the host hangs up
+        response = fetch.result(timeout=30)
+        assert response.status_code == 502, response.text
+        assert response.json()["detail"].startswith(f"127.0.0.1:{silent.port}: "), response.text
+    silent.close()
 
 
 def test_show_code_in_chromium_marks_the_failing_line_and_stays_through_live_updates(
