@@ -164,11 +164,9 @@ def follow(
             # Truncated and written again (copytruncate) since the last look: what was just
             # read may be the new content's, at the old offset. The new content is read
             # from 0 instead.
-            length, crc = _fresh(fd)
-            reported = "%s:%d:%s" % (inode, length, crc)
+            length, crc, reported = _from_the_start(fd, inode)
             yield ("T", reported)
             offset = 0
-            os.lseek(fd, 0, os.SEEK_SET)
             continue
         length, crc = now_fingerprint
         if data:
@@ -180,11 +178,9 @@ def follow(
         size = os.fstat(fd).st_size
         if size < offset:
             # Truncated in place (copytruncate): what is there now is new.
-            length, crc = _fresh(fd)
-            reported = "%s:%d:%s" % (inode, length, crc)
+            length, crc, reported = _from_the_start(fd, inode)
             yield ("T", reported)
             offset = 0
-            os.lseek(fd, 0, os.SEEK_SET)
             continue
         current = "%s:%d:%s" % (inode, length, crc)
         if current != reported:
@@ -219,6 +215,13 @@ def follow(
 
 def _refusal(path: str, st: os.stat_result, refuse: Optional[Refusal]) -> Optional[str]:
     return unfollowable(path, st) or (refuse(path, st) if refuse is not None else None)
+
+
+def _from_the_start(fd: int, inode: Optional[str]) -> Tuple[int, str, str]:
+    """After a truncation: the new content's fingerprint and identity, read from 0."""
+    length, crc = _fresh(fd)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return length, crc, "%s:%d:%s" % (inode, length, crc)
 
 
 def _frame(event: Event) -> bytes:
