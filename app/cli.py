@@ -32,11 +32,16 @@ HOST_HELP = (
 PORT_HELP = "TCP port. Defaults to 8000, uvicorn's usual port."
 
 
+SERVED_AT = "served_at"  # where `serve` last listened, for links printed by other commands
+
+
+def base_url(settings: Settings, host: str, port: int) -> str:
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return (settings.public_url or f"http://{shown_host}:{port}").rstrip("/")
+
+
 def login_url(settings: Settings, host: str, port: int, token: str) -> str:
-    base = (
-        settings.public_url or f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
-    )
-    return f"{base.rstrip('/')}/login?token={token}"
+    return f"{base_url(settings, host, port)}/login?token={token}"
 
 
 @contextmanager
@@ -94,6 +99,8 @@ def serve(host: str, port: int) -> None:
     """Migrate the database to head, then serve the dashboard."""
     import uvicorn
 
+    from app import repo
+    from app.db import session_scope
     from app.logs import uvicorn_log_config
     from app.web import create_app
 
@@ -106,6 +113,8 @@ def serve(host: str, port: int) -> None:
         click.echo("Log in with the link printed at first start, or run: campaign-dash token reset")
     with database_errors(settings.database_url):
         app = create_app(settings, migrate_on_start=False)
+        with session_scope(app.state.engine) as session:
+            repo.set_secret(session, name=SERVED_AT, value=base_url(settings, host, port))
     uvicorn.run(app, host=host, port=port, log_level="info", log_config=uvicorn_log_config())
 
 
@@ -138,14 +147,23 @@ def token() -> None:
 
 @token.command("reset")
 @click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Host used in the printed link."
+    "--host",
+    default=None,
+    help="Host used in the printed link. Defaults to where `serve` last listened on this "
+    "database, so the link opens the running dashboard.",
 )
-@click.option("--port", default=8000, show_default=True, help="Port used in the printed link.")
-def token_reset(host: str, port: int) -> None:
+@click.option(
+    "--port",
+    default=None,
+    type=click.IntRange(1, 65535),
+    help="Port used in the printed link. Defaults to where `serve` last listened (8000 if "
+    "it never ran).",
+)
+def token_reset(host: str | None, port: int | None) -> None:
     """Generate a new owner token (ends every browser session) and print its login link."""
-    from app import migrate
+    from app import migrate, repo
     from app.auth import reset_owner_token
-    from app.db import make_engine
+    from app.db import make_engine, session_scope
 
     settings = Settings()
     if settings.token:
@@ -154,8 +172,14 @@ def token_reset(host: str, port: int) -> None:
         migrate.upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
         new = reset_owner_token(engine)
+        with session_scope(engine) as session:
+            served_at = repo.get_secret(session, name=SERVED_AT)
         engine.dispose()
-    click.echo(f"Log in: {login_url(settings, host, port, new)}")
+    if host is None and port is None and served_at and not settings.public_url:
+        click.echo(f"Log in: {served_at}/login?token={new}")
+    else:
+        link = login_url(settings, host or "127.0.0.1", port or 8000, new)
+        click.echo(f"Log in: {link}")
 
 
 @main.command()

@@ -38,10 +38,12 @@ def test_token_reset_reaches_the_running_dashboard_within_a_second(tmp_path: Pat
         old_session = login(url, old_link)
         assert old_session.get("/").status_code == 200
 
-        reset = run_cli("token", "reset", "--port", str(port), env=env, cwd=tmp_path)
+        # No --port: the link is the running dashboard's own.
+        reset = run_cli("token", "reset", env=env, cwd=tmp_path)
         assert reset.returncode == 0, reset.stderr
         reset_at = time.monotonic()
         new_link = login_link(reset.stdout)
+        assert new_link.startswith(f"{url}/login?token="), new_link
         new_token = new_link.partition("token=")[2]
 
         with httpx.Client(base_url=url, timeout=10) as client:
