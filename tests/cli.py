@@ -1,5 +1,6 @@
 """Running the real `campaign-dash` command in tests: one-shot runs and serving processes."""
 
+import os
 import signal
 import socket
 import subprocess
@@ -89,3 +90,8 @@ def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[Served]:
     finally:
         if process.returncode is None:
             interrupt(process)
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without any CAMPAIGN_DASH_ setting: a user's shell."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}

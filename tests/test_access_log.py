@@ -1,7 +1,6 @@
 """The access log of a real `campaign-dash serve`: tokens hidden however a request spells
 them, in the query and in share paths."""
 
-import os
 import signal
 import socket
 import subprocess
@@ -13,6 +12,7 @@ import httpx
 import pytest
 
 from app.logs import redact_url
+from tests.cli import clean_env
 from tests.conftest import OWNER_TOKEN
 
 
@@ -26,7 +26,7 @@ def serve_and_log(tmp_path: Path, requests: list[tuple[str, str]], share: bool =
     """Start `campaign-dash serve`, make the requests (`{share}` in a path is a fresh share
     token), stop it; everything it printed."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     env |= {
         "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN,
         "CAMPAIGN_DASH_DATABASE_URL": f"sqlite:///{tmp_path / 'log.db'}",

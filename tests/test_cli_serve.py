@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from app.db import make_engine
-from tests.cli import free_port, interrupt, launch, run_cli, serving, wait_until_serving
+from tests.cli import clean_env, free_port, interrupt, launch, run_cli, serving, wait_until_serving
 from tests.conftest import OWNER_TOKEN
 
 
@@ -43,7 +43,7 @@ def test_db_upgrade_creates_the_schema(env: dict[str, str], tmp_path: Path) -> N
 
 
 def test_a_url_that_names_no_database_is_one_clear_line(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     for url in ("bogus://owner:s3cret@x/db", "not a url at all"):
         for command in (
             ("serve", "--port", str(free_port())),
@@ -57,7 +57,7 @@ def test_a_url_that_names_no_database_is_one_clear_line(tmp_path: Path) -> None:
 
 
 def test_a_database_that_cannot_be_opened_is_one_clear_line(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     for url, reasons in (
         (
             f"sqlite:///{tmp_path}/missing-dir/campaign-dash.db",
@@ -74,7 +74,7 @@ def test_a_database_that_cannot_be_opened_is_one_clear_line(tmp_path: Path) -> N
 
 
 def test_default_database_is_a_file_in_the_working_directory(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     result = run_cli("db", "upgrade", env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "campaign-dash.db").is_file()

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cli import free_port, launch, run_cli, serving, wait_until_serving
+from tests.cli import clean_env, free_port, launch, run_cli, serving, wait_until_serving
 from tests.conftest import OWNER_TOKEN
 
 
@@ -66,7 +66,7 @@ def test_a_second_process_leaves_the_running_dashboard_intact(
     tmp_path: Path, second: tuple[str, ...]
 ) -> None:
     database = tmp_path / "campaign-dash.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     env |= {
         "CAMPAIGN_DASH_DATABASE_URL": f"sqlite:///{database}",
         "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN,
@@ -130,7 +130,7 @@ def check_database(database: Path, acknowledged: list[str]) -> None:
 def test_a_corrupt_database_is_one_line_and_exit_1(tmp_path: Path) -> None:
     database = tmp_path / "campaign-dash.db"
     database.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     env["CAMPAIGN_DASH_DATABASE_URL"] = f"sqlite:///{database}"
     for args in (("serve", "--port", str(free_port())), ("db", "upgrade"), ("token", "reset")):
         result = run_cli(*args, env=env, cwd=tmp_path)

@@ -1,7 +1,6 @@
 """The owner's sessions: a `token reset` from another terminal reaches a running dashboard,
 each login gets a cookie of its own, and logout (CSRF-checked) ends it."""
 
-import os
 import re
 import time
 from pathlib import Path
@@ -9,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from app.auth import SESSION_COOKIE
-from tests.cli import free_port, run_cli, serving
+from tests.cli import clean_env, free_port, run_cli, serving
 from tests.helpers import csrf_of
 from tests.sse import SSEReader
 
@@ -29,7 +28,7 @@ def login_link(printed: str) -> str:
 
 
 def test_token_reset_reaches_the_running_dashboard_within_a_second(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     env["CAMPAIGN_DASH_DATABASE_URL"] = f"sqlite:///{tmp_path / 'campaign-dash.db'}"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -98,7 +97,7 @@ def test_each_login_is_its_own_session_and_logout_ends_only_it(
 def test_open_live_streams_end_with_the_session(tmp_path: Path) -> None:
     """A page left open is no window into the campaign once its session is over: after a
     token reset from another terminal, and after a logout, its stream says reload."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    env = clean_env()
     env["CAMPAIGN_DASH_DATABASE_URL"] = f"sqlite:///{tmp_path / 'campaign-dash.db'}"
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -407,12 +407,8 @@ class SSHSource:
         broken = False
         channel = None
         try:
-            transport = connection.client.get_transport()
-            assert transport is not None
-            channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
-            channel.exec_command(remote_command(self.url.path, offset, identity))
-            channel.sendall(FOLLOWER_CODE)
-            channel.shutdown_write()
+            channel = _start(connection, remote_command(self.url.path, offset, identity),
+                             FOLLOWER_CODE)  # fmt: skip
             yield State("connected", f"following {self.url.path} on {self.url.host_label}")
             for raw in _FrameReader(channel, stop).events():
                 yield translate(raw)
@@ -459,12 +455,7 @@ class SSHSource:
         broken = False
         channel = None
         try:
-            transport = connection.client.get_transport()
-            assert transport is not None
-            channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
-            channel.exec_command(program_command(args))
-            channel.sendall(code)
-            channel.shutdown_write()
+            channel = _start(connection, program_command(args), code)
             return _collect(channel, max_output, deadline)
         except (OSError, EOFError, paramiko.SSHException) as error:
             broken = not connection.alive
@@ -473,6 +464,21 @@ class SSHSource:
             if channel is not None:
                 channel.close()
             self.pool.release(target, connection, broken=broken)
+
+
+def _start(connection: _Connection, command: str, code: bytes) -> paramiko.Channel:
+    """A channel running `command` with the program's code on its stdin (then closed)."""
+    transport = connection.client.get_transport()
+    assert transport is not None
+    channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
+    try:
+        channel.exec_command(command)
+        channel.sendall(code)
+        channel.shutdown_write()
+    except BaseException:
+        channel.close()
+        raise
+    return channel
 
 
 def _reason(error: BaseException) -> str:
