@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from app.config import Settings
 from app.schemas import FrameSourceOut
-from app.tailer import own_files, ssh_options
 from app.tailing import code_window
+from app.tailing.factory import LogSources
 from app.tailing.file_source import own_file
 from app.tailing.sources import BadSource, HostUnavailable, SourceURL, parse_source
+from app.tailing.status import TailStatus
 
 HELPER_CODE = Path(code_window.__file__).read_bytes()
 # The helper's JSON: its 64 KiB of lines, escaped, and whatever a login script prints.
@@ -39,9 +39,10 @@ class SourceNotShown(Exception):
 
 
 def read_frame_source(
-    settings: Settings, source: str | None, frame: dict[str, Any] | None
+    sources: LogSources, source: str | None, frame: dict[str, Any] | None
 ) -> FrameSourceOut:
-    """The lines around `frame` ({file, line, function}) on the host of `source`."""
+    """The lines around `frame` ({file, line, function}) on the host of `source`, asked
+    over the connections of `sources` (the app's: the tail's connection to that host)."""
     if not frame:
         raise SourceNotShown(404, "the diagnosis names no frame of a traceback to show")
     if not source:
@@ -57,10 +58,10 @@ def read_frame_source(
         raise SourceNotShown(409, f"the attempt's log source: {error}") from None
     if url.scheme == "file":
         host = "this machine"
-        answer = code_window.read_window(path, line, refuse=_own_files_refusal(settings))
+        answer = code_window.read_window(path, line, refuse=_own_files_refusal(sources))
     else:
         host = url.host_label
-        answer = _read_remote(settings, url, path, line)
+        answer = _read_remote(sources, url, path, line)
     if "error" in answer:
         status = _STATUS.get(str(answer["error"]), 502)
         raise SourceNotShown(status, f"{host}: {answer.get('message')}")
@@ -75,8 +76,8 @@ def read_frame_source(
     )
 
 
-def _own_files_refusal(settings: Settings) -> code_window.Refusal:
-    protected = own_files(settings)
+def _own_files_refusal(sources: LogSources) -> code_window.Refusal:
+    protected = sources.protected
 
     def refuse(path: str, st: os.stat_result) -> str | None:
         if own_file(path, st, protected):
@@ -86,16 +87,15 @@ def _own_files_refusal(settings: Settings) -> code_window.Refusal:
     return refuse
 
 
-def _read_remote(settings: Settings, url: SourceURL, path: str, line: int) -> dict[str, Any]:
-    from app.tailing.ssh_source import SSHSource  # paramiko only when SSH is used
-
-    source = SSHSource(url, ssh_options(settings))
+def _read_remote(sources: LogSources, url: SourceURL, path: str, line: int) -> dict[str, Any]:
     try:
-        result = source.run_program(HELPER_CODE, [path, str(line)], max_output=MAX_ANSWER_BYTES)
+        result = sources.ssh(url).run_program(
+            HELPER_CODE, [path, str(line)], max_output=MAX_ANSWER_BYTES
+        )
     except HostUnavailable as error:
-        untrusted = error.state == "host key not trusted"
+        untrusted = error.state == TailStatus.host_key_not_trusted
         hint = ": trust it from the log panel first" if untrusted else ""
-        status = 504 if error.state == "no answer" else 502
+        status = 504 if error.state == TailStatus.no_answer else 502
         said = str(error) if str(error).startswith(error.state) else f"{error.state}: {error}"
         raise SourceNotShown(status, f"{url.host_label}: {said}{hint}") from None
     if result.status == 127:

@@ -11,7 +11,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Engine, delete, func
 from sqlmodel import Session, col, select
@@ -32,6 +32,8 @@ from app.models import (
 )
 from app.repo import MAX_OFFSET
 from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
+from app.tailing.protocol import LogSource
+from app.tailing.status import TailStatus
 
 log = logging.getLogger(__name__)
 
@@ -41,18 +43,6 @@ PRUNE_EVERY = 500  # commits
 KEEP_EVENTS = 20_000
 DIAGNOSIS_WINDOW = 256 << 10  # bytes kept around the root cause when the middle is dropped
 MAX_STORED_FIGURES = 500
-INFRASTRUCTURE_STATES = frozenset(
-    {"host unreachable", "connection lost", "reconnecting", "authentication failed",
-     "host key not trusted", "host key changed"}
-)  # fmt: skip
-
-
-class FollowableSource(Protocol):
-    def follow(
-        self, offset: int, identity: str | None, stop: threading.Event
-    ) -> Iterator[Event]: ...
-
-
 LogRow = tuple[int, int, bytes]  # a stored chunk: stream offset, length, compressed bytes
 STREAM_ROWS = 4  # chunks per query when streaming a log: each holds at most BATCH_BYTES
 
@@ -165,7 +155,7 @@ class AttemptTail:
         self,
         engine: Engine,
         attempt_id: int,
-        source: FollowableSource,
+        source: LogSource,
         *,
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
@@ -284,10 +274,10 @@ class AttemptTail:
                 batch.append(event)
             elif isinstance(event, Idle) and not batch:
                 stalled = time.monotonic() - last_data_at > self.stall_after_s
-                stalled = stalled and not stall_noted and tail.state != "stalled"
+                stalled = stalled and not stall_noted and tail.state != TailStatus.stalled
                 if event.size == tail.size and not stalled:
                     continue  # nothing new to say
-                batch.append(State("stalled") if stalled else event)
+                batch.append(State(TailStatus.stalled) if stalled else event)
                 if stalled:
                     stall_noted = True
                     batch.append(Idle(event.size))
@@ -338,8 +328,8 @@ class AttemptTail:
                     diagnoser.feed(event.data)
                     tail.offset = event.offset + len(event.data)
                     fed = True
-                    if tail.state not in ("connected", "catching up"):
-                        tail.state, tail.last_error = "connected", None
+                    if tail.state not in (TailStatus.connected, TailStatus.catching_up):
+                        tail.state, tail.last_error = TailStatus.connected, None
                 elif isinstance(event, Rotated):
                     flush_chunk()
                     session.add(
@@ -355,14 +345,14 @@ class AttemptTail:
                         tail.file_identity = event.identity
                 elif isinstance(event, Opened):
                     tail.file_identity, tail.size = event.identity, event.size
-                    tail.state, tail.last_error, tail.host_key = "connected", None, None
+                    tail.state, tail.last_error, tail.host_key = TailStatus.connected, None, None
                     tail.known_host_key = None
                 elif isinstance(event, Idle):
                     tail.size = event.size
-                    if tail.state == "catching up":
-                        tail.state = "connected"
+                    if tail.state == TailStatus.catching_up:
+                        tail.state = TailStatus.connected
                 elif isinstance(event, State):
-                    if event.state == "stalled" and attempt.status != Status.running:
+                    if event.state == TailStatus.stalled and attempt.status != Status.running:
                         continue  # a ready server may well be quiet
                     tail.state, tail.last_error = event.state, event.message
                     tail.host_key, tail.known_host_key = event.host_key, event.known_host_key
@@ -377,8 +367,9 @@ class AttemptTail:
                         end_offset=tail.stored_bytes,
                     )
                 )
-            if tail.size is not None and tail.offset < tail.size and tail.state == "connected":
-                tail.state = "catching up"
+            connected = tail.state == TailStatus.connected
+            if tail.size is not None and tail.offset < tail.size and connected:
+                tail.state = TailStatus.catching_up
             if fed or _seen(tail) != seen_before:
                 # Pages hear of a change, never of a heartbeat that changed nothing.
                 session.add(

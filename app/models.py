@@ -7,6 +7,8 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Column, LargeBinary, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from app.tailing.status import TailStatus
+
 # Named constraints: batch migrations on SQLite can only alter what has a name.
 SQLModel.metadata.naming_convention = {
     "ix": "ix_%(column_0_label)s",
@@ -134,7 +136,7 @@ class TailState(SQLModel, table=True):
     size: int | None = Field(default=None, sa_type=BigInteger)
     # Bytes stored for the attempt: the log as one stream across rotations.
     stored_bytes: int = Field(default=0, sa_type=BigInteger)
-    state: str = Field(default="connecting", max_length=40)
+    state: str = Field(default=TailStatus.connecting, max_length=40)  # a TailStatus
     last_error: str | None = None
     # An SSH host key offered but not trusted yet ("type base64"), for the owner to trust.
     host_key: str | None = Field(default=None, max_length=4000)

@@ -16,6 +16,7 @@ from pydantic import (
 
 from app.models import Lane, Status
 from app.tailing.sources import parse_source
+from app.tailing.status import TailStatus
 
 
 def _not_a_bool(value: Any) -> Any:
@@ -166,7 +167,7 @@ class MetricOut(BaseModel):
 
 
 class TailOut(BaseModel):
-    state: str
+    state: TailStatus
     bytes_read: int  # of the file being read now (the source's offset)
     size: int | None  # of that file: bytes_read / size is the catch-up progress
     stored_bytes: int  # of the whole log kept for the attempt, across rotations

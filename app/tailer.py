@@ -2,90 +2,22 @@
 closed; started with the app, synced after every change, stopped on close or detach."""
 
 import logging
-import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from sqlmodel import col, select
 
 from app.actions import record
-from app.config import Settings
-from app.db import is_sqlite, session_scope
-from app.errors import Invalid
-from app.ingest import AttemptTail, FollowableSource
+from app.db import session_scope
+from app.ingest import AttemptTail
 from app.models import Attempt, Status, TailState
-from app.tailing.file_source import FileSource, refusal
-from app.tailing.sources import parse_source
-
-if TYPE_CHECKING:
-    from app.tailing.ssh_source import SSHOptions
+from app.tailing.protocol import LogSource
 
 log = logging.getLogger(__name__)
 RESCAN_S = 10.0
 MIN_RESCAN_GAP_S = 1.0
 FOLLOWED = (Status.running, Status.ready, Status.measured, Status.crashed, Status.blocked)
-
-
-def source_factory_for(settings: Settings) -> Callable[[str], FollowableSource]:
-    def make(url: str) -> FollowableSource:
-        parsed = parse_source(url)
-        if parsed.scheme == "file":
-            return FileSource(parsed.path, own_files(settings))
-        from app.tailing.ssh_source import SSHSource  # paramiko only when SSH is used
-
-        return SSHSource(parsed, ssh_options(settings))
-
-    return make
-
-
-def own_files(settings: Settings) -> tuple[Path, ...]:
-    """The dashboard's database and secrets: never a log source, whoever asks."""
-    files = [settings.trusted_hosts_file, Path(".env")]
-    if is_sqlite(settings.database_url):
-        database = make_url(settings.database_url).database or ""
-        if database.startswith("file:"):  # SQLite's URI filenames
-            database = database[len("file:") :].split("?", 1)[0]
-        if database and database != ":memory:":
-            files += [Path(database + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
-    return tuple(files)
-
-
-def log_source_refusal(settings: Settings, source: str | None) -> str | None:
-    """Why a file:// source may not be set: no log to follow (a directory, a FIFO, a device,
-    /proc or /sys: re-read forever or a blocked tail) or one of the dashboard's own files."""
-    if not source:
-        return None
-    parsed = parse_source(source)
-    return refusal(parsed.path, own_files(settings)) if parsed.scheme == "file" else None
-
-
-def check_log_source(settings: Settings, source: str | None) -> None:
-    """422 (the API's answer) when `log_source_refusal` has a reason."""
-    reason = log_source_refusal(settings, source)
-    if reason:
-        raise Invalid(f"source: {reason}")
-
-
-def trust_offered_key(settings: Settings, source_url: str, key_line: str) -> None:
-    from app.tailing.ssh_source import resolve, trust_host_key
-
-    options = ssh_options(settings)
-    trust_host_key(options, resolve(parse_source(source_url), options), key_line)
-
-
-def ssh_options(settings: Settings) -> "SSHOptions":
-    from app.tailing.ssh_source import SSHOptions
-
-    return SSHOptions(
-        config_path=settings.ssh_config,
-        known_hosts=(settings.ssh_known_hosts,),
-        trusted_hosts_file=settings.trusted_hosts_file,
-        use_agent=settings.ssh_agent,
-    )
 
 
 class Tailer:
@@ -95,7 +27,7 @@ class Tailer:
         *,
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
-        source_factory: Callable[[str], FollowableSource],
+        source_factory: Callable[[str], LogSource],
         on_commit: Callable[[int], None] = lambda _campaign_id: None,
     ) -> None:
         self.engine = engine
@@ -209,6 +141,3 @@ class Tailer:
             tail.stop_event.set()
         for tail in tails:
             tail.stop()
-        ssh = sys.modules.get("app.tailing.ssh_source")
-        if ssh is not None:  # only when some source used SSH
-            ssh.close_pools()

@@ -9,7 +9,7 @@ from sqlmodel import Session
 from app import repo
 from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
-from app.ingest import INFRASTRUCTURE_STATES, stored_log
+from app.ingest import stored_log
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Note, Status
 from app.schemas import (
@@ -21,6 +21,7 @@ from app.schemas import (
     NoteOut,
     TailOut,
 )
+from app.tailing.status import TailStatus
 
 
 def baseline_in_force(history: list[BaselineChange], when: datetime) -> float | None:
@@ -97,7 +98,7 @@ def attempt_views(
                 diagnosis=attempt.diagnosis,
                 same_root_cause_as=same_cause,
                 tail=TailOut(
-                    state=tail.state,
+                    state=TailStatus(tail.state),
                     bytes_read=tail.offset,
                     size=tail.size,
                     stored_bytes=tail.stored_bytes,
@@ -105,7 +106,7 @@ def attempt_views(
                     host_key_offered=bool(tail.host_key),
                     offered_host_key=key_fingerprint(tail.host_key) if tail.host_key else None,
                     known_host_key=tail.known_host_key if tail.host_key else None,
-                    infrastructure=tail.state in INFRASTRUCTURE_STATES,
+                    infrastructure=TailStatus(tail.state).infrastructure,
                 )
                 if tail
                 else None,

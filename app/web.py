@@ -25,7 +25,8 @@ from app.live import Bus, PostgresRelay
 from app.paths import resource_dir
 from app.rendering import is_htmx, make_templates, render
 from app.routes import api_attempts, api_campaigns, events, frame_source, pages, shares
-from app.tailer import Tailer, source_factory_for
+from app.tailer import Tailer
+from app.tailing.factory import LogSources
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
 
@@ -78,12 +79,13 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     refresher = AuthRefresher(auth)
     bus = Bus()
     auth.on_revoke = bus.publish_all
+    sources = LogSources(settings)  # this app's SSH connections, closed with it
     tailer = Tailer(
         engine,
         on_commit=bus.publish,
         stall_after_s=settings.stall_seconds,
         log_cap_bytes=int(settings.log_cap_mib * (1 << 20)),
-        source_factory=source_factory_for(settings),
+        source_factory=sources.open,
     )
 
     def from_other_instances(campaign_id: int) -> None:
@@ -112,6 +114,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         if relay is not None:
             await asyncio.to_thread(relay.stop)
         await asyncio.to_thread(tailer.stop_all)
+        await asyncio.to_thread(sources.close)
         engine.dispose()
 
     app = FastAPI(
@@ -133,6 +136,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.auth = auth
     app.state.templates = make_templates()
     app.state.tailer = tailer
+    app.state.sources = sources
     app.state.bus = bus
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
     app.state.share_renders = shares.RenderedShares()

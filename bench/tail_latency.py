@@ -27,7 +27,8 @@ from app.db import make_engine, session_scope
 from app.ingest import AttemptTail, stored_log
 from app.models import Attempt, Campaign
 from app.tailing.sources import parse_source
-from app.tailing.ssh_source import SSHOptions, SSHSource
+from app.tailing.ssh_pool import ConnectionPool, SSHOptions
+from app.tailing.ssh_source import SSHSource
 from tests.sshd import start_sshd
 
 
@@ -69,7 +70,8 @@ def latency(workdir: Path, sshd, options: SSHOptions, lines: int) -> None:  # ty
             if line.startswith(b"t="):
                 stored_at.setdefault(int(line.split()[0][2:]), now)
 
-    tail = AttemptTail(engine, attempt_id, SSHSource(parse_source(source), options),
+    pool = ConnectionPool(options)
+    tail = AttemptTail(engine, attempt_id, SSHSource(parse_source(source), pool),
                        stall_after_s=3600, on_commit=on_commit)  # fmt: skip
     tail.start()
 
@@ -141,7 +143,8 @@ def catch_up(workdir: Path, sshd, options: SSHOptions, mib: int) -> None:  # typ
             if attempt and attempt.diagnosis and attempt.diagnosis["bytes_read"] >= size:
                 done.set()
 
-    tail = AttemptTail(engine, attempt_id, SSHSource(parse_source(source), options),
+    pool = ConnectionPool(options)
+    tail = AttemptTail(engine, attempt_id, SSHSource(parse_source(source), pool),
                        stall_after_s=3600, on_commit=on_commit)  # fmt: skip
     started = time.monotonic()
     tail.start()

@@ -22,6 +22,7 @@ import pytest
 
 from app.config import Settings
 from app.frame_source import SourceNotShown, read_frame_source
+from app.tailing.factory import LogSources
 from app.tailing import code_window
 from app.tailing.code_window import MAX_KEPT_BYTES, MAX_LINE_CHARS, MAX_SCAN_BYTES
 from tests.conftest import OWNER_TOKEN, running
@@ -150,9 +151,10 @@ def test_a_hostile_frame_path_runs_nothing_and_is_read_literally(
     # Double quotes never make a frame of a traceback line; asked for directly, they are
     # as literal as the rest.
     quoted = code_file(tmp_path / f'say "hi" $(touch {marker}) `touch {marker}`.py')
-    answer = read_frame_source(
-        ssh_settings, f"ssh://{sshd.alias}{log}", {"file": str(quoted), "line": 40}
-    )
+    with LogSources(ssh_settings) as sources:
+        answer = read_frame_source(
+            sources, f"ssh://{sshd.alias}{log}", {"file": str(quoted), "line": 40}
+        )
     assert answer.lines[15] == "    " + FAILING
     assert not any(path.exists() for path in pwned)
 
@@ -306,8 +308,8 @@ def test_an_untrusted_host_key_and_an_unreachable_host_are_502(
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
     untrusting = ssh_settings.model_copy(update={"ssh_known_hosts": empty})
-    with pytest.raises(SourceNotShown) as refused:
-        read_frame_source(untrusting, f"ssh://{sshd.alias}{log}", frame)
+    with LogSources(untrusting) as sources, pytest.raises(SourceNotShown) as refused:
+        read_frame_source(sources, f"ssh://{sshd.alias}{log}", frame)
     assert refused.value.status_code == 502
     assert "host key not trusted" in refused.value.detail
     assert sshd.host_fingerprint in refused.value.detail
@@ -324,8 +326,8 @@ def test_an_untrusted_host_key_and_an_unreachable_host_are_502(
 
     port = free_port()
     nobody = f"ssh://127.0.0.1:{port}{log}"
-    with pytest.raises(SourceNotShown) as unreachable:
-        read_frame_source(ssh_settings, nobody, frame)
+    with LogSources(ssh_settings) as sources, pytest.raises(SourceNotShown) as unreachable:
+        read_frame_source(sources, nobody, frame)
     assert unreachable.value.status_code == 502
     assert unreachable.value.detail.startswith(f"127.0.0.1:{port}: host unreachable: ")
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 
 from app.config import Settings
 from app.diagnosis import diagnose_bytes
-from app.ingest import FollowableSource
+from app.tailing.protocol import LogSource
 from app.tailing import follower
 from app.tailing.events import Event, Idle, State
 from tests.conftest import OWNER_TOKEN, REPO, LiveServer
@@ -509,7 +509,7 @@ def test_a_log_that_later_becomes_unfollowable_says_so(settings: Settings, tmp_p
 class CountingSource:
     """The real source, counting what the tail has handled (it asked for the next one)."""
 
-    def __init__(self, source: FollowableSource) -> None:
+    def __init__(self, source: LogSource) -> None:
         self.source = source
         self.handled: list[Event] = []
 

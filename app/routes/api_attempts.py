@@ -10,7 +10,7 @@ from app.deps import SessionDep, SettingsDep, require_api_owner
 from app.errors import Conflict
 from app.ingest import stream_stored_log
 from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
-from app.tailer import check_log_source, trust_offered_key
+from app.tailing.factory import check_log_source, trust_offered_key
 
 router = APIRouter(tags=["attempts"], dependencies=[Depends(require_api_owner)])
 

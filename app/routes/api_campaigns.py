@@ -14,7 +14,7 @@ from app.schemas import (
     NoteCreate,
     NoteOut,
 )
-from app.tailer import check_log_source
+from app.tailing.factory import check_log_source
 
 router = APIRouter(
     prefix="/api/campaigns", tags=["campaigns"], dependencies=[Depends(require_api_owner)]

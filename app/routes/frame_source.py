@@ -32,7 +32,7 @@ async def _read(request: Request, attempt: AttemptOut) -> FrameSourceOut:
     frame = (attempt.diagnosis or {}).get("frame")
     return await anyio.to_thread.run_sync(
         read_frame_source,
-        request.app.state.settings,
+        request.app.state.sources,
         attempt.source,
         frame,
         limiter=request.app.state.frame_source_limiter,

@@ -25,7 +25,7 @@ from app.schemas import (
     MeasurementCreate,
     NoteCreate,
 )
-from app.tailer import log_source_refusal, trust_offered_key
+from app.tailing.factory import log_source_refusal, trust_offered_key
 
 router = APIRouter(include_in_schema=False)
 OwnerPage = [Depends(require_page_owner)]

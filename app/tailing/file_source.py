@@ -4,34 +4,10 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from app.tailing import follower
-from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
-
-NOT_A_LOG = "not a log file"
-
-
-def translate(raw: tuple[Any, ...]) -> Event:
-    """A follower event (tuple, as framed on the wire) as a typed event."""
-    kind = raw[0]
-    if kind == "D":
-        return Data(int(raw[1]), raw[2])
-    if kind == "H":
-        return Idle(int(raw[1]))
-    if kind == "I":
-        return Opened(str(raw[1]), int(raw[2]))
-    if kind == "R":
-        return Rotated(str(raw[1]), "rotated")
-    if kind == "T":
-        return Rotated(str(raw[1]) if len(raw) > 1 else None, "truncated")
-    if kind == "W":
-        return State("file not found yet", "waiting for the file to appear")
-    if kind == "N":
-        return State(NOT_A_LOG, str(raw[1]))
-    errno, message = int(raw[1]), str(raw[2])
-    state = "permission denied" if errno == 13 else "error"
-    return State(state, message)
+from app.tailing.events import Event, State, from_follower
+from app.tailing.status import TailStatus
 
 
 def own_file(path: str, st: os.stat_result | None, protected: Sequence[Path]) -> str | None:
@@ -75,6 +51,6 @@ class FileSource:
         return own_file(path, st, self.protected)
 
     def follow(self, offset: int, identity: str | None, stop: threading.Event) -> Iterator[Event]:
-        yield State("connected")
+        yield State(TailStatus.connected)
         for raw in follower.follow(self.path, offset, identity or "-", stop.is_set, self._refuse):
-            yield translate(raw)
+            yield from_follower(raw)

@@ -23,6 +23,10 @@ import time
 import zlib
 from typing import Callable, Iterator, Optional, Tuple
 
+if __name__ != "__main__":
+    # Run on a host, this file's code comes after wire.py's: `encode` is already there.
+    from app.tailing.wire import encode
+
 Event = Tuple
 
 READ_SIZE = 1 << 20
@@ -224,13 +228,6 @@ def _from_the_start(fd: int, inode: Optional[str]) -> Tuple[int, str, str]:
     return length, crc, "%s:%d:%s" % (inode, length, crc)
 
 
-def _frame(event: Event) -> bytes:
-    kind = event[0]
-    if kind == "D":
-        return b"D %d %d\n" % (event[1], len(event[2])) + event[2]
-    return (" ".join(str(part) for part in event).replace("\n", " ") + "\n").encode()
-
-
 def main() -> None:
     path, offset, identity = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     out = sys.stdout.buffer
@@ -238,7 +235,7 @@ def main() -> None:
         for event in follow(path, offset, identity):
             # Every event, heartbeats included, is a write: when the SSH session is gone
             # the write fails and this process ends (no orphan left on the host).
-            out.write(_frame(event))
+            out.write(encode(event))
             out.flush()
     except (BrokenPipeError, KeyboardInterrupt):
         pass

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from app.tailing.status import TailStatus
+
 
 class BadSource(ValueError):
     pass
@@ -11,7 +13,7 @@ class HostUnavailable(Exception):
     """A host could not be asked: `state` as a tail would show it ("host key not trusted",
     "host unreachable"...), the message says why."""
 
-    def __init__(self, state: str, message: str) -> None:
+    def __init__(self, state: TailStatus, message: str) -> None:
         self.state = state
         super().__init__(message)
 
