@@ -3,6 +3,8 @@
 import ast
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from app.tailing import follower
+from app.tailing import follower, wire
+from app.tailing.ssh_source import FOLLOWER_PROGRAM
 
 Event = tuple[Any, ...]
 
@@ -188,15 +191,45 @@ def test_a_log_that_becomes_a_directory_is_refused_then_followed_again(tmp_path:
     events.close()
 
 
-def test_the_follower_stays_python_3_6_syntax() -> None:
-    """It runs on the remote host's python3, which may be an old GPU box's 3.6."""
-    source = Path(follower.__file__).read_text()
-    ast.parse(source, feature_version=(3, 6))
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
+def _imports(tree: ast.Module) -> set[str]:
+    """Top modules imported, except under `if __name__ != "__main__":` (not run on a host)."""
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            node.body = []  # before the walk below reaches what it holds
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
-    # Standard library only: nothing is installed on the host.
-    assert imported <= {"os", "stat", "sys", "time", "zlib", "typing"}, imported
+    return imported
+
+
+def test_the_program_sent_to_a_host_is_python_3_6_and_runs_on_its_own(tmp_path: Path) -> None:
+    """It runs on the remote host's python3, which may be an old GPU box's 3.6, with
+    nothing installed: standard library only, no import of the app."""
+    program = FOLLOWER_PROGRAM.decode()
+    tree = ast.parse(program, feature_version=(3, 6))
+    assert _imports(tree) <= {"os", "stat", "sys", "time", "zlib", "typing"}, _imports(tree)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"first line\nsecond line\n")
+    # -I: isolated, so no `app` package from the working directory or the environment.
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-", str(log), "6", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(FOLLOWER_PROGRAM)
+        process.stdin.close()
+        decoder, frames = wire.Decoder(), []
+        while not any(frame[0] == "D" for frame in frames):
+            chunk = process.stdout.read1(1 << 16)
+            assert chunk, process.stderr.read() if process.stderr else "the program ended"
+            decoder.feed(chunk)
+            frames += list(decoder.frames())
+    finally:
+        process.kill()
+        process.wait()
+    assert frames[0][0] == "I" and frames[0][2] == log.stat().st_size
+    assert ("D", 6, b"line\nsecond line\n") in frames
