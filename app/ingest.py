@@ -31,7 +31,7 @@ from app.models import (
     utcnow,
 )
 from app.repo import MAX_OFFSET
-from app.tailing.events import Data, Event, Idle, Opened, Rotated, State
+from app.tailing.events import Data, Event, Idle, Opened, Rotated, State, Writer
 from app.tailing.protocol import LogSource
 from app.tailing.status import TailStatus
 
@@ -127,6 +127,25 @@ def diagnosis_for_storage(result: Diagnosis) -> dict[str, Any]:
     return body
 
 
+WRITER_GONE = "the log ends after an error and no process holds it open for writing any more"
+WRITER_LEFT = "a process still holds the log open for writing: the server is still up"
+
+
+def crashed_at_the_end(result: Diagnosis, writer_open: bool | None) -> tuple[bool | None, str]:
+    """`crashed`, and why, where the log alone cannot say (the engine's None, or an error
+    with no fatal end, as a warning before a hang): how the log ended decides, as the source
+    saw it after the file fell quiet. None: nothing can tell."""
+    said: bool | None = result.crashed
+    reason = getattr(result, "crashed_reason", None) or ""
+    if said is True or result.root_cause is None:
+        return said, reason
+    if writer_open is False:
+        return True, WRITER_GONE
+    if writer_open is True:
+        return False, WRITER_LEFT
+    return said, reason
+
+
 def _seen(tail: TailState) -> tuple[Any, ...]:
     """What a page shows of a tail."""
     return (
@@ -170,6 +189,8 @@ class AttemptTail:
         self.stall_after_s = stall_after_s
         self.on_commit = on_commit
         self.stop_event = threading.Event()
+        # The source's last word on a writer, since the last byte (None: none, or unknown).
+        self.writer_open: bool | None = None
         self.thread = threading.Thread(target=self._run, name=f"tail-{attempt_id}", daemon=True)
 
     def start(self) -> None:
@@ -323,7 +344,10 @@ class AttemptTail:
                     pending.clear()
 
             for event in batch:
-                if isinstance(event, Data):
+                if isinstance(event, Writer):
+                    self.writer_open = event.open
+                elif isinstance(event, Data):
+                    self.writer_open = None  # said of the file before these bytes
                     pending.append(event.data)
                     diagnoser.feed(event.data)
                     tail.offset = event.offset + len(event.data)
@@ -357,6 +381,14 @@ class AttemptTail:
                     tail.state, tail.last_error = event.state, event.message
                     tail.host_key, tail.known_host_key = event.host_key, event.known_host_key
             flush_chunk()
+            judged_before = (attempt.status, (attempt.diagnosis or {}).get("crashed"))
+            if fed or any(isinstance(event, Writer) for event in batch):
+                result = diagnoser.diagnosis()
+                figures = diagnoser.settled_throughput(metric_label) if metric_label else []
+                self._apply_diagnosis(session, attempt, result, figures)
+                if fed and tail.stored_bytes > self.log_cap_bytes:
+                    self._drop_middle(session, tail, result)
+            judged = (attempt.status, (attempt.diagnosis or {}).get("crashed")) != judged_before
             if tail.stored_bytes > stored_before:
                 session.add(
                     LiveEvent(
@@ -370,7 +402,7 @@ class AttemptTail:
             connected = tail.state == TailStatus.connected
             if tail.size is not None and tail.offset < tail.size and connected:
                 tail.state = TailStatus.catching_up
-            if fed or _seen(tail) != seen_before:
+            if fed or judged or _seen(tail) != seen_before:
                 # Pages hear of a change, never of a heartbeat that changed nothing.
                 session.add(
                     LiveEvent(
@@ -382,12 +414,6 @@ class AttemptTail:
             if self._commits % PRUNE_EVERY == 0:
                 self._prune_events(session)
             tail.updated_at = utcnow()
-            if fed:
-                result = diagnoser.diagnosis()
-                figures = diagnoser.settled_throughput(metric_label) if metric_label else []
-                self._apply_diagnosis(session, attempt, result, figures)
-                if tail.stored_bytes > self.log_cap_bytes:
-                    self._drop_middle(session, tail, result)
             session.add(tail)
         self.on_commit(self.campaign_id)
         return tail
@@ -458,10 +484,14 @@ class AttemptTail:
         """`figures`: the log's settled figures of the campaign's metric label, in log order;
         the ones past the last taken become measurements."""
         crashed_before = bool(attempt.diagnosis and attempt.diagnosis.get("crashed"))
-        attempt.diagnosis = diagnosis_for_storage(result)
+        crashed, reason = crashed_at_the_end(result, self.writer_open)
+        attempt.diagnosis = diagnosis_for_storage(result) | {
+            "crashed": crashed,
+            "crashed_reason": reason or None,
+        }
         attempt.fingerprint = result.fingerprint
         status = Status(attempt.status)
-        if status == Status.crashed and crashed_before and not result.crashed and result.ready:
+        if status == Status.crashed and crashed_before and not crashed and result.ready:
             # The engine served on after what read as fatal (a request failing): the crash
             # this log's diagnosis declared is withdrawn.
             measured = session.exec(
@@ -484,7 +514,7 @@ class AttemptTail:
                         status = Status.measured
         if result.ready and status == Status.running:
             status = Status.ready
-        if result.crashed and status in (Status.running, Status.ready):
+        if crashed and status in (Status.running, Status.ready):
             status = Status.crashed
         if status != attempt.status:
             attempt.status = status

@@ -3,6 +3,8 @@
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -86,3 +88,49 @@ def copytruncate_and_regrow(log: Path, regrown: bytes) -> None:
 def quiet_lines(tag: str, count: int) -> bytes:
     """`count` lines, of one length whatever the tag (up to 12 characters)."""
     return b"".join(b"[%-12s] line %04d of a quiet log\n" % (tag.encode(), n) for n in range(count))
+
+
+_WRITER_SCRIPT = """
+import sys
+log = open(sys.argv[1], "ab")
+print("open", flush=True)
+for line in sys.stdin.buffer:
+    log.write(line)
+    log.flush()
+    print("written", flush=True)
+"""
+
+
+class LogWriter:
+    """A process of the test's own holding a log open for writing, as a server does, until
+    it exits: each `write` is a line it appends; `exit` ends it."""
+
+    def __init__(self, path: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _WRITER_SCRIPT, str(path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        assert self._said() == b"open\n"
+
+    def _said(self) -> bytes:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline()
+
+    def write(self, line: bytes) -> None:
+        assert self.process.stdin is not None and line.endswith(b"\n")
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+        assert self._said() == b"written\n"
+
+    def exit(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(10)
+
+    def __enter__(self) -> "LogWriter":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()

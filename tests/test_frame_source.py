@@ -22,9 +22,9 @@ import pytest
 
 from app.config import Settings
 from app.frame_source import SourceNotShown, read_frame_source
-from app.tailing.factory import LogSources
 from app.tailing import code_window
 from app.tailing.code_window import MAX_KEPT_BYTES, MAX_LINE_CHARS, MAX_SCAN_BYTES
+from app.tailing.factory import LogSources
 from tests.conftest import OWNER_TOKEN, running
 from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
 from tests.sshd import Sshd, free_port

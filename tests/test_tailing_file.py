@@ -16,9 +16,9 @@ from sqlalchemy.engine import make_url
 
 from app.config import Settings
 from app.diagnosis import diagnose_bytes
-from app.tailing.protocol import LogSource
 from app.tailing import follower
 from app.tailing.events import Event, Idle, State
+from app.tailing.protocol import LogSource
 from tests.conftest import OWNER_TOKEN, REPO, LiveServer
 from tests.helpers import (
     attempt_of,

@@ -3,14 +3,20 @@
 import ast
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.tailing import follower
+from app.tailing import follower, wire
+from app.tailing.ssh_source import FOLLOWER_PROGRAM
+from tests.helpers import LogWriter
 
 Event = tuple[Any, ...]
 
@@ -188,15 +194,117 @@ def test_a_log_that_becomes_a_directory_is_refused_then_followed_again(tmp_path:
     events.close()
 
 
-def test_the_follower_stays_python_3_6_syntax() -> None:
-    """It runs on the remote host's python3, which may be an old GPU box's 3.6."""
-    source = Path(follower.__file__).read_text()
-    ast.parse(source, feature_version=(3, 6))
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
+def _imports(tree: ast.Module) -> set[str]:
+    """Top modules imported, except under `if __name__ != "__main__":` (not run on a host)."""
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            node.body = []  # before the walk below reaches what it holds
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
-    # Standard library only: nothing is installed on the host.
-    assert imported <= {"os", "stat", "sys", "time", "zlib", "typing"}, imported
+    return imported
+
+
+def test_the_program_sent_to_a_host_is_python_3_6_and_runs_on_its_own(tmp_path: Path) -> None:
+    """It runs on the remote host's python3, which may be an old GPU box's 3.6, with
+    nothing installed: standard library only, no import of the app."""
+    program = FOLLOWER_PROGRAM.decode()
+    tree = ast.parse(program, feature_version=(3, 6))
+    assert _imports(tree) <= {"os", "stat", "sys", "time", "zlib", "typing"}, _imports(tree)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"first line\nsecond line\n")
+    # -I: isolated, so no `app` package from the working directory or the environment.
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-", str(log), "6", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(FOLLOWER_PROGRAM)
+        process.stdin.close()
+        frames = _frames_of(process, "D")
+    finally:
+        process.kill()
+        process.wait()
+    assert frames[0][0] == "I" and frames[0][2] == log.stat().st_size
+    assert ("D", 6, b"line\nsecond line\n") in frames
+
+
+def test_a_quiet_file_says_whether_a_process_still_holds_it_open_for_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked only after the file was quiet a while, said again after each burst of data and
+    when the answer changes; a process reading the file is no writer."""
+    monkeypatch.setattr(follower, "WRITER_QUIET_S", 0.3)
+    monkeypatch.setattr(follower, "WRITER_LOOK_EVERY_S", 0.1)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"starting\n")
+    with LogWriter(log) as server, log.open("rb"):  # this test reads it too
+        events = follower.follow(str(log), 0, "-")
+        assert until(events, "O")[-1] == ("O", True)
+        server.write(b"NCCL WARN Connect to 10.0.0.2<45678> failed\n")
+        after = until(events, "O")
+        assert data_of(after).endswith(b"failed\n") and after[-1] == ("O", True)
+        started = time.monotonic()
+        server.exit()
+        gone = until(events, "O")
+        assert gone[-1] == ("O", False) and not any(e[0] == "O" for e in gone[:-1])
+        assert time.monotonic() - started < 5
+        events.close()
+
+
+def test_the_writer_look_sees_flags_not_just_open_files(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"x\n")
+    assert follower.writer_open(log.stat()) is False
+    with log.open("rb"):
+        assert follower.writer_open(log.stat()) is False
+    with log.open("r+b"):  # O_RDWR writes too
+        assert follower.writer_open(log.stat()) is True
+    # No /proc to look in (not Linux): nothing can tell.
+    assert follower.writer_open(log.stat(), proc=str(tmp_path / "no-proc")) is None
+
+
+def _frames_of(process: "subprocess.Popen[bytes]", kind: str) -> list[wire.Frame]:
+    """The program's frames up to and including the first of `kind`."""
+    assert process.stdout is not None
+    decoder, frames = wire.Decoder(), []
+    while not any(frame[0] == kind for frame in frames):
+        chunk = process.stdout.read1(1 << 16)
+        assert chunk, process.stderr.read() if process.stderr else "the program ended"
+        decoder.feed(chunk)
+        frames += list(decoder.frames())
+    return frames
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to become nobody"
+)
+def test_a_file_of_another_user_cannot_say_it_has_no_writer() -> None:
+    """Its writer is most likely its owner, whose processes another user cannot see: the
+    program, run as a host runs it, says it cannot tell. (In a folder nobody may enter:
+    pytest's are private.)"""
+    folder = Path(tempfile.mkdtemp(prefix="writer-look-"))
+    folder.chmod(0o755)
+    log = folder / "server.log"
+    log.write_bytes(b"owned by root, followed by nobody\n")
+    log.chmod(0o644)
+    process = subprocess.Popen(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+         sys.executable, "-I", "-", str(log), "0", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=folder,
+    )  # fmt: skip
+    try:
+        assert process.stdin is not None
+        process.stdin.write(FOLLOWER_PROGRAM)
+        process.stdin.close()
+        frames = _frames_of(process, "O")  # after WRITER_QUIET_S: a few seconds
+    finally:
+        process.kill()
+        process.wait()
+        shutil.rmtree(folder)
+    assert frames[-1] == ("O", None)
+    assert ("D", 0, b"owned by root, followed by nobody\n") in frames

@@ -13,7 +13,9 @@ Events: ("I", identity, size) file opened, or its fingerprint grew; ("D", offset
 bytes at that offset; ("R", identity) rotated, new file follows from 0; ("T", identity)
 truncated or replaced in place, restart from 0; ("H", size) idle or heartbeat; ("W",)
 file not there yet; ("N", reason) not a file to follow (a directory, a FIFO...);
-("E", errno, message) error.
+("E", errno, message) error; ("O", True|False|None) after WRITER_QUIET_S without a byte,
+whether a process still holds the file open for writing (None: cannot tell), again after
+each burst of data and whenever the answer changes.
 """
 
 import os
@@ -36,6 +38,13 @@ ACTIVE_FOR_S = 2.0
 HEARTBEAT_S = 1.0
 ROTATION_GRACE_S = 0.3  # a writer may append to the old file until it reopens
 REFUSED_RETRY_S = 5.0
+# Whether a writer is left is asked only of a quiet file, and at most this often: the look
+# walks every visible process's descriptors (bench/follower.py measures one).
+WRITER_QUIET_S = 5.0
+WRITER_LOOK_EVERY_S = 5.0
+PROC = "/proc"
+_ACCESS_MODE = 0o3  # O_ACCMODE: 1 is O_WRONLY, 2 is O_RDWR
+_UNSAID = object()  # no writer answer yielded since the file was opened or last written
 # As Vector and Filebeat fingerprint files: enough to tell two logs of one server apart
 # (their first lines carry timestamps), little enough to re-read at every look.
 FINGERPRINT_BYTES = 1024
@@ -101,6 +110,49 @@ def unfollowable(path: str, st: os.stat_result) -> Optional[str]:
     return None
 
 
+def writer_open(st: os.stat_result, proc: Optional[str] = None) -> Optional[bool]:
+    """Whether a process holds the file `st` describes open for writing: found among the
+    /proc/PID/fd links this user may read, with the O_WRONLY or O_RDWR flag of its fdinfo.
+    None when that cannot tell: no /proc (not Linux), or the file belongs to another user,
+    whose processes (most likely its writer) this user cannot see."""
+    if os.geteuid() != 0 and st.st_uid != os.geteuid():
+        return None
+    proc = proc or PROC
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        fds = proc + "/" + pid + "/fd"
+        try:
+            names = os.listdir(fds)
+        except OSError:
+            continue  # ended meanwhile, or another user's
+        for name in names:
+            try:
+                if not os.readlink(fds + "/" + name).startswith("/"):
+                    continue  # a socket, a pipe: no file of a path
+                linked = os.stat(fds + "/" + name)
+            except OSError:
+                continue
+            if (linked.st_dev, linked.st_ino) == (st.st_dev, st.st_ino) and _writes(
+                proc + "/" + pid + "/fdinfo/" + name
+            ):
+                return True
+    return False
+
+
+def _writes(fdinfo: str) -> bool:
+    try:
+        with open(fdinfo) as info:
+            for line in info:
+                if line.startswith("flags:"):
+                    return int(line.split()[1], 8) & _ACCESS_MODE in (1, 2)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
 def follow(
     path: str,
     offset: int,
@@ -115,6 +167,9 @@ def follow(
     length, crc = 0, _crc(b"")  # the fingerprint of the file read now
     reported = ""  # the identity last yielded
     last_data = 0.0
+    opened_at = 0.0
+    writer_said: object = _UNSAID
+    writer_looked = 0.0
     last_beat = 0.0
     rotated_seen = None
     while not should_stop():
@@ -161,6 +216,7 @@ def follow(
             if event is not None:
                 yield (event, identity)
             yield ("I", identity, st.st_size)
+            opened_at, writer_said = now, _UNSAID
             os.lseek(fd, offset, os.SEEK_SET)
         data = os.read(fd, READ_SIZE)
         now_fingerprint = _recheck(fd, length, crc)
@@ -178,8 +234,10 @@ def follow(
             offset += len(data)
             last_data = now
             rotated_seen = None
+            writer_said = _UNSAID
             continue
-        size = os.fstat(fd).st_size
+        now_st = os.fstat(fd)
+        size = now_st.st_size
         if size < offset:
             # Truncated in place (copytruncate): what is there now is new.
             length, crc, reported = _from_the_start(fd, inode)
@@ -207,6 +265,13 @@ def follow(
                 identity = reported
                 rotated_seen = None
                 continue
+        quiet = now - max(last_data, opened_at)
+        if quiet >= WRITER_QUIET_S and now - writer_looked >= WRITER_LOOK_EVERY_S:
+            writer_looked = now
+            writer = writer_open(now_st)
+            if writer is not writer_said:
+                writer_said = writer
+                yield ("O", writer)
         if last_data and now - last_data < POLL_ACTIVE_S * 2:
             yield ("H", size)  # caught up: the reader may commit now
         elif now - last_beat >= HEARTBEAT_S:

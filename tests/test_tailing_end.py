@@ -1,0 +1,119 @@
+"""How a log ends decides `crashed` where its lines cannot: after an error, no process left
+writing the log is a crash; one still writing it is a server still up. Against the real sshd,
+with a writer process of the test's own that holds the log open, then exits."""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.ingest import WRITER_GONE, WRITER_LEFT
+from app.tailing import follower
+from app.tailing.events import Writer
+from tests.conftest import running
+from tests.helpers import LogWriter, attempt_of, make_attempt, make_campaign, stored_log, wait_for
+from tests.sshd import Sshd
+from tests.test_tailing_file import counted_sources
+
+STARTING = b"[2026-02-27 13:21:27 TP0] Load weight begin. avail mem=78.21 GB\n"
+# A warning-shaped failure: before a hang it is no crash, before the end of the process it is.
+WARN = b"gpu-box:2841:2990 [0] NCCL WARN Connect to 10.0.0.2<45678> failed : Connection refused\n"
+READY = b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n"
+
+
+def diagnosed(api: httpx.Client, attempt_id: int, reason: str) -> dict[str, Any]:
+    return wait_for(
+        lambda: (
+            (a := attempt_of(api, attempt_id))["diagnosis"]
+            and a["diagnosis"].get("crashed_reason") == reason
+            and a
+        ),
+        timeout=60,
+        what=f"crashed_reason {reason!r}",
+    )
+
+
+def follow_to_the_end(api: httpx.Client, source: str, log: Path) -> None:
+    campaign = make_campaign(api)
+    with LogWriter(log) as server:
+        server.write(STARTING)
+        attempt = make_attempt(api, campaign["id"], source=source)
+        server.write(WARN)
+        wait_for(lambda: stored_log(api, attempt["id"]) == STARTING + WARN, what="the warning")
+        up = diagnosed(api, attempt["id"], WRITER_LEFT)
+        assert up["status"] == "running" and up["diagnosis"]["crashed"] is False
+        assert up["diagnosis"]["root_cause"] == WARN.decode().strip()
+        server.exit()
+        ended = diagnosed(api, attempt["id"], WRITER_GONE)
+    assert ended["diagnosis"]["crashed"] is True
+    assert wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "crashed", what="crashed")
+
+
+def test_over_ssh_a_warning_then_the_writer_gone_is_a_crash(
+    ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    follow_to_the_end(
+        ssh_api, f"ssh://{sshd.alias}{tmp_path / 'server.log'}", tmp_path / "server.log"
+    )
+
+
+@pytest.fixture
+def quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """file:// runs the follower in this process: its looks come sooner."""
+    monkeypatch.setattr(follower, "WRITER_QUIET_S", 0.5)
+    monkeypatch.setattr(follower, "WRITER_LOOK_EVERY_S", 0.2)
+
+
+def test_a_local_file_ends_the_same_way(
+    quick_looks: None, api: httpx.Client, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.log"
+    follow_to_the_end(api, f"file://{log}", log)
+
+
+def test_a_healthy_log_whose_writer_is_gone_is_no_crash(
+    quick_looks: None, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing failed: a server stopped on purpose ends its log too."""
+    log = tmp_path / "server.log"
+    with running(settings) as (server, api), LogWriter(log) as writer:
+        sources = counted_sources(server, monkeypatch)
+        writer.write(STARTING)
+        writer.write(READY)
+        campaign = make_campaign(api)
+        attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+        wait_for(lambda: sources and Writer(True) in sources[0].handled, what="a writer seen")
+        assert attempt_of(api, attempt["id"])["status"] == "ready"
+        writer.exit()
+        wait_for(lambda: Writer(False) in sources[0].handled, what="the writer gone, handled")
+        stopped = attempt_of(api, attempt["id"])
+    assert stopped["status"] == "ready" and stopped["diagnosis"]["crashed"] is False
+    assert stopped["diagnosis"]["crashed_reason"] is None
+
+
+@pytest.fixture
+def no_proc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """A host without /proc (not Linux): whether a writer is left cannot be told."""
+    monkeypatch.setattr(follower, "PROC", str(tmp_path / "no-proc"))
+    yield
+
+
+def test_where_nothing_can_tell_the_log_s_own_word_stays(
+    quick_looks: None, no_proc: None, settings: Settings, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    log = tmp_path / "server.log"
+    log.write_bytes(STARTING + WARN)  # written and closed: gone, but nobody can tell
+    with running(settings) as (server, api):
+        sources = counted_sources(server, monkeypatch)
+        campaign = make_campaign(api)
+        attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+        wait_for(lambda: sources and sources[0].count(Writer) >= 1, what="the writer look")
+        handled = list(sources[0].handled)
+        assert Writer(None) in handled and Writer(False) not in handled
+        body = attempt_of(api, attempt["id"])
+    assert body["status"] == "running"
+    assert body["diagnosis"]["crashed"] is False and body["diagnosis"]["crashed_reason"] is None
