@@ -48,7 +48,7 @@ _AUTHORIZATION = re.compile(
 _BEARER = re.compile(r"\b(bearer\s+)([\w.~+/-]{8,}=*)", re.I)
 # NAME=VALUE, NAME: VALUE, 'NAME': 'VALUE' (JSON, Python reprs, YAML, headers) and
 # --flag VALUE / --flag=VALUE, for names that end in a credential's word; which of those
-# really name a credential (api_key, not max_tokens) is for _is_secret_name to say.
+# really name a credential (api_key, not max_tokens) is for is_secret_name to say.
 _CREDENTIAL_WORD = r"(?:token|secret|passw(?:or)?d|passphrase|key|credentials?|auth)"
 _ASSIGNMENT_SOURCE = (
     r"(?<![\w.-])(?P<flag>--?)?(?P<quote>[\"']?)"
@@ -83,7 +83,8 @@ _NOT_A_VALUE = re.compile(
 _LOOKS_RANDOM = re.compile(r"^(?=.*\d)(?=.*[A-Za-z]).{16,}$")
 
 
-def _is_secret_name(name: str) -> bool:
+def is_secret_name(name: str) -> bool:
+    """Whether a name says its value is a credential: api_key, HF_TOKEN, not max_tokens."""
     parts = [p for p in re.split(r"[_.-]+", name.lower()) if p]
     if not parts or _NOT_CREDENTIALS.intersection(parts):
         return False
@@ -95,7 +96,7 @@ def _is_secret_name(name: str) -> bool:
 
 def _is_secret_assignment(match: re.Match[str], text: str) -> bool:
     value = text[match.start("value") : match.end("value")]
-    if not _is_secret_name(match["name"]) or _NOT_A_VALUE.fullmatch(value):
+    if not is_secret_name(match["name"]) or _NOT_A_VALUE.fullmatch(value):
         return False
     # After a space and no flag, only a value that looks random: "the token was refused"
     # is prose, `aws_secret_access_key KEY` is not.
