@@ -65,6 +65,7 @@ def quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     """file:// runs the follower in this process: its looks come sooner."""
     monkeypatch.setattr(follower, "WRITER_QUIET_S", 0.5)
     monkeypatch.setattr(follower, "WRITER_LOOK_EVERY_S", 0.2)
+    monkeypatch.setattr(follower, "WRITER_LOOK_MAX_S", 0.8)
 
 
 def test_a_local_file_ends_the_same_way(
