@@ -134,7 +134,7 @@ WRITER_LEFT = "a process still holds the log open for writing: the server is sti
 def crashed_at_the_end(result: Diagnosis, writer_open: bool | None) -> tuple[bool | None, str]:
     """`crashed`, and why, where the log alone cannot say (the engine's None, or an error
     with no fatal end, as a warning before a hang): how the log ended decides, as the source
-    saw it after the file fell quiet. None: nothing can tell."""
+    saw it after the file fell quiet. Where nothing can tell, the engine's word and reason."""
     said: bool | None = result.crashed
     reason = getattr(result, "crashed_reason", None) or ""
     if said is True or result.root_cause is None:
@@ -485,10 +485,9 @@ class AttemptTail:
         the ones past the last taken become measurements."""
         crashed_before = bool(attempt.diagnosis and attempt.diagnosis.get("crashed"))
         crashed, reason = crashed_at_the_end(result, self.writer_open)
-        attempt.diagnosis = diagnosis_for_storage(result) | {
-            "crashed": crashed,
-            "crashed_reason": reason or None,
-        }
+        attempt.diagnosis = diagnosis_for_storage(result)
+        if reason in (WRITER_GONE, WRITER_LEFT):
+            attempt.diagnosis |= {"crashed": crashed, "crashed_reason": reason}
         attempt.fingerprint = result.fingerprint
         status = Status(attempt.status)
         if status == Status.crashed and crashed_before and not crashed and result.ready:
