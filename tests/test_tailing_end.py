@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from app.config import Settings
-from app.ingest import WRITER_GONE, WRITER_LEFT
+from app.diagnosis import diagnose_bytes
+from app.ingest import WRITER_GONE, WRITER_LEFT, crashed_by_the_end
 from app.tailing import follower
 from app.tailing.events import Writer
 from tests.conftest import running
@@ -119,3 +120,23 @@ def test_where_nothing_can_tell_the_log_s_own_word_stays(
     assert body["status"] == "running"
     assert body["diagnosis"]["crashed"] is not True  # the engine's False or None
     assert body["diagnosis"].get("crashed_reason") not in (WRITER_GONE, WRITER_LEFT)
+
+
+FATAL = b"[2026-02-27 13:21:30 TP0] ERROR: engine core failed to start: CUDA driver too old\n"
+
+
+@pytest.mark.parametrize(
+    ("log", "writer_open", "decided"),
+    [
+        (STARTING + WARN, False, (True, WRITER_GONE)),
+        (STARTING + WARN, True, (False, WRITER_LEFT)),
+        (STARTING + WARN, None, None),  # nothing can tell: the log's own word
+        (STARTING + FATAL, True, None),  # the log says crashed: a writer left does not undo it
+        (STARTING + READY, False, None),  # no failure: a server stopped on purpose
+    ],
+    ids=["warning-writer-gone", "warning-writer-left", "warning-unknown", "fatal", "healthy"],
+)
+def test_the_writer_decides_only_where_the_log_cannot(
+    log: bytes, writer_open: bool | None, decided: tuple[bool, str] | None
+) -> None:
+    assert crashed_by_the_end(diagnose_bytes(log), writer_open) == decided
