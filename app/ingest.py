@@ -131,19 +131,14 @@ WRITER_GONE = "the log ends after an error and no process holds it open for writ
 WRITER_LEFT = "a process still holds the log open for writing: the server is still up"
 
 
-def crashed_at_the_end(result: Diagnosis, writer_open: bool | None) -> tuple[bool | None, str]:
-    """`crashed`, and why, where the log alone cannot say (the engine's None, or an error
-    with no fatal end, as a warning before a hang): how the log ended decides, as the source
-    saw it after the file fell quiet. None: nothing can tell."""
-    said: bool | None = result.crashed
-    reason = getattr(result, "crashed_reason", None) or ""
-    if said is True or result.root_cause is None:
-        return said, reason
-    if writer_open is False:
-        return True, WRITER_GONE
-    if writer_open is True:
-        return False, WRITER_LEFT
-    return said, reason
+def crashed_by_the_end(result: Diagnosis, writer_open: bool | None) -> tuple[bool, str] | None:
+    """`crashed` and why, where the log alone cannot say (the engine's None, or an error with
+    no fatal end, as a warning before a hang): how the log ended decides, as the source saw
+    it once the file fell quiet. None: the engine's word stands (it found a crash, found no
+    failure, or nothing can tell whether a writer is left)."""
+    if result.crashed is True or result.root_cause is None or writer_open is None:
+        return None
+    return (True, WRITER_GONE) if writer_open is False else (False, WRITER_LEFT)
 
 
 def _seen(tail: TailState) -> tuple[Any, ...]:
@@ -484,11 +479,11 @@ class AttemptTail:
         """`figures`: the log's settled figures of the campaign's metric label, in log order;
         the ones past the last taken become measurements."""
         crashed_before = bool(attempt.diagnosis and attempt.diagnosis.get("crashed"))
-        crashed, reason = crashed_at_the_end(result, self.writer_open)
-        attempt.diagnosis = diagnosis_for_storage(result) | {
-            "crashed": crashed,
-            "crashed_reason": reason or None,
-        }
+        ended = crashed_by_the_end(result, self.writer_open)
+        crashed = result.crashed if ended is None else ended[0]
+        attempt.diagnosis = diagnosis_for_storage(result)
+        if ended is not None:
+            attempt.diagnosis |= {"crashed": crashed, "crashed_reason": ended[1]}
         attempt.fingerprint = result.fingerprint
         status = Status(attempt.status)
         if status == Status.crashed and crashed_before and not crashed and result.ready:

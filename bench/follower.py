@@ -6,6 +6,9 @@
    log, against a bare `os.read` loop of the same file in the same run.
 2. One idle look: the fingerprint check (pread of the first KiB, crc32), against the
    `fstat` that the size check already paid for at every look.
+3. One writer look (is a process still writing the file? every fd link of every visible
+   process in /proc), made only once a file is quiet, against the idle look's fingerprint
+   check, with this machine's count of processes and descriptors.
 """
 
 import argparse
@@ -60,6 +63,23 @@ def per_look(path: str, looks: int) -> tuple[float, float]:
     return fstat_s, check_s
 
 
+def writer_looks(path: str, looks: int) -> tuple[float, int, int]:
+    """Mean seconds of one writer look, and how many processes and descriptors it walked."""
+    st = os.stat(path)
+    start = time.perf_counter()
+    for _ in range(looks):
+        follower.writer_open(st)
+    mean = (time.perf_counter() - start) / looks
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    fds = 0
+    for pid in pids:
+        try:
+            fds += len(os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            continue
+    return mean, len(pids), fds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mib", type=int, default=512)
@@ -85,6 +105,12 @@ def main() -> None:
         print(f"one idle look, mean of {args.looks:,}:")
         print(f"  fstat (the size check): {fstat_s * 1e6:.2f} us")
         print(f"  fingerprint check:      {check_s * 1e6:.2f} us ({check_s / fstat_s:.1f}x)")
+        writer_s, processes, fds = writer_looks(path, max(1, args.looks // 1000))
+        first, settled = follower.WRITER_LOOK_EVERY_S, follower.WRITER_LOOK_MAX_S
+        print(f"one writer look ({processes} processes, {fds} descriptors), a quiet file only:")
+        print(f"  {writer_s * 1e3:.2f} ms ({writer_s / check_s:,.0f}x a fingerprint check);")
+        print(f"  one every {first:.0f} s at first: {writer_s / first:.3%} of a core a quiet file,")
+        print(f"  one every {settled:.0f} s once settled: {writer_s / settled:.3%}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from app.config import Settings
-from app.ingest import WRITER_GONE, WRITER_LEFT
+from app.diagnosis import diagnose_bytes
+from app.ingest import WRITER_GONE, WRITER_LEFT, crashed_by_the_end
 from app.tailing import follower
 from app.tailing.events import Writer
 from tests.conftest import running
@@ -65,6 +66,7 @@ def quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     """file:// runs the follower in this process: its looks come sooner."""
     monkeypatch.setattr(follower, "WRITER_QUIET_S", 0.5)
     monkeypatch.setattr(follower, "WRITER_LOOK_EVERY_S", 0.2)
+    monkeypatch.setattr(follower, "WRITER_LOOK_MAX_S", 0.8)
 
 
 def test_a_local_file_ends_the_same_way(
@@ -91,7 +93,7 @@ def test_a_healthy_log_whose_writer_is_gone_is_no_crash(
         wait_for(lambda: Writer(False) in sources[0].handled, what="the writer gone, handled")
         stopped = attempt_of(api, attempt["id"])
     assert stopped["status"] == "ready" and stopped["diagnosis"]["crashed"] is False
-    assert stopped["diagnosis"]["crashed_reason"] is None
+    assert stopped["diagnosis"].get("crashed_reason") not in (WRITER_GONE, WRITER_LEFT)
 
 
 @pytest.fixture
@@ -116,4 +118,25 @@ def test_where_nothing_can_tell_the_log_s_own_word_stays(
         assert Writer(None) in handled and Writer(False) not in handled
         body = attempt_of(api, attempt["id"])
     assert body["status"] == "running"
-    assert body["diagnosis"]["crashed"] is False and body["diagnosis"]["crashed_reason"] is None
+    assert body["diagnosis"]["crashed"] is not True  # the engine's False or None
+    assert body["diagnosis"].get("crashed_reason") not in (WRITER_GONE, WRITER_LEFT)
+
+
+FATAL = b"[2026-02-27 13:21:30 TP0] ERROR: engine core failed to start: CUDA driver too old\n"
+
+
+@pytest.mark.parametrize(
+    ("log", "writer_open", "decided"),
+    [
+        (STARTING + WARN, False, (True, WRITER_GONE)),
+        (STARTING + WARN, True, (False, WRITER_LEFT)),
+        (STARTING + WARN, None, None),  # nothing can tell: the log's own word
+        (STARTING + FATAL, True, None),  # the log says crashed: a writer left does not undo it
+        (STARTING + READY, False, None),  # no failure: a server stopped on purpose
+    ],
+    ids=["warning-writer-gone", "warning-writer-left", "warning-unknown", "fatal", "healthy"],
+)
+def test_the_writer_decides_only_where_the_log_cannot(
+    log: bytes, writer_open: bool | None, decided: tuple[bool, str] | None
+) -> None:
+    assert crashed_by_the_end(diagnose_bytes(log), writer_open) == decided

@@ -1,6 +1,7 @@
 """The follower itself, driven as a generator: what happens between two looks is certain."""
 
 import ast
+import itertools
 import os
 import shutil
 import subprocess
@@ -240,6 +241,7 @@ def test_a_quiet_file_says_whether_a_process_still_holds_it_open_for_writing(
     when the answer changes; a process reading the file is no writer."""
     monkeypatch.setattr(follower, "WRITER_QUIET_S", 0.3)
     monkeypatch.setattr(follower, "WRITER_LOOK_EVERY_S", 0.1)
+    monkeypatch.setattr(follower, "WRITER_LOOK_MAX_S", 0.4)
     log = tmp_path / "server.log"
     log.write_bytes(b"starting\n")
     with LogWriter(log) as server, log.open("rb"):  # this test reads it too
@@ -308,3 +310,31 @@ def test_a_file_of_another_user_cannot_say_it_has_no_writer() -> None:
         shutil.rmtree(folder)
     assert frames[-1] == ("O", None)
     assert ("D", 0, b"owned by root, followed by nobody\n") in frames
+
+
+def test_a_file_quiet_for_long_is_looked_at_less_and_less(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same answer again: the next look waits twice as long, up to WRITER_LOOK_MAX_S."""
+    monkeypatch.setattr(follower, "WRITER_QUIET_S", 0.0)
+    monkeypatch.setattr(follower, "WRITER_LOOK_EVERY_S", 0.05)
+    monkeypatch.setattr(follower, "WRITER_LOOK_MAX_S", 0.4)
+    looks: list[float] = []
+    real = follower.writer_open
+
+    def counted(st: os.stat_result, proc: str | None = None) -> bool | None:
+        looks.append(time.monotonic())
+        return real(st, proc)
+
+    monkeypatch.setattr(follower, "writer_open", counted)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"x\n")
+    events = follower.follow(str(log), 0, "-")
+    deadline = time.monotonic() + 10
+    while len(looks) < 6 and time.monotonic() < deadline:
+        next(events)
+    events.close()
+    gaps = [b - a for a, b in itertools.pairwise(looks[:6])]
+    assert len(gaps) == 5, looks
+    assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and gaps[2] >= 0.2
+    assert all(0.4 <= gap < 1.0 for gap in gaps[3:]), gaps

@@ -9,9 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.config import Settings
 from app.tailing import follower
 from app.tailing.ssh_source import DEAD_AFTER_S
-from tests.conftest import OWNER_TOKEN
+from tests.conftest import OWNER_TOKEN, running
 from tests.helpers import (
     attempt_of,
     copytruncate_and_regrow,
@@ -462,3 +463,23 @@ def test_a_remote_directory_or_fifo_is_refused_with_a_clear_state(
         )
         assert says in tail["last_error"] and str(path) in tail["last_error"]
         assert tail["infrastructure"] is False
+
+
+def test_two_apps_in_one_process_share_no_connection(
+    ssh_settings: Settings, sshd: Sshd, tmp_path: Path
+) -> None:
+    """Each app owns its SSH pool: one app stopping closes its connections, not the other's."""
+    log = tmp_path / "server.log"
+    log.write_bytes(b"first\n")
+    source = f"ssh://{sshd.alias}{log}"
+    other = ssh_settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'b.db'}"})
+    with running(other) as (_, second):
+        following = attach(second, source)
+        with running(ssh_settings) as (_, first):
+            attach(first, source)
+            wait_for(lambda: len(sshd.session_pids()) == 2, what="a connection each")
+        wait_for(lambda: len(sshd.session_pids()) == 1, what="the first app's connection closed")
+        with log.open("ab") as out:
+            out.write(b"second\n")
+        wait_for(lambda: stored_log(second, following["id"]) == b"first\nsecond\n", what="more")
+        assert tail_state(second, following["id"]) == "connected"

@@ -38,10 +38,12 @@ ACTIVE_FOR_S = 2.0
 HEARTBEAT_S = 1.0
 ROTATION_GRACE_S = 0.3  # a writer may append to the old file until it reopens
 REFUSED_RETRY_S = 5.0
-# Whether a writer is left is asked only of a quiet file, and at most this often: the look
-# walks every visible process's descriptors (bench/follower.py measures one).
+# Whether a writer is left is asked only of a quiet file, first this often, then half as
+# often at each same answer: the look walks every visible process's descriptors (a few ms,
+# bench/follower.py), and a file quiet for hours has said what it will say.
 WRITER_QUIET_S = 5.0
 WRITER_LOOK_EVERY_S = 5.0
+WRITER_LOOK_MAX_S = 60.0
 PROC = "/proc"
 _ACCESS_MODE = 0o3  # O_ACCMODE: 1 is O_WRONLY, 2 is O_RDWR
 _UNSAID = object()  # no writer answer yielded since the file was opened or last written
@@ -170,6 +172,7 @@ def follow(
     opened_at = 0.0
     writer_said: object = _UNSAID
     writer_looked = 0.0
+    writer_gap = WRITER_LOOK_EVERY_S
     last_beat = 0.0
     rotated_seen = None
     while not should_stop():
@@ -216,7 +219,7 @@ def follow(
             if event is not None:
                 yield (event, identity)
             yield ("I", identity, st.st_size)
-            opened_at, writer_said = now, _UNSAID
+            opened_at, writer_said, writer_gap = now, _UNSAID, WRITER_LOOK_EVERY_S
             os.lseek(fd, offset, os.SEEK_SET)
         data = os.read(fd, READ_SIZE)
         now_fingerprint = _recheck(fd, length, crc)
@@ -234,7 +237,7 @@ def follow(
             offset += len(data)
             last_data = now
             rotated_seen = None
-            writer_said = _UNSAID
+            writer_said, writer_gap = _UNSAID, WRITER_LOOK_EVERY_S
             continue
         now_st = os.fstat(fd)
         size = now_st.st_size
@@ -266,12 +269,14 @@ def follow(
                 rotated_seen = None
                 continue
         quiet = now - max(last_data, opened_at)
-        if quiet >= WRITER_QUIET_S and now - writer_looked >= WRITER_LOOK_EVERY_S:
+        if quiet >= WRITER_QUIET_S and now - writer_looked >= writer_gap:
             writer_looked = now
             writer = writer_open(now_st)
             if writer is not writer_said:
-                writer_said = writer
+                writer_said, writer_gap = writer, WRITER_LOOK_EVERY_S
                 yield ("O", writer)
+            else:
+                writer_gap = min(WRITER_LOOK_MAX_S, writer_gap * 2)
         if last_data and now - last_data < POLL_ACTIVE_S * 2:
             yield ("H", size)  # caught up: the reader may commit now
         elif now - last_beat >= HEARTBEAT_S:
