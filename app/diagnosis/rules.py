@@ -188,6 +188,7 @@ WRAPPERS = _any(
     r"\bKilled\b(?! process)",
     r"exits? with return code = -?\d+",
     r"Traceback \(most recent call",
+    r"RayTaskError\(",
     r"Scheduler hit an exception",
     r"Exception in (?:thread|worker|ASGI application)",
     r"Error in (?:atexit|sys\.excepthook)",
@@ -295,7 +296,7 @@ NATIVE_FAILURE = _any(
     r"\berror loading model\b",
     r"\bfailed to load model\b",
     # native runtimes and compilers, as they print a fatal error
-    r"\bLLVM ERROR\b",
+    r"LLVM ERROR\b",
     r"\bcode=\d+\s*\(cuda\w+\)",
     r"\b(?:HIP|CUDA|cuDNN|cuBLAS|CUBLAS|XLA|MIOpen|ROCm) error\b",
     r"\berror \d+ at \S+:\d+",
@@ -315,22 +316,101 @@ NATIVE_FAILURE = _any(
     r"\bMain process exited, code=\w+, status=(?!0/)\d+",
     r"\bFailed with result '",
     r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
+    r"\b(?:CUDA|HIP|GPU) out of memory\b",
+    r"\btraps: .*\btrap\b|\bsegfault at\b",  # the kernel on a process it killed
+    r"fallen off the bus|\bNVRM: Xid\b",  # the NVIDIA driver on a GPU it lost
+    r"\bFAIL\b.*\berror=\d+",  # error-check macros: "THCudaCheck FAIL file=... error=10 : ..."
+    r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
+    r"\b[Ff]ailure\s+[\w./-]+\.\w+:\d+",  # "Test NCCL failure common.cu:958"
+    # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
+    r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing)\b",
+    # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
+    r"^(?:UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED"
+    r"|NOT_FOUND|UNKNOWN|ABORTED|DATA_LOSS|UNIMPLEMENTED): ",
+    r"\bfailed with error\b",
+)
+# A shell's report on a child it ran: "line 28:  7 Killed   cmd" (the command is not the fault).
+SHELL_JOB = re.compile(
+    r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
+    r"|Floating point exception|Terminated)(?:\s+\(core dumped\))?(?=\s)"
 )
 # Of several lines describing one failure, the most telling one.
 SPECIFICITY = [
     (re.compile(r"Out of memory: Kill"), 5),
-    (re.compile(r"oom-kill|invoked oom-killer"), -3),
-    (re.compile(r"\bwhat\(\):"), 3),
+    (re.compile(r"oom-kill:|invoked oom-killer"), -3),
+    # a cluster manager saying why it killed (the shell only saw the kill)
+    (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
+    (re.compile(r"LLVM ERROR\b"), 2),
     (re.compile(r"terminate called after throwing"), -2),
-    (re.compile(r"Cuda failure '"), -1),
     (re.compile(r"^\s*(?:Last error:|ncclUnhandledCudaError: Call to CUDA function failed)"), -3),
     # An exit status says less than the signal or the message beside it.
-    (re.compile(r"\bexit(?:code| status)\b"), -1),
+    (re.compile(r"\bexit(?:code| status)\b|\bexited with (?:code|status)\b"), -1),
+    (SHELL_JOB, -1),
     (re.compile(r"[Ss]ignal \d+ \(SIG\w+\) received"), 1),
 ]
 
 # An error by its shape that the process may well survive: alone, it explains a hang, not a crash.
-WARNING_ERROR = _any(r"\bNCCL WARN\b")
+WARNING_ERROR = _any(
+    r"\bNCCL WARN\b",
+    # a CUDA/HIP error code named in a line of any severity (an interposer's "[WARN]")
+    r"\b(?:CUDA_ERROR_[A-Z_]+|cudaError[A-Z]\w+|hipError[A-Z]\w+)\b",
+)
+# NCCL passing an error code up its stack ("NCCL INFO init.cc:1358 -> 2"): the call failed.
+NCCL_PROPAGATION = re.compile(r"\bNCCL INFO .*-> [1-9]\d*\b")
+NCCL_PROXY = re.compile(r"\[Proxy [Tt]hread")
+# The other side went away: a consequence of a peer's failure, never a cause when one is shown.
+PEER_GONE = _any(
+    r"[Cc]onnection (?:closed|reset) by (?:remote )?peer",
+    r"Socket recv failed",
+)
+# The process a line comes from: NCCL's "host:pid:tid [dev]", "[rankN]:", "(... pid=N)".
+# Most telling first: a launcher's tag in front of NCCL's own names the same process.
+PROCESS = [
+    re.compile(pattern)
+    for pattern in (
+        r"([\w.-]+:\d+):\d+ \[\d+\]",
+        r"\[rank(\d+)\]",
+        r"\bpid=(\d+)",
+        r"\[\d+,(\d+)\]<std",
+    )
+]
+# "Last error:" then the line that says what it was (NCCL's last error, in a c10d exception).
+LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
+# What a program prints when it lives through an error it just logged.
+RECOVERED = _any(
+    r"\b[Rr]etrying\b",
+    r"\b[Ff]alling back\b",
+    r"has been ignored",
+    r"will be launched without",
+    r"\bcontinuing (?:without|with)\b",
+)
+# What a process prints while it stops: after a fatal error, these do not mean it went on.
+TEARDOWN = _any(
+    r"[Ss]hut(?:ting)? ?down",
+    r"\b[Ee]xit(?:ing|ed)?\b",
+    r"\b[Ss]topp(?:ing|ed)\b",
+    r"\b[Tt]erminat",
+    r"\b[Kk]illed\b",
+    r"\b[Aa]bort",
+    r"[Cc]lean(?:ing)? ?up",
+    r"destroy",
+    r"\b[Ff]inished\b",
+    r"core dumped",
+    r"^\s*(?:\^+|~+|-+|=+|\*+)\s*$",
+    r"^\s*#\d+ ",
+    r"^\s*\d+\s+0x[0-9a-f]+",
+    r"\bat 0x[0-9a-f]+",
+    r"^\s*File \"",
+    r"^Thread 0x|^Current thread",
+    r"[Ww]aiting for (?:application|background|child|process|workers?)",
+)
+# What a stuck process prints while it waits: the explanation of a hang when nothing failed.
+HANG_SIGNS = _any(
+    r"Waiting in store based barrier",
+    r"No available shared memory broadcast block",
+    r"[Ss]till waiting\b",
+    r"\bwaiting for (?:\w+ ){0,3}(?:peers?|ranks?|workers?|processes)\b",
+)
 # Messages that send the reader elsewhere for the real reason: a line that says more wins.
 POINTS_ELSEWHERE = _any(
     r"for details\b",
