@@ -42,8 +42,10 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         # gloo's collectives: a mismatch between ranks, a peer gone
         r"\b[Gg]loo\b.*(?:[Mm]ismatch|preamble|[Cc]onnection (?:closed|reset) by peer)",
     )),
+    # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
+    ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
     ("timeout_or_hang", _any(
-        r"\b\w*Timeout\w*Error\b",
+        r"\b\w*Timeout\w*Error\b", r"\bCANCELLED AT\b",  # a scheduler ending a job that overran
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
     )),
     ("unsupported_arch", _any(
@@ -56,6 +58,10 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
         r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
         r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
+        r"[Uu]nsupported (?:\w+ )?arch(?:itecture)?\b", r"invalid device function",
+        r"\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b.*\b[Aa]rch(?:itecture)?\b",
+        # a JIT's backend that cannot lower the kernel for this target
+        r"LLVM ERROR\b",
         r"out of resource: shared memory.*Hardware limit",
         r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
         r".*\b(?:limit|maximum)",
@@ -116,12 +122,17 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"\b(?:gcc|g\+\+|cc1plus|c\+\+|clang|nvcc|ninja|cmake)\b"
         r".*(?:non-zero exit status|failed|error)",
         r"Error building extension", r"[Ff]ailed to build\b",
+        r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error:",  # a compiler's
+        # one library calling another with the signature of another version
+        r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
+        r"|takes \d+ positional arguments? but \d+ (?:were|was) given)",
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
         r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
         r"misaligned address", r"unspecified launch failure", r"CUDA runtime error",
         r"CUDA Error", r"an illegal instruction", r"\bcuda\w*\(.*\) failed",
+        r"kernel (?:execution|launch) (?:error|failed)",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
@@ -131,7 +142,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"address already in use",
-        r"\[Errno 98\]", r"\bValueError\b",
+        r"\[Errno 98\]", r"[Uu]nsupported [a-z]\w*: \d+\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -143,6 +154,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'", r"failed to load model",
         r"(?:[Ff]ailed|[Uu]nable) to load\b.*\bmodel", r"load failed for\b.*\bmodel",
     )),
+    # A bad value, when nothing more telling is said.
+    ("config_or_args", _any(r"\bValueError\b")),
 ]
 # fmt: on
 
@@ -150,6 +163,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
 # when the root-cause line alone does not.
 CONTEXT_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("model_loading", _any(r"load_weights", r"load_model", r"weight_loader", r"model_loader")),
+    # an engine or plugin serialized by another version than the one reading it
+    ("import_or_version", _any(r"[Dd]eserializ")),
     ("cuda_graph", _any(r"capture_one_batch_size", r"cuda_graph_runner", r"Capturing batches")),
 ]
 
@@ -434,7 +449,11 @@ CHAINED = re.compile(
 FRAME = re.compile(r'^\s*File "|^\s*\^+\s*$|^\s*[~^]+\s*$')
 
 
-_QUOTED_EXCEPTION = re.compile(r"\S:\s+((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)): ")
+_QUOTED_EXCEPTION = re.compile(
+    r"\S:\s+((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)): |\bfailed(?: with error)?:\s+(\S)"
+)
+# A fault in the driver while ranks exchange memory handles is a rendezvous failure.
+SYMMETRIC_MEMORY = _any(r"_SymmetricMemory", r"symm_mem", r"SymmetricMemory")
 
 
 def error_class(root_line: str, context: str) -> str:
@@ -444,10 +463,15 @@ def error_class(root_line: str, context: str) -> str:
         return "unsupported_arch"
     # A wrapper quoting the exception it caught ("Capture cuda graph failed: RuntimeError:
     # CUDA error: an illegal memory access"): the quoted fault decides, then the whole line.
-    quoted = [m.start(1) for m in _QUOTED_EXCEPTION.finditer(root_line)]
+    job = SHELL_JOB.search(root_line)
+    if job:
+        root_line = root_line[: job.end()]  # the command the shell names is not the fault
+    quoted = [m.start(m.lastindex or 0) for m in _QUOTED_EXCEPTION.finditer(root_line)]
     for text in [root_line[start:] for start in reversed(quoted)] + [root_line]:
         for name, pattern in CLASS_RULES:
             if pattern.search(text):
+                if name == "cuda_runtime" and SYMMETRIC_MEMORY.search(context):
+                    return "nccl_comm"
                 return name
     for name, pattern in CONTEXT_RULES:
         if pattern.search(context):
