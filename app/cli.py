@@ -332,7 +332,11 @@ def describe(result: Diagnosis, *, color: bool) -> str:
     state = "crashed" if result.crashed else ("ready" if result.ready else "no crash seen")
     if result.crashed and result.ready:
         state = "ready, then crashed"
+    elif result.crashed is None:
+        state = "crashed or not, the log does not tell"
     lines = [f"{bold('State:')} {state} ({result.lines_read:,} lines, {result.bytes_read:,} bytes)"]
+    if result.crashed_reason:
+        lines.append(f"{bold('Why:')} {result.crashed_reason}")
     if result.root_cause and result.root_cause_at:
         lines.append(f"{bold('Root cause')} (line {result.root_cause_at.line}):")
         lines.append("  " + bold(result.root_cause, fg="red"))

@@ -75,6 +75,33 @@ def test_json_output_carries_the_runners_up_and_the_frame_to_patch() -> None:
     assert healthy["candidates"] == [] and healthy["frame"] is None
 
 
+def test_json_output_says_why_crashed_reads_as_it_does_and_null_when_the_log_cannot_tell() -> None:
+    # An engine's ERROR line, then the end of the log: a crash, with the line that decided it.
+    stopped = run(
+        "-",
+        "--json",
+        stdin=b"INFO loading\nERROR engine.py:12] CUDA error: an illegal memory access\n",
+    )
+    assert stopped.returncode == 1
+    body = json.loads(stopped.stdout)
+    assert body["crashed"] is True and "line 2" in body["crashed_reason"]
+    # An ERROR line after which the process goes on logging records of its own: maybe fatal.
+    went_on = (
+        b"ERROR 01-31 02:38:15 [worker.py:597] failed to reach the metrics endpoint\n"
+        + b"".join(
+            b"INFO 01-31 02:38:%02d [engine.py:88] step %d done\n" % (16 + n, n) for n in range(8)
+        )
+    )
+    unknown = run("-", "--json", stdin=went_on)
+    assert unknown.returncode == 0, unknown.stderr  # not shown crashed
+    body = json.loads(unknown.stdout)
+    assert body["crashed"] is None
+    assert "does not tell" in body["crashed_reason"]
+    human = run("-", stdin=went_on).stdout.decode()
+    assert "State: crashed or not, the log does not tell" in human
+    assert "Why: an error-severity line at line 1" in human
+
+
 def test_standard_input_and_throughput_figures() -> None:
     log = b"Output token throughput (tok/s):         5624.71\nRequest throughput (req/s):  3.75\n"
     result = run("-", "--json", stdin=log)

@@ -34,13 +34,14 @@ def diagnose(text: str) -> dict:
             '"cudaLaunchKernel(...)"',
             "unsupported_arch",
         ),
-        # LLVM's fatal error, then the abort it causes.
+        # LLVM's fatal error, then the abort it causes: a JIT that cannot lower the kernel for
+        # this GPU (PRODUCT.md's rule; corpus case 509 is this line, labelled so).
         (
             "Compiling kernel _fused_moe_kernel\n"
             "LLVM ERROR: Failed to translate TritonGPU to LLVM IR.\n"
             "*** SIGABRT received at time=1712361058 on cpu 4 ***\n",
             "LLVM ERROR: Failed to translate TritonGPU to LLVM IR.",
-            "other",
+            "unsupported_arch",
         ),
         # An array library's allocation failure, in absl's status form.
         (

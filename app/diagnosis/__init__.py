@@ -50,7 +50,7 @@ class Throughput:
 @dataclass(frozen=True)
 class Diagnosis:
     ready: bool | None
-    crashed: bool
+    crashed: bool | None  # None: nothing in the log tells (crashed_reason says why)
     root_cause: str | None
     error_class: str | None
     fingerprint: str | None
@@ -66,6 +66,8 @@ class Diagnosis:
     candidates: list[Candidate] = field(default_factory=list)
     # The innermost frame of the failing traceback outside the standard library.
     frame: Frame | None = None
+    # Why `crashed` reads as it does: the line that decided it, or why nothing could.
+    crashed_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         # Not asdict(): it deep-copies value by value, and the ingest asks on every commit
@@ -128,7 +130,11 @@ class Diagnoser:
             if scanner.pending_says_ready():
                 ready_lines.append(pending)
         result = analyze(
-            kept, ready_lines, scanner.first_serving_offset(), scanner.last_serving_line()
+            kept,
+            ready_lines,
+            scanner.first_serving_offset(),
+            scanner.last_serving_line(),
+            scanner.lines_seen + (1 if pending else 0),
         )
         excerpt = "\n".join(line.text for line in result.excerpt) if result.excerpt else None
         return Diagnosis(
@@ -146,6 +152,7 @@ class Diagnoser:
             lines_read=scanner.lines_seen + (1 if pending else 0),
             candidates=[Candidate(c.text, c.number, c.offset) for c in result.candidates],
             frame=result.frame,
+            crashed_reason=result.crashed_reason,
         )
 
 

@@ -21,9 +21,14 @@ FOLLOW_UP_LINES = 60
 SURVIVED_GAP_LINES = 2000
 SERVED_AFTER = 3  # engine-side serving lines after a failure: the server lived through it
 SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
+WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
 
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
-_SPLIT_LOST_NEWLINES = re.compile(r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")")
+# (a terminal's padding to its width marks where a line ended, too)
+_SPLIT_LOST_NEWLINES = re.compile(
+    r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")|\s{8,}(?=\S)"
+)
+_PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a
 # container named after it in front of another server's lines.
 _SGLANG_PREFIX = re.compile(r"\bTP\d+\]")
@@ -48,12 +53,13 @@ _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation through
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
+_NAMES_A_VALUE = re.compile(r"\d")
 
 
 @dataclass
 class Analysis:
     ready: bool | None
-    crashed: bool
+    crashed: bool | None
     root: Entry | None
     error_class: str | None
     fingerprint: str | None
@@ -61,12 +67,13 @@ class Analysis:
     ready_line: Line | None = None
     candidates: list[Line] = field(default_factory=list)  # best first, the root cause first
     frame: Frame | None = None
+    crashed_reason: str = ""  # why `crashed` reads as it does (None: nothing in the log tells)
 
 
 def _virtual_lines(line: Line) -> list[Line]:
     """A log that lost its newlines (pasted as one line) read as the lines it was."""
     text = line.text
-    if len(text) < 300 or text.count('File "') < 2:
+    if len(text) < 300 or (text.count('File "') < 2 and not _PADDED_GLUE.search(text)):
         return [line]
     parts = [p.strip() for p in _SPLIT_LOST_NEWLINES.split(text) if p.strip()]
     return [Line(line.offset, line.number, part, line.cut) for part in parts]
@@ -117,6 +124,15 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 burst_start = index
         failures = failures[burst_start:]
         first = failures[0]
+        if first.peer_gone:
+            # "Connection closed by peer": the peer failed first, and says why if it is here.
+            # Another process whose own story starts with a failure of its own, not a peer gone.
+            first_of: dict[str | None, Entry] = {}
+            for entry in failures:
+                first_of.setdefault(_process(entry), entry)
+            origin = next((e for e in first_of.values() if not e.peer_gone), None)
+            if origin is not None:
+                first = origin
         if first.strength == 2 and not first.warning:
             # A logged "X failed" is usually followed by the exception that says why, unless
             # that exception only sends the reader elsewhere ("See inner exception"). NCCL's
@@ -127,6 +143,14 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             ]  # fmt: skip
             if following and not rules.POINTS_ELSEWHERE.search(following[0].content):
                 first = following[0]
+        details = [
+            e for e in failures
+            if e.detail and 0 <= position[id(e)] - position[id(first)] <= 8
+            and _NAMES_A_VALUE.search(e.content)
+        ]  # fmt: skip
+        if details:
+            # "Last error:" then the line an exception's summary was made of.
+            first = details[0]
         if rules.QUOTES_NEXT.search(first.content):
             # "BackendCompilerFailed: backend='inductor' raised:": the line it quotes says why.
             quoted = [
@@ -155,6 +179,31 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     pointing = [e for e in wrappers if rules.TRACEBACK not in e.content]
     chosen = informative or pointing
     return chosen[0] if chosen else None
+
+
+def _waiting_at_the_end(entries: list[Entry], unseen_after: int) -> list[Entry]:
+    """Lines saying the process waits, when nothing but more of them follows to the end."""
+    waiting: list[Entry] = []
+    for entry in reversed(entries):
+        if rules.HANG_SIGNS.search(entry.content):
+            waiting.append(entry)
+        elif entry.content:
+            break
+    if not waiting or unseen_after:
+        return []
+    return waiting[::-1]
+
+
+def _prefix_words(entry: Entry) -> int:
+    cut = entry.text.rfind(entry.content) if entry.content else -1
+    return len(entry.text[:cut].split()) if cut > 0 else 0
+
+
+def _process(entry: Entry) -> str | None:
+    for pattern in rules.PROCESS:
+        if match := pattern.search(entry.text):
+            return match.group(1)
+    return None
 
 
 def _runners_up(entries: list[Entry], root: Entry) -> list[Entry]:
@@ -214,6 +263,7 @@ def analyze(
     ready_lines: list[Line],
     first_runtime_offset: int | None,
     last_serving_line: int | None = None,
+    lines_total: int = 0,
 ) -> Analysis:
     lines = [virtual for line in kept for virtual in _virtual_lines(line)]
     hosts = _host_prefixes(lines)
@@ -248,9 +298,27 @@ def analyze(
                 entry.strength = min(entry.strength, 0)
     _forget_survived(entries, None if newest_first else last_serving_line)
     root = _choose_root(entries)
+    # Lines after the last one kept (a newest-first log's unkept lines are its oldest).
+    last_kept = max((e.line.number for e in entries), default=0)
+    unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
 
     if root is None:
-        hang = any(_HANG_DUMP.search(e.content) for e in entries)
+        waiting = _waiting_at_the_end(entries, unseen_after)
+        hang = bool(waiting) or any(_HANG_DUMP.search(e.content) for e in entries)
+        if waiting:
+            # Nothing failed and the process says it waits: the first of those lines.
+            root = waiting[0]
+            return Analysis(
+                ready=True if ready_line else None,
+                crashed=False,
+                root=root,
+                error_class="timeout_or_hang",
+                fingerprint=rules.fingerprint("timeout_or_hang", root.content),
+                excerpt=[e.line for e in _excerpt(entries, root)],
+                ready_line=ready_line,
+                candidates=[e.line for e in waiting[:1]],
+                crashed_reason=f"no failure; line {root.line.number} shows the process waiting",
+            )
         return Analysis(
             ready=True if ready_line else None,
             crashed=False,
@@ -258,11 +326,14 @@ def analyze(
             error_class="timeout_or_hang" if hang else None,
             fingerprint=None,
             ready_line=ready_line,
+            crashed_reason="a dump of stuck threads, no failure"
+            if hang
+            else "no failure in the log",
         )
 
     excerpt = _excerpt(entries, root)
     root_index = entries.index(root)
-    crashed = _crashed(entries, root)
+    crashed, crashed_reason = _crashed(entries, root, unseen_after)
     error_class = rules.error_class(root.content, "\n".join(e.content for e in excerpt))
     ready: bool | None
     if ready_line is not None and _before(ready_line, root.line, newest_first):
@@ -282,6 +353,7 @@ def analyze(
     return Analysis(
         ready=ready,
         crashed=crashed,
+        crashed_reason=crashed_reason,
         root=root,
         error_class=error_class,
         fingerprint=rules.fingerprint(error_class, root.content),
@@ -292,12 +364,38 @@ def analyze(
     )
 
 
-def _crashed(entries: list[Entry], root: Entry) -> bool:
-    """A warning-shaped error (NCCL's WARN) explains a hang unless something fatal follows it."""
-    if not root.warning:
-        return True
-    later = entries[entries.index(root) :]
-    return any(e.strength and not e.warning and not e.noise for e in later)
+def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool | None, str]:
+    """The end of the story decides: a fatal error with nothing after it but teardown is a
+    crash; a warning-shaped error (NCCL's WARN) explains a hang unless something fatal or an
+    error code passed up follows it; an error-severity line after which the process went on
+    logging may or may not have been fatal (None: nothing in the log tells)."""
+    where = f"line {root.line.number}"
+    later = entries[entries.index(root) + 1 :]
+    if root.warning:
+        fatal = next((e for e in later if e.strength and not e.warning and not e.noise), None)
+        if fatal is not None:
+            return True, f"a warning at {where}, then a fatal error at line {fatal.line.number}"
+        # (an error that stays in NCCL's proxy thread leaves the caller waiting: a hang)
+        passed_up = [e for e in later if rules.NCCL_PROPAGATION.search(e.content)]
+        if passed_up and not rules.NCCL_PROXY.search(passed_up[-1].content):
+            return True, f"a warning at {where}, then NCCL passes its error code up"
+        return False, f"a warning at {where}, then nothing fatal: a hang, not a crash"
+    if root.strength != 2:
+        return True, f"a fatal error at {where}, then nothing but teardown"
+    # Records of their own: lines with fewer prefixes than the error's are the rest of its
+    # message (a logger prefixes a record's first line only).
+    layers = _prefix_words(root)
+    went_on = [
+        e for e in later
+        if e.content and not e.strength and e.in_traceback is None
+        and not rules.TEARDOWN.search(e.content) and _prefix_words(e) >= layers
+    ]  # fmt: skip
+    if len(went_on) + unseen_after >= WENT_ON_LINES:
+        return None, (
+            f"an error-severity line at {where}, then the process went on logging: "
+            "the log does not tell whether it was fatal"
+        )
+    return True, f"an error-severity line at {where}, then nothing but teardown"
 
 
 def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> None:

@@ -18,3 +18,5 @@ class Entry:
     # An exception quoted inside a "--- Logging error ---" block that logging did not raise:
     # the explanation when nothing outside the block says more.
     quoted: bool = False
+    peer_gone: bool = False  # "connection closed by peer": the peer failed first
+    detail: bool = False  # the specific line a summarising exception points to

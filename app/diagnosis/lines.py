@@ -4,6 +4,8 @@ and the prefixes that loggers, launchers and log viewers put in front of it peel
 import re
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# The same colour codes pasted as text ("^[[31mERROR^[[0m"), as a terminal copy shows them.
+CARET_ANSI = re.compile(r"\^\[\[[0-9;]*m")
 
 _SEVERITY = (
     r"(?:DEFAULT|TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR"
@@ -17,7 +19,8 @@ _PREFIXES = [
     rf"(?:{_SEVERITY}\s+|[DIWEFC]\s+)?\d{{4}}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
     r"(?:\s?(?:Z|UTC|GMT|[+-]\d\d:?\d\d))?"
     # (a severity followed by vLLM's own "06-16 10:03:14" is vLLM's prefix, peeled next)
-    rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+{_SEVERITY}\b:?(?!\s+\d\d-\d\d\s))?\s+",
+    rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+-\s+[\w.]+\s+-\s+{_SEVERITY}\s+-"
+    rf"|\s+{_SEVERITY}\b:?(?!\s+\d\d-\d\d\s))?\s+",
     # [2026-02-27 13:21:27 TP3], [2026-02-27 13:21:27 DP1 TP0], [2025-11-06T02:10:00.702Z]
     r"\[\d{4}-\d\d-\d\d[ T][\d:.,]+Z?(?:\s+[A-Z]+\d+)*\]\s?",
     # [11/18/2025-09:33:30] (TensorRT-LLM)
@@ -49,6 +52,8 @@ _PREFIXES = [
     r"[\w.-]+\s+\|\s",
     # Exception groups draw a margin: "  | KeyError: 12"
     r"\|\s+",
+    # pytest's failure lines: "E       RuntimeError: ..."
+    r"E {3,}(?=\S)",
     # loguru style: "[ERROR    | TRT-LLM            ]: "
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*\|[^\]]*\]:\s?",
 ]
@@ -64,6 +69,8 @@ def decode(raw: bytes) -> str:
     text = raw.replace(b"\x00", b"").decode("utf-8", errors="replace")
     if "\x1b" in text:
         text = ANSI.sub("", text)
+    if "^[[" in text:
+        text = CARET_ANSI.sub("", text)
     text = text.rstrip("\r\n")
     if "\r" in text:
         # A progress bar redraws itself with \r: the last non-empty state is what stays.

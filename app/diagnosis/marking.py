@@ -115,11 +115,30 @@ def mark(entries: list[Entry]) -> None:
             rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content)
         ):
             entry.strength = 2
-        if rules.WRAPPERS.search(content):
+        if rules.SHELL_JOB.search(content):
+            entry.strength = 3  # the shell saw its child die: a fact, not a wrapper
+        elif rules.WRAPPERS.search(content):
             entry.strength = 1
+        if entry.strength >= 2 and rules.PEER_GONE.search(content):
+            entry.peer_gone = True
         if traceback_start is not None and not rules.FRAME.search(content) and entry.strength == 0:
             # Source lines under a frame belong to the traceback too.
             entry.in_traceback = traceback_start
+    _details_and_recoveries(entries)
+
+
+def _details_and_recoveries(entries: list[Entry]) -> None:
+    """The line after "Last error:" is what the exception above it summarised; an error a
+    program says it lived through ("retrying", "falling back") is not why it stopped."""
+    for index, entry in enumerate(entries):
+        if rules.LAST_ERROR.match(entry.content):
+            detail = next((e for e in entries[index + 1 : index + 3] if e.content), None)
+            if detail is not None and not detail.noise:
+                detail.strength, detail.detail = 3, True
+        elif entry.strength == 2 and not entry.warning:
+            following = entries[index : index + 4]
+            if any(rules.RECOVERED.search(e.content) for e in following):
+                entry.strength = 0
 
 
 def _prefix(entry: Entry) -> str:

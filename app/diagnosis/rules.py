@@ -42,8 +42,10 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         # gloo's collectives: a mismatch between ranks, a peer gone
         r"\b[Gg]loo\b.*(?:[Mm]ismatch|preamble|[Cc]onnection (?:closed|reset) by peer)",
     )),
+    # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
+    ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
     ("timeout_or_hang", _any(
-        r"\b\w*Timeout\w*Error\b",
+        r"\b\w*Timeout\w*Error\b", r"\bCANCELLED AT\b",  # a scheduler ending a job that overran
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
     )),
     ("unsupported_arch", _any(
@@ -56,6 +58,10 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
         r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
         r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
+        r"[Uu]nsupported (?:\w+ )?arch(?:itecture)?\b", r"invalid device function",
+        r"\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b.*\b[Aa]rch(?:itecture)?\b",
+        # a JIT's backend that cannot lower the kernel for this target
+        r"LLVM ERROR\b",
         r"out of resource: shared memory.*Hardware limit",
         r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
         r".*\b(?:limit|maximum)",
@@ -116,12 +122,17 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"\b(?:gcc|g\+\+|cc1plus|c\+\+|clang|nvcc|ninja|cmake)\b"
         r".*(?:non-zero exit status|failed|error)",
         r"Error building extension", r"[Ff]ailed to build\b",
+        r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error:",  # a compiler's
+        # one library calling another with the signature of another version
+        r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
+        r"|takes \d+ positional arguments? but \d+ (?:were|was) given)",
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
         r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
         r"misaligned address", r"unspecified launch failure", r"CUDA runtime error",
         r"CUDA Error", r"an illegal instruction", r"\bcuda\w*\(.*\) failed",
+        r"kernel (?:execution|launch) (?:error|failed)",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
@@ -131,7 +142,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"address already in use",
-        r"\[Errno 98\]", r"\bValueError\b",
+        r"\[Errno 98\]", r"[Uu]nsupported [a-z]\w*: \d+\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -143,6 +154,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'", r"failed to load model",
         r"(?:[Ff]ailed|[Uu]nable) to load\b.*\bmodel", r"load failed for\b.*\bmodel",
     )),
+    # A bad value, when nothing more telling is said.
+    ("config_or_args", _any(r"\bValueError\b")),
 ]
 # fmt: on
 
@@ -150,6 +163,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
 # when the root-cause line alone does not.
 CONTEXT_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("model_loading", _any(r"load_weights", r"load_model", r"weight_loader", r"model_loader")),
+    # an engine or plugin serialized by another version than the one reading it
+    ("import_or_version", _any(r"[Dd]eserializ")),
     ("cuda_graph", _any(r"capture_one_batch_size", r"cuda_graph_runner", r"Capturing batches")),
 ]
 
@@ -188,6 +203,7 @@ WRAPPERS = _any(
     r"\bKilled\b(?! process)",
     r"exits? with return code = -?\d+",
     r"Traceback \(most recent call",
+    r"RayTaskError\(",
     r"Scheduler hit an exception",
     r"Exception in (?:thread|worker|ASGI application)",
     r"Error in (?:atexit|sys\.excepthook)",
@@ -295,7 +311,7 @@ NATIVE_FAILURE = _any(
     r"\berror loading model\b",
     r"\bfailed to load model\b",
     # native runtimes and compilers, as they print a fatal error
-    r"\bLLVM ERROR\b",
+    r"LLVM ERROR\b",
     r"\bcode=\d+\s*\(cuda\w+\)",
     r"\b(?:HIP|CUDA|cuDNN|cuBLAS|CUBLAS|XLA|MIOpen|ROCm) error\b",
     r"\berror \d+ at \S+:\d+",
@@ -315,22 +331,101 @@ NATIVE_FAILURE = _any(
     r"\bMain process exited, code=\w+, status=(?!0/)\d+",
     r"\bFailed with result '",
     r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
+    r"\b(?:CUDA|HIP|GPU) out of memory\b",
+    r"\btraps: .*\btrap\b|\bsegfault at\b",  # the kernel on a process it killed
+    r"fallen off the bus|\bNVRM: Xid\b",  # the NVIDIA driver on a GPU it lost
+    r"\bFAIL\b.*\berror=\d+",  # error-check macros: "THCudaCheck FAIL file=... error=10 : ..."
+    r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
+    r"\b[Ff]ailure\s+[\w./-]+\.\w+:\d+",  # "Test NCCL failure common.cu:958"
+    # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
+    r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing)\b",
+    # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
+    r"^(?:UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED"
+    r"|NOT_FOUND|UNKNOWN|ABORTED|DATA_LOSS|UNIMPLEMENTED): ",
+    r"\bfailed with error\b",
+)
+# A shell's report on a child it ran: "line 28:  7 Killed   cmd" (the command is not the fault).
+SHELL_JOB = re.compile(
+    r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
+    r"|Floating point exception|Terminated)(?:\s+\(core dumped\))?(?=\s)"
 )
 # Of several lines describing one failure, the most telling one.
 SPECIFICITY = [
     (re.compile(r"Out of memory: Kill"), 5),
-    (re.compile(r"oom-kill|invoked oom-killer"), -3),
-    (re.compile(r"\bwhat\(\):"), 3),
+    (re.compile(r"oom-kill:|invoked oom-killer"), -3),
+    # a cluster manager saying why it killed (the shell only saw the kill)
+    (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
+    (re.compile(r"LLVM ERROR\b"), 2),
     (re.compile(r"terminate called after throwing"), -2),
-    (re.compile(r"Cuda failure '"), -1),
     (re.compile(r"^\s*(?:Last error:|ncclUnhandledCudaError: Call to CUDA function failed)"), -3),
     # An exit status says less than the signal or the message beside it.
-    (re.compile(r"\bexit(?:code| status)\b"), -1),
+    (re.compile(r"\bexit(?:code| status)\b|\bexited with (?:code|status)\b"), -1),
+    (SHELL_JOB, -1),
     (re.compile(r"[Ss]ignal \d+ \(SIG\w+\) received"), 1),
 ]
 
 # An error by its shape that the process may well survive: alone, it explains a hang, not a crash.
-WARNING_ERROR = _any(r"\bNCCL WARN\b")
+WARNING_ERROR = _any(
+    r"\bNCCL WARN\b",
+    # a CUDA/HIP error code named in a line of any severity (an interposer's "[WARN]")
+    r"\b(?:CUDA_ERROR_[A-Z_]+|cudaError[A-Z]\w+|hipError[A-Z]\w+)\b",
+)
+# NCCL passing an error code up its stack ("NCCL INFO init.cc:1358 -> 2"): the call failed.
+NCCL_PROPAGATION = re.compile(r"\bNCCL INFO .*-> [1-9]\d*\b")
+NCCL_PROXY = re.compile(r"\[Proxy [Tt]hread")
+# The other side went away: a consequence of a peer's failure, never a cause when one is shown.
+PEER_GONE = _any(
+    r"[Cc]onnection (?:closed|reset) by (?:remote )?peer",
+    r"Socket recv failed",
+)
+# The process a line comes from: NCCL's "host:pid:tid [dev]", "[rankN]:", "(... pid=N)".
+# Most telling first: a launcher's tag in front of NCCL's own names the same process.
+PROCESS = [
+    re.compile(pattern)
+    for pattern in (
+        r"([\w.-]+:\d+):\d+ \[\d+\]",
+        r"\[rank(\d+)\]",
+        r"\bpid=(\d+)",
+        r"\[\d+,(\d+)\]<std",
+    )
+]
+# "Last error:" then the line that says what it was (NCCL's last error, in a c10d exception).
+LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
+# What a program prints when it lives through an error it just logged.
+RECOVERED = _any(
+    r"\b[Rr]etrying\b",
+    r"\b[Ff]alling back\b",
+    r"has been ignored",
+    r"will be launched without",
+    r"\bcontinuing (?:without|with)\b",
+)
+# What a process prints while it stops: after a fatal error, these do not mean it went on.
+TEARDOWN = _any(
+    r"[Ss]hut(?:ting)? ?down",
+    r"\b[Ee]xit(?:ing|ed)?\b",
+    r"\b[Ss]topp(?:ing|ed)\b",
+    r"\b[Tt]erminat",
+    r"\b[Kk]illed\b",
+    r"\b[Aa]bort",
+    r"[Cc]lean(?:ing)? ?up",
+    r"destroy",
+    r"\b[Ff]inished\b",
+    r"core dumped",
+    r"^\s*(?:\^+|~+|-+|=+|\*+)\s*$",
+    r"^\s*#\d+ ",
+    r"^\s*\d+\s+0x[0-9a-f]+",
+    r"\bat 0x[0-9a-f]+",
+    r"^\s*File \"",
+    r"^Thread 0x|^Current thread",
+    r"[Ww]aiting for (?:application|background|child|process|workers?)",
+)
+# What a stuck process prints while it waits: the explanation of a hang when nothing failed.
+HANG_SIGNS = _any(
+    r"Waiting in store based barrier",
+    r"No available shared memory broadcast block",
+    r"[Ss]till waiting\b",
+    r"\bwaiting for (?:\w+ ){0,3}(?:peers?|ranks?|workers?|processes)\b",
+)
 # Messages that send the reader elsewhere for the real reason: a line that says more wins.
 POINTS_ELSEWHERE = _any(
     r"for details\b",
@@ -354,7 +449,11 @@ CHAINED = re.compile(
 FRAME = re.compile(r'^\s*File "|^\s*\^+\s*$|^\s*[~^]+\s*$')
 
 
-_QUOTED_EXCEPTION = re.compile(r"\S:\s+((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)): ")
+_QUOTED_EXCEPTION = re.compile(
+    r"\S:\s+((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)): |\bfailed(?: with error)?:\s+(\S)"
+)
+# A fault in the driver while ranks exchange memory handles is a rendezvous failure.
+SYMMETRIC_MEMORY = _any(r"_SymmetricMemory", r"symm_mem", r"SymmetricMemory")
 
 
 def error_class(root_line: str, context: str) -> str:
@@ -364,10 +463,15 @@ def error_class(root_line: str, context: str) -> str:
         return "unsupported_arch"
     # A wrapper quoting the exception it caught ("Capture cuda graph failed: RuntimeError:
     # CUDA error: an illegal memory access"): the quoted fault decides, then the whole line.
-    quoted = [m.start(1) for m in _QUOTED_EXCEPTION.finditer(root_line)]
+    job = SHELL_JOB.search(root_line)
+    if job:
+        root_line = root_line[: job.end()]  # the command the shell names is not the fault
+    quoted = [m.start(m.lastindex or 0) for m in _QUOTED_EXCEPTION.finditer(root_line)]
     for text in [root_line[start:] for start in reversed(quoted)] + [root_line]:
         for name, pattern in CLASS_RULES:
             if pattern.search(text):
+                if name == "cuda_runtime" and SYMMETRIC_MEMORY.search(context):
+                    return "nccl_comm"
                 return name
     for name, pattern in CONTEXT_RULES:
         if pattern.search(context):
