@@ -3,6 +3,7 @@
 import base64
 import hashlib
 from datetime import datetime
+from typing import Any
 
 from sqlmodel import Session
 
@@ -158,7 +159,22 @@ def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool
         return []
     start = max(0, attempt.tail.stored_bytes - TAIL_BYTES)
     data = stored_log(session, attempt.id, start)
-    diagnosis = attempt.diagnosis or {}
+    return _marked_lines(attempt.diagnosis, data, start, cut=start > 0)
+
+
+def log_range(
+    session: Session, attempt_id: int, diagnosis: dict[str, Any] | None, start: int, end: int
+) -> list[tuple[int, str, bool, str | None]]:
+    """The lines of the stored log in [start, end) (a live log event's range), marked as
+    `log_tail` marks them: what a page appends to the log it shows."""
+    data = stored_log(session, attempt_id, start, max(0, end - start))
+    return _marked_lines(diagnosis, data, start, cut=False)
+
+
+def _marked_lines(
+    diagnosis: dict[str, Any] | None, data: bytes, start: int, *, cut: bool
+) -> list[tuple[int, str, bool, str | None]]:
+    diagnosis = diagnosis or {}
     anchors = {
         candidate["offset"]: f"line-{candidate['line_no']}"
         for candidate in diagnosis.get("candidates") or []
@@ -169,7 +185,7 @@ def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool
         offsets.append(position)
         lines.append(raw)
         position += len(raw) + 1
-    if start > 0:
+    if cut:
         offsets, lines = offsets[1:], lines[1:]  # the first one is cut
     if lines and lines[-1] == b"":
         offsets.pop()
