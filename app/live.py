@@ -246,6 +246,8 @@ class Broadcaster:
                     continue
             if not subscriber.offer(given):
                 self.subscribers.discard(subscriber)
+                if isinstance(item, tuple):
+                    self.hub.dropped += 1
         if isinstance(item, Signal) and item is Signal.GONE:
             self.subscribers.clear()
 
@@ -273,6 +275,7 @@ class Hub:
         self.broadcasters: dict[ViewKey, Broadcaster] = {}
         # Renders per view kind: the fan-out tests count them.
         self.renders: Counter[str] = Counter()
+        self.dropped = 0  # readers dropped for a full buffer
         self._lock = threading.Lock()
 
     def count_render(self, key: ViewKey) -> None:

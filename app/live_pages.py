@@ -221,8 +221,9 @@ class PageRenderer:
         for event in logs:
             assert event.id is not None
             start = event.start_offset or 0
+            end = event.end_offset or start
             lines = views.log_range(
-                session, attempt.id, attempt.diagnosis, start, event.end_offset or start
+                session, attempt.id, attempt.diagnosis, start, end, whole_lines=True
             )[-LOG_LINES_PER_EVENT:]
             html = self._fragment(partial, {"attempt": attempt, "log_lines": lines})
             out.append(message(event.id, partial.event.format(id=self.attempt_id), html))
