@@ -1,20 +1,25 @@
-"""The event bus: who is listening to which campaign, and waking them after a commit.
+"""Live events: the wake-up bus, and the broadcasters that fan each change out as bytes.
 
 Publishers (the API, the forms, the tailer) write an Event row in their transaction and,
-once it is committed, call `publish(campaign_id)`. The bus carries no data: a listener
-wakes up and reads the events after its last id from the database, so a late or resumed
-listener is never out of date, and a slow one costs a flag, not a growing queue.
-On PostgreSQL, a NOTIFY sent in the same transaction wakes the other instances too.
+once it is committed, call `publish(campaign_id)`. The bus carries no data: it wakes the
+campaign's broadcasters, one per view, each of which reads the new events once, renders
+them once in a worker thread and hands the same bytes to every subscriber's bounded
+buffer. A subscriber whose buffer is full is dropped and resumes by its last event id, so
+the database stays the source of truth. On PostgreSQL, NOTIFY wakes the other instances.
 """
 
 import asyncio
 import contextlib
+import enum
 import logging
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from sqlalchemy import text
 
 from app.db import libpq_dsn
@@ -44,6 +49,8 @@ class Bus:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._listeners: dict[int, set[Listener]] = {}
+        # Bumped when the owner's credentials change: each stream checks its own again.
+        self.revision = 0
 
     def publish(self, campaign_id: int) -> None:
         """Never blocks: each listener only gets its wake-up flag set."""
@@ -56,6 +63,7 @@ class Bus:
     def publish_all(self) -> None:
         """Wake every listener of every campaign (the owner's credentials changed)."""
         with self._lock:
+            self.revision += 1
             campaign_ids = list(self._listeners)
         for campaign_id in campaign_ids:
             self.publish(campaign_id)
@@ -74,6 +82,244 @@ class Bus:
     def listener_count(self, campaign_id: int) -> int:
         with self._lock:
             return len(self._listeners.get(campaign_id, ()))
+
+
+# --- fan-out ------------------------------------------------------------------------
+
+# A key names one broadcaster: (campaign id, view, and what the view is of: an attempt
+# id, a share token). Same key, same bytes.
+ViewKey = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One SSE message as bytes, and the newest event id it covers (what a reader that
+    already has up to that id may skip). The owner's CSRF token differs per browser
+    session: a rendering holds a marker in its place, split out here, filled per reader."""
+
+    upto: int
+    parts: tuple[bytes, ...]
+
+    def encode(self, csrf: bytes) -> bytes:
+        return self.parts[0] if len(self.parts) == 1 else csrf.join(self.parts)
+
+
+Batch = tuple[Message, ...]
+
+
+class Signal(enum.Enum):
+    RECHECK = "recheck"  # the owner's credentials changed, or a heartbeat passed
+    GONE = "gone"  # the share link was revoked or expired
+
+
+Item = Batch | Signal
+
+
+class Subscriber:
+    """One reader's bounded buffer of whole batches. Full: dropped, never waited for."""
+
+    def __init__(self, cursor: int, limit: int) -> None:
+        self.cursor = cursor  # this reader has every event up to here already
+        self.joined_at = 0  # the broadcaster's cursor when it joined: catch up to there
+        self.dropped = False
+        self._limit = limit
+        self._items: deque[Item] = deque()
+        self._ready = asyncio.Event()
+
+    def offer(self, item: Item) -> bool:
+        if self.dropped:
+            return False
+        if len(self._items) >= self._limit:
+            self.dropped = True  # what it holds is still delivered, then its stream ends
+        else:
+            self._items.append(item)
+        self._ready.set()
+        return not self.dropped
+
+    def drop(self) -> None:
+        self.dropped = True
+        self._ready.set()
+
+    async def next(self) -> Item | None:
+        """The next batch or signal; None once dropped and drained."""
+        while not self._items:
+            if self.dropped:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+
+Render = Callable[[Any, list[Any], dict[str, Any]], list[Message]]
+
+
+@dataclass
+class View:
+    """What a broadcaster needs of its view: its campaign, how to render a batch of
+    events (in a worker thread: session, events, the view's own memory between batches),
+    and, for a share, whether it may still be read."""
+
+    campaign_id: int
+    render: Render
+    still_valid: Callable[[Any], bool] | None = None
+
+
+class Broadcaster:
+    def __init__(self, hub: "Hub", key: ViewKey, view: View) -> None:
+        self.hub, self.key, self.view = hub, key, view
+        self.cursor = 0  # every event up to here was handed to the subscribers
+        self.subscribers: set[Subscriber] = set()
+        self.joining = 0
+        self.ready = asyncio.Event()
+        self.failed: BaseException | None = None
+        self.memory: dict[str, Any] = {}
+        self.task: asyncio.Task[None] | None = None
+        self.listener: Listener | None = None
+
+    async def run(self) -> None:
+        try:
+            with self.hub.bus.listen(self.view.campaign_id) as listener:
+                self.listener = listener
+                # Listening first: a commit after this read wakes us, none is missed.
+                self.cursor = await anyio.to_thread.run_sync(self._newest)
+                self.ready.set()
+                revision = self.hub.bus.revision
+                while True:
+                    woken = await listener.wait(self.hub.heartbeat_s)
+                    if not woken or revision != self.hub.bus.revision:
+                        revision = self.hub.bus.revision
+                        self._hand(Signal.RECHECK)
+                    while await self._step():
+                        pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Its readers reconnect and resume from the database with a new broadcaster.
+            log.exception("the broadcaster of %s failed", self.key)
+            self.failed = exc
+            self.ready.set()
+            if self.hub.broadcasters.get(self.key) is self:
+                del self.hub.broadcasters[self.key]
+            for subscriber in list(self.subscribers):
+                subscriber.drop()
+
+    def _newest(self) -> int:
+        with self.hub.session() as session:
+            return self.hub.newest_event_id(session, self.view.campaign_id)
+
+    async def _step(self) -> bool:
+        """Fan out the next batch of events; False when there was none."""
+        fetched = await anyio.to_thread.run_sync(self._fetch, self.cursor)
+        if fetched is None:
+            self._hand(Signal.GONE)
+            return False
+        cursor, batch = fetched
+        if cursor <= self.cursor:
+            return False
+        # On the loop, with no await between: a subscriber joins either before this
+        # batch (and gets it) or after (and catches up to this cursor from the database).
+        self.cursor = cursor
+        self._hand(batch)
+        return True
+
+    def _fetch(self, after: int) -> tuple[int, Batch] | None:
+        with self.hub.session() as session:
+            if self.view.still_valid is not None and not self.view.still_valid(session):
+                return None
+            events = self.hub.events_after(session, self.view.campaign_id, after, None)
+            if not events:
+                return after, ()
+            messages = self.view.render(session, events, self.memory)
+            self.hub.count_render(self.key)
+            return events[-1].id, tuple(messages)
+
+    def _hand(self, item: Item) -> None:
+        if item == ():
+            return
+        first = min(m.upto for m in item) if isinstance(item, tuple) else 0
+        for subscriber in list(self.subscribers):
+            given = item
+            if isinstance(item, tuple) and subscriber.cursor >= first:
+                # It joined ahead of this batch (its page was newer): only what it lacks.
+                given = tuple(m for m in item if m.upto > subscriber.cursor)
+                if not given:
+                    continue
+            if not subscriber.offer(given):
+                self.subscribers.discard(subscriber)
+                if isinstance(item, tuple):
+                    self.hub.dropped += 1
+        if isinstance(item, Signal) and item is Signal.GONE:
+            self.subscribers.clear()
+
+
+class Hub:
+    """The app's broadcasters, one per view key, started by their first subscriber and
+    stopped when their last one leaves."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        session: Callable[[], AbstractContextManager[Any]],
+        events_after: Callable[[Any, int, int, int | None], list[Any]],
+        newest_event_id: Callable[[Any, int], int],
+        *,
+        heartbeat_s: float,
+        buffer: int = 64,
+    ) -> None:
+        self.bus = bus
+        self.session = session
+        self.events_after = events_after
+        self.newest_event_id = newest_event_id
+        self.heartbeat_s = heartbeat_s
+        self.buffer = buffer
+        self.broadcasters: dict[ViewKey, Broadcaster] = {}
+        # Renders per view kind: the fan-out tests count them.
+        self.renders: Counter[str] = Counter()
+        self.dropped = 0  # readers dropped for a full buffer
+        self._lock = threading.Lock()
+
+    def count_render(self, key: ViewKey) -> None:
+        with self._lock:
+            self.renders[str(key[1])] += 1
+
+    @asynccontextmanager
+    async def subscribe(
+        self, key: ViewKey, view: View, cursor: int, newest: int
+    ) -> AsyncIterator[Subscriber]:
+        """Join the view's broadcaster. `newest`, the newest event id read just before,
+        covers a broadcaster not woken yet: the reader catches up to the later of the two
+        from the database, and skips the broadcaster's messages up to there."""
+        broadcaster = self.broadcasters.get(key)
+        if broadcaster is None:
+            broadcaster = Broadcaster(self, key, view)
+            self.broadcasters[key] = broadcaster
+            broadcaster.task = asyncio.get_running_loop().create_task(broadcaster.run())
+        subscriber = Subscriber(cursor, self.buffer)
+        broadcaster.joining += 1
+        try:
+            await broadcaster.ready.wait()
+            if broadcaster.failed is not None:
+                raise RuntimeError("the broadcaster failed") from broadcaster.failed
+            subscriber.joined_at = max(broadcaster.cursor, newest)
+            subscriber.cursor = max(cursor, subscriber.joined_at)
+            broadcaster.subscribers.add(subscriber)
+            if newest > broadcaster.cursor and broadcaster.listener is not None:
+                broadcaster.listener.wake()  # a commit it has not heard of yet
+        finally:
+            broadcaster.joining -= 1
+        try:
+            yield subscriber
+        finally:
+            broadcaster.subscribers.discard(subscriber)
+            self._stop_if_idle(key, broadcaster)
+
+    def _stop_if_idle(self, key: ViewKey, broadcaster: Broadcaster) -> None:
+        if broadcaster.subscribers or broadcaster.joining:
+            return
+        if self.broadcasters.get(key) is broadcaster:
+            del self.broadcasters[key]
+        if broadcaster.task is not None:
+            broadcaster.task.cancel()
 
 
 CHANNEL = "campaign_dash_events"

@@ -97,6 +97,19 @@ def render_partial(request: Request, name: str, context: dict[str, Any]) -> str:
     return templates.get_template(name).render(page_context(request, context))
 
 
+def render_fragment(
+    templates: Jinja2Templates,
+    name: str,
+    context: dict[str, Any],
+    *,
+    is_owner: bool,
+    csrf_token: str,
+) -> str:
+    """A partial rendered once for every reader of a live view, outside any request."""
+    full = {"request": None, "csrf_token": csrf_token, "is_owner": is_owner, "forms": FormState()}
+    return templates.get_template(name).render({**full, **context})
+
+
 def render(
     request: Request,
     page: str,

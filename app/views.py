@@ -3,6 +3,7 @@
 import base64
 import hashlib
 from datetime import datetime
+from typing import Any
 
 from sqlmodel import Session
 
@@ -158,7 +159,43 @@ def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool
         return []
     start = max(0, attempt.tail.stored_bytes - TAIL_BYTES)
     data = stored_log(session, attempt.id, start)
-    diagnosis = attempt.diagnosis or {}
+    if attempt.tail.state != "stopped" and not data.endswith(b"\n"):
+        # A line still being written: the live stream appends it whole once it ends.
+        data = data[: data.rfind(b"\n") + 1]
+    return _marked_lines(attempt.diagnosis, data, start, cut=start > 0)
+
+
+LINE_LOOKBACK = 64 << 10
+
+
+def log_range(
+    session: Session,
+    attempt_id: int,
+    diagnosis: dict[str, Any] | None,
+    start: int,
+    end: int,
+    *,
+    whole_lines: bool = False,
+) -> list[tuple[int, str, bool, str | None]]:
+    """The lines of the stored log in [start, end) (a live log event's range), marked as
+    `log_tail` marks them. `whole_lines`: each line goes with the range its newline falls
+    in, whole (a chunk may end mid-line), so appending range after range shows each once."""
+    if not whole_lines:
+        data = stored_log(session, attempt_id, start, max(0, end - start))
+        return _marked_lines(diagnosis, data, start, cut=False)
+    base = max(0, start - LINE_LOOKBACK)
+    data = stored_log(session, attempt_id, base, max(0, end - base))
+    head = data.rfind(b"\n", 0, start - base) + 1 if start > base else 0
+    tail = data.rfind(b"\n") + 1
+    if head >= tail:
+        return []
+    return _marked_lines(diagnosis, data[head:tail], base + head, cut=False)
+
+
+def _marked_lines(
+    diagnosis: dict[str, Any] | None, data: bytes, start: int, *, cut: bool
+) -> list[tuple[int, str, bool, str | None]]:
+    diagnosis = diagnosis or {}
     anchors = {
         candidate["offset"]: f"line-{candidate['line_no']}"
         for candidate in diagnosis.get("candidates") or []
@@ -169,7 +206,7 @@ def log_tail(session: Session, attempt: AttemptOut) -> list[tuple[int, str, bool
         offsets.append(position)
         lines.append(raw)
         position += len(raw) + 1
-    if start > 0:
+    if cut:
         offsets, lines = offsets[1:], lines[1:]  # the first one is cut
     if lines and lines[-1] == b"":
         offsets.pop()

@@ -16,12 +16,12 @@ from app import migrate
 from app.auth import AuthRefresher, load_owner_auth
 from app.bodies import BodyGuard
 from app.config import Settings
-from app.db import REQUEST_THREADS, is_postgres, make_engine, startup_lock
+from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope, startup_lock
 from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
 from app.errors import Conflict, Invalid, NotFound
 from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
-from app.live import Bus, PostgresRelay
+from app.live import Bus, Hub, PostgresRelay
 from app.paths import resource_dir
 from app.rendering import is_htmx, make_templates, render
 from app.routes import api_attempts, api_campaigns, events, frame_source, pages, shares
@@ -138,6 +138,13 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.tailer = tailer
     app.state.sources = sources
     app.state.bus = bus
+    app.state.live = Hub(
+        bus,
+        lambda: session_scope(engine, snapshot=True),
+        events.events_after,
+        events.newest_event_id,
+        heartbeat_s=settings.heartbeat_seconds,
+    )
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
     app.state.share_renders = shares.RenderedShares()
     app.state.frame_source_limiter = anyio.CapacityLimiter(frame_source.FETCHES_AT_ONCE)

@@ -83,6 +83,13 @@
   }
   function swapFragment(name, html) {
     document.querySelectorAll('[sse-swap="' + CSS.escape(name) + '"]').forEach(function (el) {
+      if (el.getAttribute("hx-swap") === "beforeend") {
+        // A log's new lines: appended, as htmx does with the same attribute.
+        var lines = document.createElement("template");
+        lines.innerHTML = html;
+        el.appendChild(lines.content);
+        return;
+      }
       var kept = keptChoices(el);
       var template = document.createElement("template");
       template.innerHTML = html;
@@ -159,6 +166,9 @@
   var pinned = {};
   function keepLogsAtEnd(root) {
     root.querySelectorAll("pre.log[id^='log-']").forEach(function (pre) {
+      // Lines arrive appended: keep as many as the page first showed, the newest.
+      var max = parseInt(pre.getAttribute("data-max-lines"), 10);
+      while (max && pre.children.length > max) { pre.removeChild(pre.firstElementChild); }
       if (pinned[pre.id] !== false) { pre.scrollTop = pre.scrollHeight; }
       pre.addEventListener("scroll", function () {
         pinned[pre.id] = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;

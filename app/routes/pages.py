@@ -252,7 +252,9 @@ def revoke_share(link_id: int, request: Request, session: SessionDep) -> Respons
 # --- attempts --------------------------------------------------------------
 
 
-def attempt_context(session: Session, attempt_id: int) -> dict[str, Any]:
+def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True) -> dict[str, Any]:
+    """The attempt page's context; a live update, which only appends to the log it shows,
+    goes `with_log=False` (reading the last 512 KiB is the page's first render's cost)."""
     attempt = actions.require_attempt(session, attempt_id)
     campaign = actions.require_campaign(session, attempt.campaign_id)
     siblings = repo.list_attempts(session, campaign_id=attempt.campaign_id)
@@ -261,7 +263,7 @@ def attempt_context(session: Session, attempt_id: int) -> dict[str, Any]:
     return {
         "campaign": campaign,
         "attempt": view,
-        "log_lines": views.log_tail(session, view),
+        "log_lines": views.log_tail(session, view) if with_log else [],
         "titles": {a.id: a.title for a in siblings},
         "notes": [views.note_view(n) for n in notes],
         "statuses": [s.value for s in Status],

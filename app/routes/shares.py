@@ -9,14 +9,15 @@ import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, Field
 from sqlmodel import Session
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from app import actions, repo, sharing
+from app import actions, live_pages, repo, sharing
 from app.chart import build_chart
 from app.db import session_scope
 from app.deps import SessionDep, is_owner, require_api_owner
 from app.errors import NotFound
+from app.live import View
 from app.models import ShareLink
 from app.rendering import is_htmx, render
 from app.routes import events
@@ -59,9 +60,7 @@ def revoke_share(token: str, session: SessionDep) -> Response:
 # --- public ----------------------------------------------------------------------
 
 
-def share_context(
-    request: Request, session: SessionDep, link: ShareLink, token: str
-) -> dict[str, Any]:
+def share_context(session: Session, link: ShareLink, token: str) -> dict[str, Any]:
     result = sharing.summary(session, link)
     shared = [s.attempt for s in result.attempts]
     return {
@@ -147,7 +146,7 @@ def _render_share(
     if suffix == "json":
         return JSONResponse(sharing.to_json(sharing.summary(session, link)))
     return render(
-        request, "pages/share.html", share_context(request, session, link, token),
+        request, "pages/share.html", share_context(session, link, token),
         partial="partials/_share_summary.html",
     )  # fmt: skip
 
@@ -173,27 +172,19 @@ async def shared_events(
 
     campaign_id, cursor = await anyio.to_thread.run_sync(start)
 
-    def still_shared() -> bool:
-        with session_scope(engine, snapshot=True) as session:
-            try:
-                sharing.find(session, token)
-            except NotFound:
-                return False
-            return True
+    def still_shared(session: Session) -> bool:
+        try:
+            sharing.find(session, token)
+        except NotFound:
+            return False
+        return True
 
-    def render_summary(session: SessionDep) -> list[ServerSentEvent]:
-        link = sharing.find(session, token)
-        context = share_context(request, session, link, token)
-        html = events.render_partial(request, "partials/_share_summary.html", context)
-        return [ServerSentEvent(html, event="share-summary")]
+    def context(session: Session) -> dict[str, Any]:
+        return share_context(session, sharing.find(session, token), token)
 
-    heartbeat = request.app.state.settings.heartbeat_seconds
-    return EventSourceResponse(
-        events.stream(
-            request, campaign_id, cursor, None, None, share=(still_shared, render_summary)
-        ),
-        ping=heartbeat,
-        ping_message_factory=lambda: ServerSentEvent(data="", event="heartbeat"),
-        send_timeout=events.SEND_TIMEOUT_S,
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    # One broadcaster per link: its rendering (redacted or not) is the same for every reader.
+    key = (campaign_id, "share", token)
+    view = View(campaign_id, live_pages.share_view(request.app.state.templates, context),
+                still_valid=still_shared)  # fmt: skip
+    messages = events.stream(request, key, view, cursor, b"", lambda: True, ending=events.GONE)
+    return events.sse_response(request, messages)

@@ -1,0 +1,349 @@
+"""The fan-out is exact: every reader of every view gets every change once and in order,
+across reconnects with Last-Event-ID and while writes go on; a reader too slow to keep up
+is dropped and resumes with nothing lost or doubled; a change renders once per view,
+however many readers it has."""
+
+import html
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import h11
+import httpx
+from sqlmodel import select
+
+from app.config import Settings
+from app.db import session_scope
+from app.models import LiveEvent
+from tests.conftest import OWNER_TOKEN, LiveServer, running
+from tests.helpers import make_attempt, make_campaign
+from tests.sse import Message, SSEReader
+
+JSON_KINDS = {"attempt", "log", "note", "campaign"}
+
+
+def events_url(campaign_id: int, **params: object) -> str:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return f"/api/campaigns/{campaign_id}/events" + (f"?{query}" if query else "")
+
+
+def stored_ids(server: LiveServer, campaign_id: int, after: int = 0) -> list[int]:
+    """The campaign's events the JSON stream carries, as the database holds them."""
+    with session_scope(server.app.state.engine) as session:
+        rows = session.exec(select(LiveEvent).where(LiveEvent.campaign_id == campaign_id))
+        return sorted(e.id or 0 for e in rows if (e.id or 0) > after and e.kind in JSON_KINDS)
+
+
+def newest_id(server: LiveServer, campaign_id: int) -> int:
+    with session_scope(server.app.state.engine) as session:
+        rows = session.exec(select(LiveEvent).where(LiveEvent.campaign_id == campaign_id))
+        return max((e.id or 0 for e in rows), default=0)
+
+
+def read_until(
+    reader: SSEReader, done: Callable[[Message], bool], timeout: float = 20
+) -> list[Message]:
+    """Every message (heartbeats aside) up to and including the first that `done` accepts."""
+    got: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        assert left > 0, f"gave up after {len(got)} messages"
+        message = reader.next(timeout=left)
+        got.append(message)
+        if done(message):
+            return got
+
+
+def reaches(last: int) -> Callable[[Message], bool]:
+    return lambda m: m.id is not None and int(m.id) >= last
+
+
+def test_json_readers_joining_and_resuming_mid_burst_get_every_event_once(
+    api: httpx.Client, server: LiveServer
+) -> None:
+    """The hand-over race: readers join and reconnect while a writer commits, each one
+    from its own cursor; each sees exactly the stored events after its cursor, in order."""
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    writes = 60
+    writer_done = threading.Event()
+
+    def write() -> None:
+        with httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}
+        ) as c:
+            for n in range(writes):
+                if n % 3 == 0:
+                    make_attempt(c, campaign["id"], title=f"burst {n}")
+                else:
+                    c.post(f"/api/attempts/{attempt['id']}/notes", json={"body": f"note {n}"})
+        writer_done.set()
+
+    readers = [SSEReader(api, events_url(campaign["id"], after=0)) for _ in range(3)]
+    writer = threading.Thread(target=write)
+    writer.start()
+    # Readers that join mid-burst from wherever the others got, and one reconnect each.
+    seen: list[list[int]] = [[] for _ in range(6)]
+    late: list[SSEReader] = []
+    for n in range(3):
+        first = readers[n].next()
+        seen[n].append(int(first.id or 0))
+        late.append(
+            SSEReader(api, events_url(campaign["id"]), headers={"Last-Event-ID": first.id or ""})
+        )
+        seen[3 + n].append(int(first.id or 0))  # its cursor, not a message it got
+    writer.join(60)
+    assert writer_done.is_set()
+    last = newest_id(server, campaign["id"])
+    for n, reader in enumerate(readers + late):
+        # Half-way, drop the connection and resume from the last id this reader had.
+        got = read_until(reader, lambda m: True)
+        ids = [int(m.id) for m in got if m.id]
+        reader.close()
+        resumed = SSEReader(
+            api, events_url(campaign["id"]), headers={"Last-Event-ID": str(ids[-1])}
+        )
+        got += read_until(resumed, reaches(last))
+        resumed.close()
+        seen[n] += [int(m.id) for m in got if m.id]
+    for n, ids in enumerate(seen):
+        cursor = ids[0]
+        expected = stored_ids(server, campaign["id"], after=cursor if n >= 3 else 0)
+        got_ids = ids[1:] if n >= 3 else ids
+        assert got_ids == expected, f"reader {n}: {len(got_ids)} ids, {len(expected)} stored"
+
+
+def log_texts(messages: list[Message], event: str) -> list[str]:
+    return [
+        html.unescape(text)
+        for m in messages
+        if m.event == event
+        for text in re.findall(r'<span class="line[^"]*"[^>]*>([^<]*)\n</span>', m.data)
+    ]
+
+
+def test_page_and_share_readers_get_each_change_once_across_a_reconnect(
+    api: httpx.Client, server: LiveServer, anonymous: httpx.Client, tmp_path: Path
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], title="followed")
+    share = api.post(f"/api/campaigns/{campaign['id']}/shares", json={}).json()
+    token = share["url"].rsplit("/s/", 1)[1]
+    start = newest_id(server, campaign["id"])
+    views = {
+        "campaign": (api, events_url(campaign["id"], view="campaign", after=start)),
+        "attempt": (
+            api,
+            events_url(campaign["id"], view="attempt", attempt=attempt["id"], after=start),
+        ),
+        "share": (anonymous, f"/s/{token}/events?after={start}"),
+    }
+    readers = {name: [SSEReader(c, url) for _ in range(3)] for name, (c, url) in views.items()}
+    log = tmp_path / "server.log"
+    lines = [f"line {n} <b>&</b>" for n in range(400)]
+    log.write_text("\n".join(lines[:200]) + "\n")
+    api.patch(f"/api/attempts/{attempt['id']}", json={"source": f"file://{log}"})
+    # A reader of each view drops its connection here and resumes by Last-Event-ID.
+    got: dict[str, list[list[Message]]] = {name: [[] for _ in rs] for name, rs in readers.items()}
+    deadline = time.monotonic() + 20
+    while "line 199" not in "".join(log_texts(got["attempt"][0], f"log-{attempt['id']}")):
+        assert time.monotonic() < deadline, "the first lines never came"
+        got["attempt"][0].append(readers["attempt"][0].next())
+    for name, rs in readers.items():
+        got[name][0] += read_until(rs[0], lambda m: m.id is not None)
+        rs[0].close()
+        client, url = views[name]
+        last_id = next(m.id for m in reversed(got[name][0]) if m.id)
+        rs[0] = SSEReader(client, url, headers={"Last-Event-ID": last_id or ""})
+    with log.open("a") as out:
+        out.write("\n".join(lines[200:]) + "\n")
+    api.patch(f"/api/attempts/{attempt['id']}", json={"verdict": "works"})
+    for reader, messages in zip(readers["campaign"], got["campaign"], strict=True):
+        # A changed attempt's card is swapped alone, not the whole timeline.
+        messages += read_until(
+            reader, lambda m: m.event == f"card-{attempt['id']}" and "works" in m.data
+        )
+    api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": "a note"})
+    make_attempt(api, campaign["id"], title="second <one>")
+    deadline = time.monotonic() + 30
+    while stored_bytes(api, attempt["id"]) < log.stat().st_size:
+        assert time.monotonic() < deadline, "the tailer never read the whole log"
+        time.sleep(0.05)
+    last = wait_quiet(server, campaign["id"])
+    for name, rs in readers.items():
+        for n, reader in enumerate(rs):
+            got[name][n] += read_until(reader, reaches(last))
+            reader.close()
+            ids = [int(m.id) for m in got[name][n] if m.id]
+            assert ids == sorted(set(ids)), f"{name} reader {n}: an id twice or out of order"
+    for n in range(3):
+        # The log's lines, appended: each exactly once, in order, across the reconnect.
+        assert log_texts(got["attempt"][n], f"log-{attempt['id']}") == lines, f"attempt reader {n}"
+        timelines = [m.data for m in got["campaign"][n] if m.event == "timeline"]
+        assert "second &lt;one&gt;" in timelines[-1], "a new attempt re-renders the timeline"
+        share_html = [m.data for m in got["share"][n] if m.event == "share-summary"]
+        assert "second &lt;one&gt;" in share_html[-1]
+
+
+def stored_bytes(api: httpx.Client, attempt_id: int) -> int:
+    tail = api.get(f"/api/attempts/{attempt_id}").json().get("tail") or {}
+    return int(tail.get("stored_bytes") or 0)
+
+
+def wait_quiet(server: LiveServer, campaign_id: int, quiet_s: float = 1.0) -> int:
+    """The newest event id once no new one came for `quiet_s` (the tailer settled)."""
+    deadline = time.monotonic() + 30
+    last, since = newest_id(server, campaign_id), time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+        now = newest_id(server, campaign_id)
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
+
+
+class RawReader:
+    """An SSE reader over a raw socket with a tiny receive buffer: until it reads, the
+    server's writes to it block, as a reader on a slow link's do."""
+
+    def __init__(self, server: LiveServer, path: str, headers: dict[str, str]) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.connect(("127.0.0.1", server.port))
+        self.conn = h11.Connection(h11.CLIENT)
+        host = f"127.0.0.1:{server.port}"
+        fields = [("Host", host), ("Connection", "close"), *headers.items()]
+        request = h11.Request(method="GET", target=path, headers=fields)
+        self.sock.sendall(self.conn.send(request) + self.conn.send(h11.EndOfMessage()))
+
+    def read_all(self, timeout: float = 30) -> list[Message]:
+        """Everything until the server ends the stream."""
+        self.sock.settimeout(timeout)
+        body = b""
+        while True:
+            event = self.conn.next_event()
+            if event is h11.NEED_DATA:
+                self.conn.receive_data(self.sock.recv(1 << 16))
+            elif isinstance(event, h11.Data):
+                body += bytes(event.data)
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                break
+        self.sock.close()
+        return parse_sse(body.decode())
+
+
+def parse_sse(text: str) -> list[Message]:
+    messages = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        event, data, ident = "message", [], None
+        for line in block.split("\n"):
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "event":
+                event = value
+            elif name == "data":
+                data.append(value)
+            elif name == "id":
+                ident = value
+        if data or ident or event != "message":
+            messages.append(Message(event, "\n".join(data), ident))
+    return [m for m in messages if m.event not in ("heartbeat", "hello")]
+
+
+def log_ranges(messages: list[Message]) -> list[int]:
+    """The log events' [offset, end) ranges, joined: one [0, size) when they tile the log
+    with no gap and no overlap (a chunk may end mid-line, so lines would not say it)."""
+    joined: list[int] = []
+    for m in messages:
+        if m.event == "log":
+            data = json.loads(m.data)
+            assert data["offset"] == (joined[-1] if joined else 0), "a gap or an overlap"
+            joined = [data["end"]]
+    return joined
+
+
+def test_a_slow_reader_is_dropped_and_resumes_with_nothing_lost_or_doubled(
+    api: httpx.Client, server: LiveServer, tmp_path: Path
+) -> None:
+    hub = server.app.state.live
+    hub.buffer = 4  # batches a reader may hold: small, so the slow one is dropped soon
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    start = newest_id(server, campaign["id"])
+    slow = RawReader(server, events_url(campaign["id"], after=start),
+                     {"Authorization": f"Bearer {OWNER_TOKEN}"})  # fmt: skip
+    fast = SSEReader(api, events_url(campaign["id"], after=start))
+    deadline = time.monotonic() + 10
+    while sum(len(b.subscribers) for b in hub.broadcasters.values()) < 2:
+        assert time.monotonic() < deadline, "the readers never joined"
+        time.sleep(0.02)
+    # Big log chunks, one commit each: a few of them fill the slow reader's socket.
+    log = tmp_path / "big.log"
+    log.write_bytes(b"")
+    api.patch(f"/api/attempts/{attempt['id']}", json={"source": f"file://{log}"})
+    dropped_before = hub.dropped
+    deadline = time.monotonic() + 30
+    n = 0
+    while hub.dropped == dropped_before:
+        assert time.monotonic() < deadline, "the slow reader was never dropped"
+        chunk = [f"{n:05d} " + "x" * 2000 for n in range(n, n + 100)]
+        n += 100
+        with log.open("a") as out:
+            out.write("\n".join(chunk) + "\n")
+        time.sleep(0.05)  # let the tailer commit this chunk on its own
+    last = wait_quiet(server, campaign["id"])
+    # The fast reader was never held back: it has everything already, in order.
+    got = read_until(fast, reaches(last))
+    fast.close()
+    assert log_ranges(got) == [log.stat().st_size]
+    # The slow one gets what its buffer held, then its stream ends; it resumes from there.
+    before = slow.read_all()
+    ids = [m.id for m in before if m.id]
+    resumed = SSEReader(api, events_url(campaign["id"]), headers={"Last-Event-ID": ids[-1] or ""})
+    after = read_until(resumed, reaches(last))
+    resumed.close()
+    assert log_ranges(before + after) == [log.stat().st_size]
+    all_ids = [int(m.id) for m in before + after if m.id]
+    assert all_ids == sorted(set(all_ids))
+
+
+def test_a_change_renders_once_however_many_readers(settings: Settings) -> None:
+    # Short heartbeats: a closed test reader's thread notices and hangs up soon.
+    with running(settings.model_copy(update={"heartbeat_seconds": 0.3})) as (server, api):
+        renders_once(server, api)
+
+
+def renders_once(server: LiveServer, api: httpx.Client) -> None:
+    hub = server.app.state.live
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    counts = {}
+    for readers in (1, 12):
+        json_readers = [SSEReader(api, events_url(campaign["id"])) for _ in range(readers)]
+        page_readers = [
+            SSEReader(api, events_url(campaign["id"], view="campaign")) for _ in range(readers)
+        ]
+        joined = 2 * readers
+        deadline = time.monotonic() + 10
+        while sum(len(b.subscribers) for b in hub.broadcasters.values()) < joined:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        before = dict(hub.renders)
+        api.patch(f"/api/attempts/{attempt['id']}", json={"verdict": f"seen by {readers}"})
+        last = newest_id(server, campaign["id"])
+        for reader in json_readers + page_readers:
+            read_until(reader, reaches(last))
+            reader.close()
+        counts[readers] = {k: hub.renders[k] - before.get(k, 0) for k in ("json", "campaign")}
+    assert counts[1] == counts[12] == {"json": 1, "campaign": 1}
+    # The broadcasters stop with their last reader.
+    deadline = time.monotonic() + 10
+    while hub.broadcasters:
+        assert time.monotonic() < deadline, "a broadcaster outlived its readers"
+        time.sleep(0.05)
