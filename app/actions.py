@@ -2,20 +2,12 @@
 
 from sqlmodel import Session
 
-from app import repo
-from app.domain import CLOSED, MetricSummary, transition_refusal
+from app import lifecycle, repo
+from app.changes import follow_up, record
+from app.domain import MetricSummary
 from app.errors import Conflict, Invalid, NotFound
-from app.live import notify_instances
-from app.models import (
-    Attempt,
-    BaselineChange,
-    Campaign,
-    LiveEvent,
-    Measurement,
-    Note,
-    Status,
-    utcnow,
-)
+from app.lifecycle import Actor
+from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, utcnow
 from app.schemas import (
     AttemptCreate,
     AttemptUpdate,
@@ -24,28 +16,6 @@ from app.schemas import (
     NoteCreate,
     check_target,
 )
-
-
-def changed(session: Session, attempt_id: int | None) -> None:
-    """Note an attempt whose row changed: after commit its tail is synced and news published."""
-    if attempt_id is not None:
-        session.info.setdefault("changed_attempts", set()).add(attempt_id)
-
-
-def record(
-    session: Session,
-    campaign_id: int,
-    kind: str,
-    *,
-    attempt_id: int | None = None,
-    note_id: int | None = None,
-) -> None:
-    """An event for live pages, in the same transaction as the change it reports."""
-    session.add(
-        LiveEvent(campaign_id=campaign_id, kind=kind, attempt_id=attempt_id, note_id=note_id)
-    )
-    notify_instances(session, campaign_id)
-    session.info.setdefault("changed_campaigns", set()).add(campaign_id)
 
 
 def require_campaign(session: Session, campaign_id: int) -> Campaign:
@@ -122,59 +92,39 @@ def create_attempt(session: Session, campaign_id: int, data: AttemptCreate) -> A
     _check_link(session, campaign_id, data.retest_of, "retest_of")
     _check_link(session, campaign_id, data.blocked_by, "blocked_by")
     attempt = Attempt(campaign_id=campaign_id, **data.model_dump())
-    if data.source:
-        # Attaching a log means the server is being launched: the attempt runs.
-        attempt.status = Status.running
-        attempt.started_at = utcnow()
     session.add(attempt)
     session.flush()
-    changed(session, attempt.id)
+    if data.source:
+        # Attaching a log means the server is being launched: the attempt runs.
+        lifecycle.require(session, attempt, Status.running, by=Actor.owner)
     record(session, campaign_id, "attempt", attempt_id=attempt.id)
     return attempt
 
 
-def _apply_status(session: Session, attempt: Attempt, new: Status, data: AttemptUpdate) -> None:
-    current = Status(attempt.status)
-    refusal = transition_refusal(current, new)
-    if refusal:
-        raise Conflict(refusal)
+def _adopt_as_baseline(session: Session, attempt: Attempt) -> None:
     assert attempt.id is not None
-    has_metric = bool(repo.samples_by_attempt(session, attempt_ids=[attempt.id]))
-    if new in (Status.measured, Status.adopted) and not has_metric:
-        raise Conflict(f"attempt {attempt.id} has no measurement yet: cannot be {new.value}")
-    if new == current:
-        return
-    attempt.status = new
-    if new == Status.running and attempt.started_at is None:
-        attempt.started_at = utcnow()
-    if new in CLOSED:
-        attempt.closed_at = utcnow()
-    if new == Status.adopted and data.set_baseline:
-        campaign = require_campaign(session, attempt.campaign_id)
-        samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id])[attempt.id]
-        summary = MetricSummary.of(samples)
-        assert summary is not None
-        _set_baseline(session, campaign, summary.mean, attempt_id=attempt.id)
+    campaign = require_campaign(session, attempt.campaign_id)
+    samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id])[attempt.id]
+    summary = MetricSummary.of(samples)
+    assert summary is not None
+    _set_baseline(session, campaign, summary.mean, attempt_id=attempt.id)
+    record(session, attempt.campaign_id, "campaign")
 
 
 def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> Attempt:
     attempt = require_attempt(session, attempt_id)
-    closed = Status(attempt.status) in CLOSED
     if data.set_baseline and data.status != Status.adopted:
         raise Invalid("set_baseline only goes with status 'adopted'")
     if data.metric_value is not None:
-        if closed:
-            raise Conflict(f"attempt {attempt_id} is {attempt.status}: its metric is final")
+        _refuse_if(lifecycle.metric_refusal(attempt))
         repo.replace_measurements(session, attempt_id=attempt_id, value=data.metric_value)
         session.flush()
-        _promote_to_measured(attempt)
+        _refuse_if(lifecycle.after_measurement(session, attempt, by=Actor.owner))
     if data.source is not None:
-        if closed:
-            raise Conflict(f"attempt {attempt_id} is {attempt.status}: no log to attach")
+        _refuse_if(lifecycle.source_refusal(attempt))
         attempt.source = data.source
-        if Status(attempt.status) in (Status.proposed, Status.blocked):
-            attempt.status = Status.running
-            attempt.started_at = attempt.started_at or utcnow()
+        follow_up(session, attempt_id)  # another log: the tail restarts on it
+        _refuse_if(lifecycle.after_source(session, attempt, by=Actor.owner))
     for field in ("title", "hypothesis", "command", "flags"):
         value = getattr(data, field)
         if value is not None:
@@ -185,16 +135,21 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
             raise Invalid("an attempt cannot block itself")
         attempt.blocked_by = data.blocked_by
     if data.status is not None:
-        _apply_status(session, attempt, data.status, data)
+        change = lifecycle.require(session, attempt, data.status, by=Actor.owner)
+        if change.changed and change.after == Status.adopted and data.set_baseline:
+            _adopt_as_baseline(session, attempt)
     if data.verdict is not None:
         attempt.verdict = data.verdict.strip() or None
     attempt.updated_at = utcnow()
     session.add(attempt)
-    changed(session, attempt_id)
     record(session, attempt.campaign_id, "attempt", attempt_id=attempt_id)
-    if data.set_baseline:
-        record(session, attempt.campaign_id, "campaign")
     return attempt
+
+
+def _refuse_if(refusal: str | lifecycle.Change | lifecycle.Refusal | None) -> None:
+    """A refusal of the lifecycle is the owner's 409."""
+    if isinstance(refusal, str | lifecycle.Refusal):
+        raise Conflict(str(refusal))
 
 
 def offered_host_key(session: Session, attempt_id: int) -> tuple[str, str, str | None]:
@@ -207,24 +162,11 @@ def offered_host_key(session: Session, attempt_id: int) -> tuple[str, str, str |
     return attempt.source, tail.host_key, tail.known_host_key
 
 
-def _promote_to_measured(attempt: Attempt) -> None:
-    """A figure arrived: an attempt still in play becomes measured."""
-    if Status(attempt.status) in (Status.proposed, Status.running, Status.ready):
-        attempt.status = Status.measured
-        attempt.started_at = attempt.started_at or utcnow()
-
-
 def add_measurement(session: Session, attempt_id: int, value: float) -> Attempt:
     attempt = require_attempt(session, attempt_id)
-    if Status(attempt.status) not in (
-        Status.proposed,
-        Status.running,
-        Status.ready,
-        Status.measured,
-    ):
-        raise Conflict(f"attempt {attempt_id} is {attempt.status}: it takes no more measurements")
+    _refuse_if(lifecycle.measurement_refusal(attempt))
     session.add(Measurement(attempt_id=attempt_id, value=value))
-    _promote_to_measured(attempt)
+    _refuse_if(lifecycle.after_measurement(session, attempt, by=Actor.owner))
     attempt.updated_at = utcnow()
     session.add(attempt)
     record(session, attempt.campaign_id, "attempt", attempt_id=attempt_id)
@@ -274,7 +216,7 @@ def delete_campaign(session: Session, campaign_id: int) -> None:
     session.delete(campaign)
     session.flush()
     for attempt_id in attempt_ids:
-        changed(session, attempt_id)  # after commit: their tails stop
+        follow_up(session, attempt_id)  # after commit: their tails stop
 
 
 def delete_attempt(session: Session, attempt_id: int) -> int:
@@ -283,6 +225,6 @@ def delete_attempt(session: Session, attempt_id: int) -> int:
     campaign_id = attempt.campaign_id
     session.delete(attempt)
     session.flush()
-    changed(session, attempt_id)
+    follow_up(session, attempt_id)
     record(session, campaign_id, "attempt", attempt_id=attempt_id)
     return campaign_id

@@ -20,7 +20,6 @@ from typing import Any
 
 from app import actions, demo_logs, repo
 from app.db import session_scope
-from app.deps import after_commit
 from app.models import Attempt, Status
 from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, NoteCreate
 
@@ -149,9 +148,7 @@ class Replay:
 
     def _write(self, session_changes: Callable[[Any], Any]) -> Any:
         with session_scope(self.engine) as session:
-            result = session_changes(session)
-        after_commit(self.state, session)
-        return result
+            return session_changes(session)
 
     def _type(self, path: Path, lines: list[str], seconds: float) -> None:
         """Append lines over `seconds`, as a server would print them."""

@@ -1,8 +1,7 @@
 """Request dependencies: the database session, the owner check, CSRF for forms."""
 
-import logging
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from sqlmodel import Session
@@ -11,30 +10,17 @@ from app.auth import SESSION_COOKIE, OwnerAuth
 from app.config import Settings
 from app.db import session_scope
 
-log = logging.getLogger(__name__)
-
 
 class LoginRequired(Exception):
     """A page was asked for without a valid owner session."""
 
 
 def get_session(request: Request) -> Iterator[Session]:
+    """The request's unit of work; what it records is published after commit by the app's
+    hook (app/changes.py)."""
     reading = request.method in ("GET", "HEAD")
     with session_scope(request.app.state.engine, snapshot=reading) as session:
         yield session
-    after_commit(request.app.state, session)
-
-
-def after_commit(state: Any, session: Session) -> None:
-    """Committed: now the tailer may follow or stop, and pages may hear of it. The change
-    is stored whatever happens here, so a failure is logged, never answered with a 500."""
-    for attempt_id in sorted(session.info.get("changed_attempts", ())):
-        try:
-            state.after_change(attempt_id)
-        except Exception:
-            log.exception("after-change work for attempt %s failed", attempt_id)
-    for campaign_id in sorted(session.info.get("changed_campaigns", ())):
-        state.bus.publish(campaign_id)
 
 
 # scope="function": the transaction commits before the response leaves, so a client

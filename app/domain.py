@@ -1,4 +1,5 @@
-"""The campaign's rules: which status changes make sense, lanes, and judging a metric."""
+"""The campaign's judgement: lanes, repeated runs, and a metric against the baseline
+(which status changes make sense is app/lifecycle.py's)."""
 
 import math
 import statistics
@@ -6,37 +7,6 @@ import sys
 from dataclasses import dataclass
 
 from app.models import Lane, Status
-
-# PRODUCT.md's lifecycle. Any status may become `blocked` (waiting on another
-# attempt), and a blocked attempt goes back into play when it is unblocked.
-_NEXT: dict[Status, set[Status]] = {
-    Status.proposed: {Status.running, Status.measured, Status.eliminated},
-    Status.running: {Status.ready, Status.crashed, Status.measured, Status.eliminated},
-    Status.ready: {Status.measured, Status.crashed, Status.eliminated},
-    Status.measured: {Status.adopted, Status.eliminated},
-    Status.crashed: {Status.eliminated},
-    Status.blocked: {Status.proposed, Status.running, Status.eliminated},
-    Status.adopted: set(),
-    Status.eliminated: set(),
-}
-
-CLOSED = frozenset({Status.adopted, Status.eliminated})
-
-
-def transition_refusal(current: Status, new: Status) -> str | None:
-    """Why `current` cannot become `new`, or None when it can."""
-    if new == current or new == Status.blocked:
-        return None
-    if new in _NEXT[current]:
-        return None
-    if current in CLOSED:
-        return f"the attempt is already {current.value}: a verdict is final, retest it instead"
-    if new == Status.adopted:
-        return f"only a measured attempt can be adopted (this one is {current.value})"
-    if current == Status.crashed:
-        return "a crashed attempt can only be eliminated or retested as a new attempt"
-    allowed = ", ".join(sorted(s.value for s in _NEXT[current] | {Status.blocked}))
-    return f"cannot go from {current.value} to {new.value} (allowed: {allowed})"
 
 
 def lane_of(status: Status) -> Lane:

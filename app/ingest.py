@@ -10,15 +10,17 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Engine, delete, func
 from sqlmodel import Session, col, select
 
+from app import lifecycle
+from app.changes import record
 from app.db import is_postgres, libpq_dsn, session_scope
 from app.diagnosis import Diagnoser, Diagnosis, Throughput
-from app.live import notify_instances
+from app.lifecycle import Actor, Refusal
 from app.models import (
     Attempt,
     Campaign,
@@ -173,7 +175,6 @@ class AttemptTail:
         *,
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
-        on_commit: Callable[[int], None] = lambda _campaign_id: None,
     ) -> None:
         self.engine = engine
         self.campaign_id = 0
@@ -182,7 +183,7 @@ class AttemptTail:
         self.attempt_id = attempt_id
         self.source = source
         self.stall_after_s = stall_after_s
-        self.on_commit = on_commit
+        self._refused: set[str] = set()
         self.stop_event = threading.Event()
         # The source's last word on a writer, since the last byte (None: none, or unknown).
         self.writer_open: bool | None = None
@@ -376,6 +377,9 @@ class AttemptTail:
                     tail.state, tail.last_error = event.state, event.message
                     tail.host_key, tail.known_host_key = event.host_key, event.known_host_key
             flush_chunk()
+            if tail.stored_bytes > stored_before:
+                record(session, self.campaign_id, "log", attempt_id=self.attempt_id,
+                       start_offset=stored_before, end_offset=tail.stored_bytes)  # fmt: skip
             judged_before = (attempt.status, (attempt.diagnosis or {}).get("crashed"))
             if fed or any(isinstance(event, Writer) for event in batch):
                 result = diagnoser.diagnosis()
@@ -384,33 +388,17 @@ class AttemptTail:
                 if fed and tail.stored_bytes > self.log_cap_bytes:
                     self._drop_middle(session, tail, result)
             judged = (attempt.status, (attempt.diagnosis or {}).get("crashed")) != judged_before
-            if tail.stored_bytes > stored_before:
-                session.add(
-                    LiveEvent(
-                        campaign_id=self.campaign_id,
-                        kind="log",
-                        attempt_id=self.attempt_id,
-                        start_offset=stored_before,
-                        end_offset=tail.stored_bytes,
-                    )
-                )
             connected = tail.state == TailStatus.connected
             if tail.size is not None and tail.offset < tail.size and connected:
                 tail.state = TailStatus.catching_up
             if fed or judged or _seen(tail) != seen_before:
                 # Pages hear of a change, never of a heartbeat that changed nothing.
-                session.add(
-                    LiveEvent(
-                        campaign_id=self.campaign_id, kind="attempt", attempt_id=self.attempt_id
-                    )
-                )
-                notify_instances(session, self.campaign_id)
+                record(session, self.campaign_id, "attempt", attempt_id=self.attempt_id)
             self._commits += 1
             if self._commits % PRUNE_EVERY == 0:
                 self._prune_events(session)
             tail.updated_at = utcnow()
             session.add(tail)
-        self.on_commit(self.campaign_id)
         return tail
 
     def _prune_events(self, session: Session) -> None:
@@ -485,14 +473,16 @@ class AttemptTail:
         if ended is not None:
             attempt.diagnosis |= {"crashed": crashed, "crashed_reason": ended[1]}
         attempt.fingerprint = result.fingerprint
-        status = Status(attempt.status)
-        if status == Status.crashed and crashed_before and not crashed and result.ready:
+        current = Status(attempt.status)
+        # What the log says, whatever the attempt's status; the lifecycle decides.
+        wanted = current
+        if current == Status.crashed and crashed_before and not crashed and result.ready:
             # The engine served on after what read as fatal (a request failing): the crash
             # this log's diagnosis declared is withdrawn.
             measured = session.exec(
                 select(func.count()).where(Measurement.attempt_id == attempt.id)
             ).one()
-            status = Status.measured if measured else Status.ready
+            wanted = Status.measured if measured else Status.ready
         if figures:
             # Only when the log has benchmark figures: most commits need no query here.
             last_taken = session.exec(
@@ -505,13 +495,17 @@ class AttemptTail:
                             attempt_id=attempt.id or 0, value=figure.value, log_offset=figure.offset
                         )
                     )
-                    if status in (Status.running, Status.ready):
-                        status = Status.measured
-        if result.ready and status == Status.running:
-            status = Status.ready
-        if crashed and status in (Status.running, Status.ready):
-            status = Status.crashed
-        if status != attempt.status:
-            attempt.status = status
+                    if wanted != Status.crashed:  # only the withdrawal above lifts a crash
+                        wanted = Status.measured
+        if result.ready and wanted == Status.running:
+            wanted = Status.ready
+        if crashed and wanted != Status.measured:
+            wanted = Status.crashed  # a server measured before it died keeps its figures
         attempt.updated_at = utcnow()
         session.add(attempt)
+        outcome = lifecycle.apply(session, attempt, wanted, by=Actor.ingest)
+        if isinstance(outcome, Refusal) and outcome.message not in self._refused:
+            # Closed by the owner, or waiting on another attempt: the owner's word stands.
+            # Said once: the diagnosis says the same on every commit that follows.
+            self._refused.add(outcome.message)
+            log.info("attempt %s stays %s: %s", attempt.id, outcome.current, outcome.message)

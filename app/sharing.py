@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 
 from app import actions, repo, views
 from app.auth import sha256_hex
+from app.changes import record
 from app.db import session_scope
 from app.errors import NotFound
 from app.markdown import render_markdown
@@ -75,7 +76,7 @@ def revoke(session: Session, link: ShareLink) -> None:
     link.revoked_at = utcnow()
     session.add(link)
     # Open share streams of this campaign wake up and close themselves.
-    actions.record(session, link.campaign_id, "share")
+    record(session, link.campaign_id, "share")
 
 
 def list_links(session: Session, campaign_id: int) -> list[ShareLink]:

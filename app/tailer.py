@@ -1,23 +1,25 @@
 """Which attempts are being followed: one AttemptTail per attempt with a source that is not
-closed; started with the app, synced after every change, stopped on close or detach."""
+closed; started with the app, looked at again after every change (in the tailer's own
+thread: no request waits for a tail to end), stopped on close or detach."""
 
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 
 from sqlalchemy import Engine
 from sqlmodel import col, select
 
-from app.actions import record
+from app import lifecycle
+from app.changes import record
 from app.db import session_scope
 from app.ingest import AttemptTail
-from app.models import Attempt, Status, TailState
+from app.models import Attempt, TailState
 from app.tailing.protocol import LogSource
 
 log = logging.getLogger(__name__)
 RESCAN_S = 10.0
 MIN_RESCAN_GAP_S = 1.0
-FOLLOWED = (Status.running, Status.ready, Status.measured, Status.crashed, Status.blocked)
 
 
 class Tailer:
@@ -28,31 +30,34 @@ class Tailer:
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
         source_factory: Callable[[str], LogSource],
-        on_commit: Callable[[int], None] = lambda _campaign_id: None,
     ) -> None:
         self.engine = engine
         self.stall_after_s = stall_after_s
         self.log_cap_bytes = log_cap_bytes
         self.source_factory = source_factory
-        self.on_commit = on_commit
         self._tails: dict[int, tuple[str, AttemptTail]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._wake_up = threading.Event()
+        # Asked for by commits and requests, done by the worker thread (guarded by _lock).
+        self._due: set[int] = set()
+        self._restarts: set[int] = set()
+        self._rescan_asked = False
+        self._worker: threading.Thread | None = None
 
     def start(self) -> None:
         """Resume every attempt that was being followed when the dashboard stopped, then
         look again now and then: attempts another instance created or stopped following
         (several dashboards on one PostgreSQL) are picked up too."""
         self.resync()
-        self._rescanner = threading.Thread(target=self._rescan, name="tail-rescan", daemon=True)
-        self._rescanner.start()
+        self._worker = threading.Thread(target=self._work, name="tail-sync", daemon=True)
+        self._worker.start()
 
     def resync(self) -> None:
         with session_scope(self.engine) as session:
             ids = session.exec(
                 select(Attempt.id).where(
-                    col(Attempt.source).is_not(None), col(Attempt.status).in_(FOLLOWED)
+                    col(Attempt.source).is_not(None), col(Attempt.status).in_(lifecycle.FOLLOWED)
                 )
             ).all()
         with self._lock:
@@ -61,28 +66,65 @@ class Tailer:
         for attempt_id in sorted({i for i in ids if i is not None} | followed_here):
             self.sync(attempt_id)
 
-    def wake(self) -> None:
-        """Look again soon: another dashboard on the database changed something."""
+    def look_at(self, attempt_ids: Iterable[int]) -> None:
+        """Soon, follow or stop these attempts as they now are (never waits: called after
+        commit, on the committing thread)."""
+        with self._lock:
+            self._due.update(attempt_ids)
         self._wake_up.set()
 
-    def _rescan(self) -> None:
+    def restart(self, attempt_id: int) -> None:
+        """Soon, follow the attempt afresh (a host key was trusted); never waits."""
+        with self._lock:
+            self._restarts.add(attempt_id)
+        self._wake_up.set()
+
+    def wake(self) -> None:
+        """Look at every attempt again soon: another dashboard on the database changed
+        something."""
+        with self._lock:
+            self._rescan_asked = True
+        self._wake_up.set()
+
+    def _work(self) -> None:
+        last_rescan = time.monotonic()
         while not self._stopping.is_set():
-            self._wake_up.wait(RESCAN_S)
+            with self._lock:
+                rescan_asked = self._rescan_asked
+            # A busy campaign elsewhere asks for a rescan on every commit: one a second.
+            since = time.monotonic() - last_rescan
+            wait = max(0.0, (MIN_RESCAN_GAP_S if rescan_asked else RESCAN_S) - since)
+            self._wake_up.wait(wait)
             self._wake_up.clear()
             if self._stopping.is_set():
                 return
+            with self._lock:
+                restarts, self._restarts = self._restarts, set()
+                due, self._due = self._due - restarts, set()
+                since = time.monotonic() - last_rescan
+                rescan = since >= RESCAN_S or (self._rescan_asked and since >= MIN_RESCAN_GAP_S)
+                if rescan:
+                    self._rescan_asked = False
             try:
-                self.resync()
+                for attempt_id in sorted(restarts):
+                    self._restart_now(attempt_id)
+                for attempt_id in sorted(due):
+                    self.sync(attempt_id)
+                if rescan:
+                    last_rescan = time.monotonic()
+                    self.resync()
             except Exception:  # the database may be briefly away; try again later
-                log.exception("rescanning the attempts to follow failed")
-            # A busy campaign wakes this often (every ingest commit): one look a second.
-            self._stopping.wait(MIN_RESCAN_GAP_S)
+                log.exception("looking at the attempts to follow failed")
+                with self._lock:
+                    self._due |= due
+                    self._restarts |= restarts
 
     def sync(self, attempt_id: int) -> None:
-        """Follow the attempt if it should be followed, stop if it should not."""
+        """Follow the attempt if it should be followed, stop if it should not. Waits for a
+        tail to end: the tailer's own threads only."""
         with session_scope(self.engine) as session:
             attempt = session.get(Attempt, attempt_id)
-            source = attempt.source if attempt and Status(attempt.status) in FOLLOWED else None
+            source = attempt.source if attempt and lifecycle.is_followed(attempt) else None
         with self._lock:
             current = self._tails.get(attempt_id)
             if current and current[0] == source and current[1].thread.is_alive():
@@ -101,10 +143,9 @@ class Tailer:
             self.source_factory(source),
             stall_after_s=self.stall_after_s,
             log_cap_bytes=self.log_cap_bytes,
-            on_commit=self.on_commit,
         )
         with self._lock:
-            if attempt_id in self._tails:
+            if attempt_id in self._tails or self._stopping.is_set():
                 return
             self._tails[attempt_id] = (source, tail)
         tail.start()
@@ -121,10 +162,8 @@ class Tailer:
             tail.known_host_key = None
             session.add(tail)
             record(session, attempt.campaign_id, "attempt", attempt_id=attempt_id)
-            campaign_id = attempt.campaign_id
-        self.on_commit(campaign_id)
 
-    def restart(self, attempt_id: int) -> None:
+    def _restart_now(self, attempt_id: int) -> None:
         with self._lock:
             old = self._tails.pop(attempt_id, None)
         if old:
@@ -134,6 +173,8 @@ class Tailer:
     def stop_all(self) -> None:
         self._stopping.set()
         self._wake_up.set()
+        if self._worker is not None:
+            self._worker.join(15)  # it may be waiting for a tail to end
         with self._lock:
             tails = [tail for _, tail in self._tails.values()]
             self._tails.clear()

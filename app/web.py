@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from app import migrate
+from app import changes, migrate
 from app.auth import AuthRefresher, load_owner_auth
 from app.bodies import BodyGuard
 from app.config import Settings
@@ -82,11 +82,20 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     sources = LogSources(settings)  # this app's SSH connections, closed with it
     tailer = Tailer(
         engine,
-        on_commit=bus.publish,
         stall_after_s=settings.stall_seconds,
         log_cap_bytes=int(settings.log_cap_mib * (1 << 20)),
         source_factory=sources.open,
     )
+
+    def after_commit(campaign_ids: frozenset[int], attempt_ids: frozenset[int]) -> None:
+        """Every commit on this engine that recorded something: pages hear of it, and the
+        tailer looks at the attempts whose log may be followed or stopped now."""
+        for campaign_id in sorted(campaign_ids):
+            bus.publish(campaign_id)
+        if attempt_ids:
+            tailer.look_at(attempt_ids)
+
+    changes.on_commit(engine, after_commit)
 
     def from_other_instances(campaign_id: int) -> None:
         bus.publish(campaign_id)
@@ -148,7 +157,6 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
     app.state.share_renders = shares.RenderedShares()
     app.state.frame_source_limiter = anyio.CapacityLimiter(frame_source.FETCHES_AT_ONCE)
-    app.state.after_change = tailer.sync
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, _exc: LoginRequired) -> Response:

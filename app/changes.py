@@ -1,0 +1,100 @@
+"""Live events: their one writer, in the transaction of the change they report, and the one
+after-commit hook that publishes them (`bus.publish`) and wakes the tailer.
+
+Whoever changes something (a request, the ingest, the tailer, the runner) calls `record`
+in its transaction; nobody publishes by hand. The app installs its hook on its engine with
+`on_commit`, so every session of that engine, and only of that engine, runs it on commit.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine, event
+from sqlalchemy.orm import Session
+
+from app.live import notify_instances
+from app.models import LiveEvent
+
+# The app's hook rides on its engine, the one thing every unit of work is given: two apps
+# in one process (the tests, the demo) never run each other's.
+_HOOK_OPTION = "campaign_dash_after_commit"
+_PENDING = "campaign_dash_pending"
+
+AfterCommit = Callable[[frozenset[int], frozenset[int]], None]
+"""Called with the campaigns that have new live events and the attempts whose log may be
+followed or stopped now. It runs on the committing thread, still holding the connection:
+it must only set flags (publish, wake), never wait or query."""
+
+
+@dataclass
+class _Pending:
+    campaigns: set[int] = field(default_factory=set)
+    attempts: set[int] = field(default_factory=set)
+    written: set[tuple[object, ...]] = field(default_factory=set)
+
+
+def _pending(session: Session) -> _Pending:
+    pending = session.info.get(_PENDING)
+    if pending is None:
+        pending = session.info[_PENDING] = _Pending()
+    return pending
+
+
+def record(
+    session: Session,
+    campaign_id: int,
+    kind: str,
+    *,
+    attempt_id: int | None = None,
+    note_id: int | None = None,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+) -> None:
+    """An event for live pages, in the same transaction as the change it reports. Events
+    carry ids, not state: the same one twice in a transaction is written once."""
+    pending = _pending(session)
+    key = (campaign_id, kind, attempt_id, note_id, start_offset, end_offset)
+    if key in pending.written:
+        return
+    pending.written.add(key)
+    session.add(
+        LiveEvent(
+            campaign_id=campaign_id,
+            kind=kind,
+            attempt_id=attempt_id,
+            note_id=note_id,
+            start_offset=start_offset,
+            end_offset=end_offset,
+        )
+    )
+    if campaign_id not in pending.campaigns:
+        notify_instances(session, campaign_id)  # other dashboards on PostgreSQL
+        pending.campaigns.add(campaign_id)
+
+
+def follow_up(session: Session, attempt_id: int | None) -> None:
+    """After commit, the tailer looks at this attempt again (its source or status changed:
+    its log may now be followed, restarted or stopped)."""
+    if attempt_id is not None:
+        _pending(session).attempts.add(attempt_id)
+
+
+def on_commit(engine: Engine, hook: AfterCommit) -> None:
+    """Every session on `engine` calls `hook` after a commit that recorded something."""
+    engine.update_execution_options(**{_HOOK_OPTION: hook})
+
+
+@event.listens_for(Session, "after_commit")
+def _after_commit(session: Session) -> None:
+    pending: _Pending | None = session.info.pop(_PENDING, None)
+    if pending is None or not (pending.campaigns or pending.attempts):
+        return
+    bind = session.get_bind()
+    hook: AfterCommit | None = bind.get_execution_options().get(_HOOK_OPTION)
+    if hook is not None:
+        hook(frozenset(pending.campaigns), frozenset(pending.attempts))
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _after_rollback(session: Session, _previous: object) -> None:
+    session.info.pop(_PENDING, None)  # nothing was stored: nothing to tell

@@ -1,0 +1,187 @@
+"""One lifecycle for every actor: the owner's API and forms, the ingest and the runner ask
+app/lifecycle.py, get the same refusal in the same words, and each change it makes writes
+its live event and wakes the tailer through the one after-commit hook."""
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlmodel import col, select
+
+from app import changes, lifecycle, migrate
+from app.db import make_engine, session_scope
+from app.ingest import AttemptTail
+from app.lifecycle import Actor, Change, Refusal
+from app.models import Attempt, Campaign, LiveEvent, Status
+from app.tailing.events import Data, Event, Idle, Opened
+from tests.conftest import LiveServer
+from tests.helpers import (
+    attempt_of,
+    csrf_of,
+    make_attempt,
+    make_campaign,
+    patch,
+    stored_log,
+    tail_state,
+    wait_for,
+)
+
+FINAL = "the attempt is already eliminated: a verdict is final, retest it instead"
+CRASH_LOG = b'Traceback (most recent call last):\n  File "serve.py", line 3\nKeyError: 12\n'
+
+
+class Once:
+    """A source above the source interface: the whole log, then the caught-up moment."""
+
+    def __init__(self, log: bytes) -> None:
+        self.log = log
+
+    def follow(self, offset: int, identity: str | None, stop: threading.Event) -> Iterator[Event]:
+        yield Opened("once", len(self.log))
+        yield Data(0, self.log)
+        yield Idle(len(self.log))
+
+
+def test_a_refusal_is_the_same_from_the_api_the_form_and_the_ingest(
+    api: httpx.Client,
+    browser: httpx.Client,
+    server: LiveServer,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "quiet.log"
+    log.write_bytes(b"")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: tail_state(api, attempt["id"]) == "connected", what="followed")
+    assert patch(api, attempt["id"], status="eliminated", verdict="dead end").status_code == 200
+    wait_for(lambda: tail_state(api, attempt["id"]) == "stopped", what="no longer followed")
+
+    by_api = patch(api, attempt["id"], status="crashed")
+    assert by_api.status_code == 409
+    assert by_api.json()["detail"] == FINAL
+
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    form = {"csrf_token": csrf_of(page), "status": "crashed"}
+    by_form = browser.post(f"/attempts/{attempt['id']}/status", data=form)
+    assert by_form.status_code == 409
+    assert FINAL in by_form.text
+
+    # The ingest reads a crash in the log of the attempt the owner closed meanwhile.
+    engine = server.app.state.engine
+    tail = AttemptTail(engine, attempt["id"], Once(CRASH_LOG), stall_after_s=300)
+    with caplog.at_level(logging.INFO, logger="app.ingest"):
+        tail.start()
+        tail.thread.join(30)
+    assert not tail.thread.is_alive()
+    assert f"attempt {attempt['id']} stays eliminated: {FINAL}" in caplog.messages
+    after = attempt_of(api, attempt["id"])
+    assert after["status"] == "eliminated"
+    assert after["diagnosis"]["root_cause"] == "KeyError: 12"  # read, but the verdict stands
+
+
+def test_each_actor_may_make_only_its_own_transitions() -> None:
+    # Verdicts are the owner's: neither the ingest nor the runner adopts or eliminates.
+    assert lifecycle.refusal(Status.measured, Status.adopted, by=Actor.owner) is None
+    assert lifecycle.refusal(Status.measured, Status.adopted, by=Actor.runner) == (
+        "cannot go from measured to adopted (allowed: none)"
+    )
+    assert lifecycle.refusal(Status.running, Status.eliminated, by=Actor.ingest) == (
+        "cannot go from running to eliminated (allowed: crashed, measured, ready)"
+    )
+    # Only the ingest withdraws a crash its own diagnosis declared; the owner retests.
+    assert lifecycle.refusal(Status.crashed, Status.ready, by=Actor.ingest) is None
+    assert lifecycle.refusal(Status.crashed, Status.ready, by=Actor.owner) == (
+        "a crashed attempt can only be eliminated or retested as a new attempt"
+    )
+    # The runner launches; the ingest never does.
+    assert lifecycle.refusal(Status.proposed, Status.running, by=Actor.runner) is None
+    assert lifecycle.refusal(Status.proposed, Status.running, by=Actor.ingest) is not None
+    # Blocking is the owner's, from anywhere.
+    assert lifecycle.refusal(Status.adopted, Status.blocked, by=Actor.owner) is None
+    assert lifecycle.refusal(Status.running, Status.blocked, by=Actor.runner) is not None
+
+
+def test_the_runner_launches_through_the_lifecycle_and_the_tailer_follows(
+    api: httpx.Client, server: LiveServer, tmp_path: Path
+) -> None:
+    log = tmp_path / "launched.log"
+    log.write_bytes(b"server starting\n")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    engine = server.app.state.engine
+    with session_scope(engine) as session:
+        row = session.get(Attempt, attempt["id"])
+        assert row is not None
+        before = _newest_event(session, campaign["id"])
+        row.source = f"file://{log}"
+        launched = lifecycle.apply(session, row, Status.running, by=Actor.runner)
+        adopted = lifecycle.apply(session, row, Status.adopted, by=Actor.runner)
+    assert launched == Change(attempt["id"], Status.proposed, Status.running, Actor.runner)
+    assert isinstance(adopted, Refusal)
+    # Committed outside any request: the one hook still wakes the tailer, which follows.
+    wait_for(lambda: stored_log(api, attempt["id"]) == b"server starting\n", what="followed")
+    now = attempt_of(api, attempt["id"])
+    assert now["status"] == "running" and now["started_at"] is not None
+    with session_scope(engine) as session:
+        kinds = session.exec(
+            select(LiveEvent.kind, LiveEvent.attempt_id).where(
+                LiveEvent.campaign_id == campaign["id"], col(LiveEvent.id) > before
+            )
+        ).all()
+    assert ("attempt", attempt["id"]) in kinds
+
+
+def _newest_event(session: object, campaign_id: int) -> int:
+    ids = session.exec(  # type: ignore[attr-defined]
+        select(LiveEvent.id).where(LiveEvent.campaign_id == campaign_id)
+    ).all()
+    return max(ids, default=0)
+
+
+def test_the_hook_runs_once_per_commit_that_recorded_and_never_after_a_rollback(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'hook.db'}"
+    migrate.upgrade(url)
+    engine, other = make_engine(url), make_engine(url)
+    calls: list[tuple[frozenset[int], frozenset[int]]] = []
+    changes.on_commit(engine, lambda campaigns, attempts: calls.append((campaigns, attempts)))
+    try:
+        with session_scope(engine) as session:
+            campaign = Campaign(name="hooked")
+            session.add(campaign)
+            session.flush()
+            assert campaign.id is not None
+            campaign_id = campaign.id
+        assert calls == [], "nothing recorded: nothing to tell"
+
+        with session_scope(engine) as session:
+            changes.record(session, campaign_id, "campaign")
+            changes.record(session, campaign_id, "campaign")  # the same event: written once
+            changes.record(session, campaign_id, "log", attempt_id=7, start_offset=0, end_offset=4)
+            changes.follow_up(session, 7)
+        assert calls == [(frozenset({campaign_id}), frozenset({7}))]
+
+        with pytest.raises(RuntimeError), session_scope(engine) as session:
+            changes.record(session, campaign_id, "campaign")
+            changes.follow_up(session, 8)
+            raise RuntimeError("refused halfway")
+        assert len(calls) == 1, "a rolled-back change is never published"
+
+        # Another engine on the same file (another app in this process) runs no hook of it.
+        with session_scope(other) as session:
+            changes.record(session, campaign_id, "campaign")
+        assert len(calls) == 1
+
+        with session_scope(engine) as session:
+            rows = session.exec(
+                select(LiveEvent.kind).where(LiveEvent.campaign_id == campaign_id)
+            ).all()
+        assert sorted(rows) == ["campaign", "campaign", "log"]  # one per transaction kept
+    finally:
+        engine.dispose()
+        other.dispose()
