@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
 from sqlmodel import Session
-from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, sharing, views
@@ -28,6 +28,15 @@ from app.schemas import (
 from app.tailing.factory import log_source_refusal, trust_offered_key
 
 router = APIRouter(include_in_schema=False)
+
+
+async def submitted_form(request: Request) -> FormData:
+    """The posted form, read on the loop (it is I/O); the handlers that take it are plain
+    functions, run in worker threads, so their database work never blocks the loop."""
+    return await request.form()
+
+
+FormDep = Annotated[FormData, Depends(submitted_form)]
 OwnerPage = [Depends(require_page_owner)]
 OwnerForm = [Depends(require_csrf)]
 
@@ -105,8 +114,8 @@ CAMPAIGN_FIELDS = ["name", "metric", "baseline", "target", "description", "noise
 
 
 @router.post("/campaigns", dependencies=OwnerForm)
-async def create_campaign(request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "new-campaign", "campaigns")
+def create_campaign(request: Request, session: SessionDep, submitted: FormDep) -> Response:
+    form = PageForm(submitted, "new-campaign", "campaigns")
     with form:
         campaign = actions.create_campaign(session, form.parse(CampaignCreate, CAMPAIGN_FIELDS))
     return see_other(f"/campaigns/{campaign.id}")
@@ -169,8 +178,10 @@ def campaign_page(
 
 
 @router.post("/campaigns/{campaign_id}/edit", dependencies=OwnerForm)
-async def edit_campaign(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "edit-campaign", "campaign", campaign_id)
+def edit_campaign(
+    campaign_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "edit-campaign", "campaign", campaign_id)
     with form:
         fields = ["name", "baseline", "target", "description", "noise_pct"]
         data = form.parse(CampaignUpdate, fields, **form.cleared(["description"]))
@@ -179,8 +190,10 @@ async def edit_campaign(campaign_id: int, request: Request, session: SessionDep)
 
 
 @router.post("/campaigns/{campaign_id}/delete", dependencies=OwnerForm)
-async def delete_campaign(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "delete-campaign", "campaign", campaign_id)
+def delete_campaign(
+    campaign_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "delete-campaign", "campaign", campaign_id)
     with form:
         form.require_confirmation()
         actions.delete_campaign(session, campaign_id)
@@ -191,11 +204,13 @@ ATTEMPT_FIELDS = ["title", "hypothesis", "command", "flags", "source", "retest_o
 
 
 @router.post("/campaigns/{campaign_id}/attempts", dependencies=OwnerForm)
-async def create_attempt(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "new-attempt", "campaign", campaign_id)
+def create_attempt(
+    campaign_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "new-attempt", "campaign", campaign_id)
     data = form.parse(AttemptCreate, ATTEMPT_FIELDS)
-    # A stat: off the event loop, a hung network file system must not stall every page.
-    refusal = await run_in_threadpool(log_source_refusal, request.app.state.settings, data.source)
+    # A stat, in this worker thread: a hung network file system holds this request only.
+    refusal = log_source_refusal(request.app.state.settings, data.source)
     if refusal:
         raise form.refuse({"source": refusal})
     with form:
@@ -207,8 +222,10 @@ async def create_attempt(campaign_id: int, request: Request, session: SessionDep
 
 
 @router.post("/campaigns/{campaign_id}/notes", dependencies=OwnerForm)
-async def add_campaign_note(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "campaign-note", "campaign", campaign_id)
+def add_campaign_note(
+    campaign_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "campaign-note", "campaign", campaign_id)
     with form:
         actions.add_campaign_note(session, campaign_id, form.parse(NoteCreate, ["body"]))
     if is_htmx(request):
@@ -220,8 +237,10 @@ async def add_campaign_note(campaign_id: int, request: Request, session: Session
 
 
 @router.post("/campaigns/{campaign_id}/shares", dependencies=OwnerForm)
-async def create_share(campaign_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "share", "campaign", campaign_id)
+def create_share(
+    campaign_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "share", "campaign", campaign_id)
     hours = form.data.get("expires_in_hours")
     try:
         expires = float(hours) if isinstance(hours, str) and hours.strip() else None
@@ -282,8 +301,10 @@ def attempt_page(attempt_id: int, request: Request, session: SessionDep) -> Resp
 
 
 @router.post("/attempts/{attempt_id}/status", dependencies=OwnerForm)
-async def change_status(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "status", "attempt", attempt_id)
+def change_status(
+    attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "status", "attempt", attempt_id)
     data = form.parse(AttemptUpdate, ["status", "verdict"])
     # The box says "when adopting": ticked or not, it means nothing for another verdict.
     data.set_baseline = data.status == Status.adopted and form.data.get("set_baseline") == "on"
@@ -295,8 +316,10 @@ async def change_status(attempt_id: int, request: Request, session: SessionDep) 
 
 
 @router.post("/attempts/{attempt_id}/edit", dependencies=OwnerForm)
-async def edit_attempt(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "edit-attempt", "attempt", attempt_id)
+def edit_attempt(
+    attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "edit-attempt", "attempt", attempt_id)
     fields = ["title", "hypothesis", "command", "flags"]
     with form:
         data = form.parse(AttemptUpdate, fields, **form.cleared(fields[1:]))
@@ -305,8 +328,10 @@ async def edit_attempt(attempt_id: int, request: Request, session: SessionDep) -
 
 
 @router.post("/attempts/{attempt_id}/delete", dependencies=OwnerForm)
-async def delete_attempt(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "delete-attempt", "attempt", attempt_id)
+def delete_attempt(
+    attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "delete-attempt", "attempt", attempt_id)
     with form:
         form.require_confirmation()
         campaign_id = actions.delete_attempt(session, attempt_id)
@@ -314,16 +339,20 @@ async def delete_attempt(attempt_id: int, request: Request, session: SessionDep)
 
 
 @router.post("/attempts/{attempt_id}/measurements", dependencies=OwnerForm)
-async def add_measurement(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "measure", "attempt", attempt_id)
+def add_measurement(
+    attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "measure", "attempt", attempt_id)
     with form:
         actions.add_measurement(session, attempt_id, form.parse(MeasurementCreate, ["value"]).value)
     return _attempt_answer(request, session, attempt_id)
 
 
 @router.post("/attempts/{attempt_id}/trust-host-key", dependencies=OwnerForm)
-async def trust_host_key(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "trust-key", "attempt", attempt_id)
+def trust_host_key(
+    attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "trust-key", "attempt", attempt_id)
     with form:
         source, key_line, known = actions.offered_host_key(session, attempt_id)
     if known and form.data.get("replace") != "yes":
@@ -334,27 +363,29 @@ async def trust_host_key(attempt_id: int, request: Request, session: SessionDep)
 
 
 @router.post("/attempts/{attempt_id}/notes", dependencies=OwnerForm)
-async def add_attempt_note(attempt_id: int, request: Request, session: SessionDep) -> Response:
-    form = PageForm(await request.form(), "attempt-note", "attempt", attempt_id)
+def add_attempt_note(
+    attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "attempt-note", "attempt", attempt_id)
     with form:
         actions.add_attempt_note(session, attempt_id, form.parse(NoteCreate, ["body"]))
     return _attempt_answer(request, session, attempt_id, anchor="notes")
 
 
 @router.post("/notes/{note_id}/edit", dependencies=OwnerForm)
-async def edit_note(note_id: int, request: Request, session: SessionDep) -> Response:
+def edit_note(note_id: int, request: Request, session: SessionDep, submitted: FormDep) -> Response:
     note = actions.require_note(session, note_id)
     page, page_id = (
         ("attempt", note.attempt_id) if note.attempt_id else ("campaign", note.campaign_id)
     )
-    form = PageForm(await request.form(), f"note-{note_id}", page, page_id)
+    form = PageForm(submitted, f"note-{note_id}", page, page_id)
     with form:
         note = actions.edit_note(session, note_id, form.parse(NoteCreate, ["body"]))
     return _note_owner_answer(request, session, note.campaign_id, note.attempt_id)
 
 
 @router.post("/notes/{note_id}/delete", dependencies=OwnerForm)
-async def delete_note(note_id: int, request: Request, session: SessionDep) -> Response:
+def delete_note(note_id: int, request: Request, session: SessionDep) -> Response:
     note = actions.delete_note(session, note_id)
     return _note_owner_answer(request, session, note.campaign_id, note.attempt_id)
 
