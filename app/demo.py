@@ -165,7 +165,7 @@ class Replay:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not self.stop.is_set():
             with session_scope(self.engine) as session:
-                attempt = session.get(Attempt, attempt_id)
+                attempt = repo.get_attempt(session, attempt_id=attempt_id)
                 if attempt is not None and check(attempt):
                     return True
             self.stop.wait(0.05)

@@ -10,29 +10,24 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Engine, delete, func
-from sqlmodel import Session, col, select
+from sqlalchemy import Engine
+from sqlmodel import Session
 
-from app import lifecycle
+from app import lifecycle, repo
 from app.changes import record
 from app.db import is_postgres, libpq_dsn, session_scope
 from app.diagnosis import Diagnoser, Diagnosis, Throughput
 from app.lifecycle import Actor, Refusal
 from app.models import (
     Attempt,
-    Campaign,
-    LiveEvent,
-    LogChunk,
     Measurement,
     Status,
     TailEvent,
     TailState,
     utcnow,
 )
-from app.repo import MAX_OFFSET
 from app.tailing.events import Data, Event, Idle, Opened, Rotated, State, Writer
 from app.tailing.protocol import LogSource
 from app.tailing.status import TailStatus
@@ -45,78 +40,6 @@ PRUNE_EVERY = 500  # commits
 KEEP_EVENTS = 20_000
 DIAGNOSIS_WINDOW = 256 << 10  # bytes kept around the root cause when the middle is dropped
 MAX_STORED_FIGURES = 500
-LogRow = tuple[int, int, bytes]  # a stored chunk: stream offset, length, compressed bytes
-STREAM_ROWS = 4  # chunks per query when streaming a log: each holds at most BATCH_BYTES
-
-
-def _log_rows(
-    session: Session, attempt_id: int, offset: int, end: int | None, *,
-    after: int | None = None, rows: int | None = None,
-) -> list[LogRow]:  # fmt: skip
-    query = select(LogChunk.stream_offset, LogChunk.length, LogChunk.data).where(
-        LogChunk.attempt_id == attempt_id,
-        col(LogChunk.stream_offset) + col(LogChunk.length) > offset,
-    )
-    if end is not None:
-        query = query.where(col(LogChunk.stream_offset) < end)
-    if after is not None:
-        query = query.where(col(LogChunk.stream_offset) > after)
-    query = query.order_by(col(LogChunk.stream_offset)).limit(rows)
-    return [(row[0], row[1], row[2]) for row in session.exec(query)]
-
-
-class _LogSlicer:
-    """Cuts stored chunks, in order, to the bytes [offset, end) of the log, and marks where
-    the middle was dropped past the cap."""
-
-    def __init__(self, offset: int, end: int | None) -> None:
-        self.offset, self.end = offset, end
-        self.position = offset
-        self.started = False
-
-    def pieces(self, row: LogRow) -> Iterator[bytes]:
-        stream_offset, length, compressed = row
-        if stream_offset > self.position and self.started:
-            gap = stream_offset - self.position
-            yield b"\n[campaign-dash: %d bytes of the middle dropped past the cap]\n" % gap
-        data = zlib.decompress(compressed)
-        start = max(0, self.offset - stream_offset)
-        stop = len(data) if self.end is None else min(len(data), self.end - stream_offset)
-        self.started = True
-        self.position = stream_offset + length
-        yield data[start:stop]
-
-
-def _end_of(offset: int, limit: int | None) -> int | None:
-    return None if limit is None else min(offset + limit, MAX_OFFSET)
-
-
-def stored_log(
-    session: Session, attempt_id: int, offset: int = 0, limit: int | None = None
-) -> bytes:
-    """The stored bytes of an attempt's log from `offset` (stream offsets), at most `limit`."""
-    end = _end_of(offset, limit)
-    slicer = _LogSlicer(offset, end)
-    rows = _log_rows(session, attempt_id, offset, end)
-    return b"".join(piece for row in rows for piece in slicer.pieces(row))
-
-
-def stream_stored_log(
-    engine: Engine, attempt_id: int, offset: int = 0, limit: int | None = None
-) -> Iterator[bytes]:
-    """The same bytes as `stored_log`, a few chunks per query, each query in a transaction
-    of its own: a 200 MB log is never in memory, and a slow reader holds no connection."""
-    end = _end_of(offset, limit)
-    slicer = _LogSlicer(offset, end)
-    after = None
-    while True:
-        with session_scope(engine, snapshot=True) as session:
-            rows = _log_rows(session, attempt_id, offset, end, after=after, rows=STREAM_ROWS)
-        for row in rows:
-            yield from slicer.pieces(row)
-        if len(rows) < STREAM_ROWS:
-            return
-        after = rows[-1][0]
 
 
 def diagnosis_for_storage(result: Diagnosis) -> dict[str, Any]:
@@ -237,13 +160,11 @@ class AttemptTail:
 
     def _resume(self) -> tuple[TailState, Diagnoser, str | None]:
         with session_scope(self.engine) as session:
-            attempt = session.get(Attempt, self.attempt_id)
+            attempt = repo.get_attempt(session, attempt_id=self.attempt_id)
             assert attempt is not None and attempt.source is not None
-            campaign = session.get(Campaign, attempt.campaign_id)
+            campaign = repo.get_campaign(session, campaign_id=attempt.campaign_id)
             self.campaign_id = attempt.campaign_id
-            tail = session.exec(
-                select(TailState).where(TailState.attempt_id == self.attempt_id)
-            ).first()
+            tail = repo.tail_state(session, attempt_id=self.attempt_id)
             if tail is None or tail.source != attempt.source:
                 if tail is not None:
                     session.delete(tail)
@@ -252,11 +173,7 @@ class AttemptTail:
                 session.add(tail)
             diagnoser = Diagnoser(campaign.ready_pattern if campaign else None)
             stored = 0
-            for chunk in session.exec(
-                select(LogChunk)
-                .where(LogChunk.attempt_id == self.attempt_id)
-                .order_by(col(LogChunk.stream_offset))
-            ):
+            for chunk in repo.log_chunks(session, attempt_id=self.attempt_id):
                 diagnoser.skip(chunk.stream_offset - stored)  # a middle dropped past the cap
                 diagnoser.feed(zlib.decompress(chunk.data))
                 stored = chunk.stream_offset + chunk.length
@@ -315,11 +232,9 @@ class AttemptTail:
         self, batch: list[Event], diagnoser: Diagnoser, metric_label: str | None
     ) -> TailState:
         with session_scope(self.engine) as session:
-            tail = session.exec(
-                select(TailState).where(TailState.attempt_id == self.attempt_id)
-            ).one()
-            attempt = session.get(Attempt, self.attempt_id)
-            assert attempt is not None
+            tail = repo.tail_state(session, attempt_id=self.attempt_id)
+            attempt = repo.get_attempt(session, attempt_id=self.attempt_id)
+            assert tail is not None and attempt is not None
             fed = False
             stored_before = tail.stored_bytes
             seen_before = _seen(tail)
@@ -328,14 +243,8 @@ class AttemptTail:
             def flush_chunk() -> None:
                 if pending:
                     data = b"".join(pending)
-                    session.add(
-                        LogChunk(
-                            attempt_id=self.attempt_id,
-                            stream_offset=tail.stored_bytes,
-                            length=len(data),
-                            data=zlib.compress(data, 1),
-                        )
-                    )
+                    repo.add_log_chunk(session, attempt_id=self.attempt_id,
+                                       stream_offset=tail.stored_bytes, data=data)  # fmt: skip
                     tail.stored_bytes += len(data)
                     pending.clear()
 
@@ -396,32 +305,15 @@ class AttemptTail:
                 record(session, self.campaign_id, "attempt", attempt_id=self.attempt_id)
             self._commits += 1
             if self._commits % PRUNE_EVERY == 0:
-                self._prune_events(session)
+                repo.prune_live_events(session, campaign_id=self.campaign_id, keep=KEEP_EVENTS)
             tail.updated_at = utcnow()
             session.add(tail)
         return tail
 
-    def _prune_events(self, session: Session) -> None:
-        """Live events are for listeners catching up; a listener further behind reloads."""
-        newest = session.exec(
-            select(func.max(LiveEvent.id)).where(LiveEvent.campaign_id == self.campaign_id)
-        ).one()
-        if newest and newest > KEEP_EVENTS:
-            session.execute(
-                delete(LiveEvent).where(
-                    col(LiveEvent.campaign_id) == self.campaign_id,
-                    col(LiveEvent.id) < newest - KEEP_EVENTS,
-                )
-            )
-
     def _drop_middle(self, session: Session, tail: TailState, result: Diagnosis) -> None:
         """Past the cap: drop the oldest chunks between the head and the tail, keeping the
         diagnosis windows (where the root cause and the readiness line are)."""
-        kept = session.exec(
-            select(func.coalesce(func.sum(LogChunk.length), 0)).where(
-                LogChunk.attempt_id == self.attempt_id
-            )
-        ).one()
+        kept = repo.kept_log_bytes(session, attempt_id=self.attempt_id)
         if kept <= self.log_cap_bytes:
             return
         head_end = self.log_cap_bytes // 4
@@ -431,15 +323,9 @@ class AttemptTail:
             for finding in (result.root_cause_at, result.ready_at)
             if finding is not None
         ]
-        candidates = session.exec(
-            select(LogChunk)
-            .where(
-                LogChunk.attempt_id == self.attempt_id,
-                col(LogChunk.stream_offset) >= head_end,
-                col(LogChunk.stream_offset) + col(LogChunk.length) <= tail_start,
-            )
-            .order_by(col(LogChunk.stream_offset))
-        ).all()
+        candidates = repo.middle_chunks(
+            session, attempt_id=self.attempt_id, head_end=head_end, tail_start=tail_start
+        )
         dropped_from, dropped = None, 0
         for chunk in candidates:
             if kept <= self.log_cap_bytes * 0.9:
@@ -479,15 +365,11 @@ class AttemptTail:
         if current == Status.crashed and crashed_before and not crashed and result.ready:
             # The engine served on after what read as fatal (a request failing): the crash
             # this log's diagnosis declared is withdrawn.
-            measured = session.exec(
-                select(func.count()).where(Measurement.attempt_id == attempt.id)
-            ).one()
+            measured = repo.count_measurements(session, attempt_id=self.attempt_id)
             wanted = Status.measured if measured else Status.ready
         if figures:
             # Only when the log has benchmark figures: most commits need no query here.
-            last_taken = session.exec(
-                select(func.max(Measurement.log_offset)).where(Measurement.attempt_id == attempt.id)
-            ).one()
+            last_taken = repo.last_measured_offset(session, attempt_id=self.attempt_id)
             for figure in figures:
                 if last_taken is None or figure.offset > last_taken:
                     session.add(

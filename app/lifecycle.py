@@ -4,12 +4,11 @@ which changes each may make, why a change is refused, and what a change writes w
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session
 
-from app import changes
+from app import changes, repo
 from app.errors import Conflict
-from app.models import Attempt, Measurement, Status, utcnow
+from app.models import Attempt, Status, utcnow
 
 
 class Actor(StrEnum):
@@ -101,11 +100,6 @@ def refusal(current: Status, new: Status, *, by: Actor = Actor.owner) -> str | N
     return f"cannot go from {current.value} to {new.value} (allowed: {named})"
 
 
-def _measured(session: Session, attempt_id: int) -> bool:
-    query = select(func.count()).where(Measurement.attempt_id == attempt_id)
-    return bool(session.exec(query).one())
-
-
 def apply(session: Session, attempt: Attempt, new: Status, *, by: Actor) -> Change | Refusal:
     """Move the attempt to `new` if `by` may, in the caller's transaction: the timestamps,
     the live event and the tailer's second look (is the log still followed?) come with it."""
@@ -113,7 +107,7 @@ def apply(session: Session, attempt: Attempt, new: Status, *, by: Actor) -> Chan
     current = Status(attempt.status)
     reason = refusal(current, new, by=by)
     needs_measurement = reason is None and new != current and new in _NEEDS_MEASUREMENT
-    if needs_measurement and not _measured(session, attempt.id):
+    if needs_measurement and not repo.count_measurements(session, attempt_id=attempt.id):
         reason = f"attempt {attempt.id} has no measurement yet: cannot be {new.value}"
     if reason is not None:
         return Refusal(attempt.id, current, new, by, reason)

@@ -9,8 +9,8 @@ from typing import Any
 
 from fastapi import Request
 from pydantic import BaseModel
-from sqlalchemy import Engine, update
-from sqlmodel import Session, col, select
+from sqlalchemy import Engine
+from sqlmodel import Session
 
 from app import actions, repo, views
 from app.auth import sha256_hex
@@ -44,7 +44,7 @@ def create(
 
 def find(session: Session, token: str) -> ShareLink:
     """The live link for a token; revoked, expired and unknown ones are all simply not found."""
-    link = session.exec(select(ShareLink).where(ShareLink.token_hash == sha256_hex(token))).first()
+    link = repo.find_share_link(session, token_hash=sha256_hex(token))
     if link is None or not is_live(link):
         raise NotFound("no such share link (it may have been revoked or have expired)")
     return link
@@ -61,9 +61,7 @@ def open_link(engine: Engine, token: str) -> None:
         link = find(session, token)
         now = utcnow()
         if link.last_opened_at is None or link.last_opened_at < now - OPENED_RESOLUTION:
-            session.execute(
-                update(ShareLink).where(col(ShareLink.id) == link.id).values(last_opened_at=now)
-            )
+            repo.note_share_opened(session, link_id=link.id or 0, at=now)
 
 
 def is_live(link: ShareLink) -> bool:
@@ -80,12 +78,11 @@ def revoke(session: Session, link: ShareLink) -> None:
 
 
 def list_links(session: Session, campaign_id: int) -> list[ShareLink]:
-    query = select(ShareLink).where(ShareLink.campaign_id == campaign_id)
-    return list(session.exec(query.order_by(col(ShareLink.id).desc())))
+    return repo.list_share_links(session, campaign_id=campaign_id)
 
 
 def get_link(session: Session, link_id: int) -> ShareLink:
-    link = session.get(ShareLink, link_id) if repo.storable(link_id) else None
+    link = repo.get_share_link(session, link_id=link_id)
     if link is None:
         raise NotFound(f"share link {link_id} not found")
     return link

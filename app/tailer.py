@@ -8,13 +8,11 @@ import time
 from collections.abc import Callable, Iterable
 
 from sqlalchemy import Engine
-from sqlmodel import col, select
 
-from app import lifecycle
+from app import lifecycle, repo
 from app.changes import record
 from app.db import session_scope
 from app.ingest import AttemptTail
-from app.models import Attempt, TailState
 from app.tailing.protocol import LogSource
 
 log = logging.getLogger(__name__)
@@ -55,15 +53,11 @@ class Tailer:
 
     def resync(self) -> None:
         with session_scope(self.engine) as session:
-            ids = session.exec(
-                select(Attempt.id).where(
-                    col(Attempt.source).is_not(None), col(Attempt.status).in_(lifecycle.FOLLOWED)
-                )
-            ).all()
+            ids = repo.followed_attempt_ids(session, statuses=lifecycle.FOLLOWED)
         with self._lock:
             # Those followed here too: another dashboard on the database may have closed them.
             followed_here = set(self._tails)
-        for attempt_id in sorted({i for i in ids if i is not None} | followed_here):
+        for attempt_id in sorted(set(ids) | followed_here):
             self.sync(attempt_id)
 
     def look_at(self, attempt_ids: Iterable[int]) -> None:
@@ -123,7 +117,7 @@ class Tailer:
         """Follow the attempt if it should be followed, stop if it should not. Waits for a
         tail to end: the tailer's own threads only."""
         with session_scope(self.engine) as session:
-            attempt = session.get(Attempt, attempt_id)
+            attempt = repo.get_attempt(session, attempt_id=attempt_id)
             source = attempt.source if attempt and lifecycle.is_followed(attempt) else None
         with self._lock:
             current = self._tails.get(attempt_id)
@@ -154,8 +148,8 @@ class Tailer:
         """Closed or detached: the page says the log is no longer followed, instead of the
         last state it had ('connected')."""
         with session_scope(self.engine) as session:
-            tail = session.exec(select(TailState).where(TailState.attempt_id == attempt_id)).first()
-            attempt = session.get(Attempt, attempt_id)
+            tail = repo.tail_state(session, attempt_id=attempt_id)
+            attempt = repo.get_attempt(session, attempt_id=attempt_id)
             if tail is None or attempt is None or tail.state == "stopped":
                 return
             tail.state, tail.last_error, tail.host_key = "stopped", None, None

@@ -10,9 +10,9 @@ from sqlmodel import Session
 from app import repo
 from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
-from app.ingest import stored_log
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Note, Status
+from app.repo import stored_log
 from app.schemas import (
     AttemptOut,
     BaselineOut,

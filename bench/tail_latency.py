@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate
 from app.db import make_engine, session_scope
-from app.ingest import AttemptTail, stored_log
+from app.ingest import AttemptTail
 from app.models import Attempt, Campaign
+from app.repo import stored_log
 from app.tailing.sources import parse_source
 from app.tailing.ssh_pool import ConnectionPool, SSHOptions
 from app.tailing.ssh_source import SSHSource

@@ -9,7 +9,7 @@ import httpx
 
 from app.config import Settings
 from app.db import make_engine, session_scope
-from app.ingest import STREAM_ROWS, stored_log
+from app.repo import STREAM_ROWS, stored_log
 from tests.conftest import running
 from tests.helpers import make_attempt, make_campaign, tail_of, wait_for
 

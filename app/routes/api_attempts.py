@@ -8,7 +8,6 @@ from starlette.responses import StreamingResponse
 from app import actions, repo, views
 from app.deps import SessionDep, SettingsDep, require_api_owner
 from app.errors import Conflict
-from app.ingest import stream_stored_log
 from app.schemas import AttemptOut, AttemptUpdate, MeasurementCreate, NoteCreate, NoteOut
 from app.tailing.factory import check_log_source, trust_offered_key
 
@@ -78,7 +77,7 @@ def get_log(
     # What is stored now: a log that keeps growing does not make the answer endless.
     end = size if limit is None else min(offset + limit, size)
     return StreamingResponse(
-        stream_stored_log(request.app.state.engine, attempt_id, offset, max(0, end - offset)),
+        repo.stream_stored_log(request.app.state.engine, attempt_id, offset, max(0, end - offset)),
         media_type="text/plain; charset=utf-8",
         headers={"X-Log-Size": str(size), "X-Next-Offset": str(max(offset, end))},
     )

@@ -1,4 +1,6 @@
-"""Every query the application makes, as typed keyword-only functions."""
+"""Every query the application makes, as typed keyword-only functions: campaigns,
+attempts, measurements, notes and the owner's secrets here; logs, tails and share links in
+the modules beside it (all importable from `app.repo`)."""
 
 from collections import defaultdict
 from collections.abc import Iterable
@@ -18,16 +20,25 @@ from app.models import (
     TailState,
     utcnow,
 )
+from app.repo.ids import MAX_ID, MAX_OFFSET, storable
+from app.repo.logs import (
+    STREAM_ROWS,
+    add_log_chunk,
+    kept_log_bytes,
+    log_chunks,
+    middle_chunks,
+    stored_log,
+    stream_stored_log,
+)
+from app.repo.shares import find_share_link, get_share_link, list_share_links, note_share_opened
+from app.repo.tails import followed_attempt_ids, prune_live_events, tail_state
 
-# Ids are INTEGER columns (32 bits on PostgreSQL), offsets BIGINT. A larger value, from a
-# path, a query or a body, names nothing; the databases would refuse to bind or compare it
-# (an error, not a miss), so it is never sent.
-MAX_ID = 2**31 - 1
-MAX_OFFSET = 2**63 - 1
-
-
-def storable(value: int) -> bool:
-    return -MAX_ID - 1 <= value <= MAX_ID
+__all__ = [
+    "MAX_ID", "MAX_OFFSET", "STREAM_ROWS", "add_log_chunk", "find_share_link",
+    "followed_attempt_ids", "get_share_link", "kept_log_bytes", "list_share_links",
+    "log_chunks", "middle_chunks", "note_share_opened", "prune_live_events", "storable",
+    "stored_log", "stream_stored_log", "tail_state",
+]  # fmt: skip
 
 
 def list_campaigns(session: Session) -> list[Campaign]:
@@ -68,6 +79,17 @@ def samples_by_attempt(session: Session, *, attempt_ids: Iterable[int]) -> dict[
     for measurement in session.exec(query):
         samples[measurement.attempt_id].append(measurement.value)
     return samples
+
+
+def count_measurements(session: Session, *, attempt_id: int) -> int:
+    query = select(func.count()).where(Measurement.attempt_id == attempt_id)
+    return int(session.exec(query).one())
+
+
+def last_measured_offset(session: Session, *, attempt_id: int) -> int | None:
+    """Where in the log the latest figure taken from it was (None: none taken yet)."""
+    query = select(func.max(Measurement.log_offset)).where(Measurement.attempt_id == attempt_id)
+    return session.exec(query).one()
 
 
 def replace_measurements(session: Session, *, attempt_id: int, value: float) -> None:
