@@ -67,6 +67,9 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
+        r"\bsignal 4\b",
+        # an engine plan built for another GPU ("expecting compute 9.0 got compute 8.9")
+        r"generated on an incompatible device", r"expecting compute \d",
     )),
     ("oom_gpu", _any(
         r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
@@ -308,6 +311,11 @@ NATIVE_FAILURE = _any(
     r"^error: ",
     r"\berror loading model\b",
     r"\bfailed to load model\b",
+    # C++'s own aborts
+    r"\bterminate called\b",
+    r"\bpure virtual method called\b",
+    # a supervisor on a child that a signal ended ("signaled to shutdown with signal 4")
+    r"\b(?:killed|signaled|terminated)\b.*\bsignal \d+\b",
     # native runtimes and compilers, as they print a fatal error
     r"LLVM ERROR\b",
     r"\bcode=\d+\s*\(cuda\w+\)",
@@ -350,6 +358,8 @@ SPECIFICITY = [
     # a cluster manager saying why it killed (a shell's job line only saw the kill)
     (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
     (re.compile(r"LLVM ERROR\b"), 2),
+    # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
+    (re.compile(r"\bNCCL WARN\b"), 1),
     (re.compile(r"terminate called after throwing"), -2),
     (re.compile(r"^\s*(?:Last error:|ncclUnhandledCudaError: Call to CUDA function failed)"), -3),
     # An exit status says less than the signal or the message beside it.
@@ -424,7 +434,12 @@ POINTS_ELSEWHERE = _any(
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
 
 # The line a server prints once per launch, with its configuration.
-LAUNCH = _any(r"server_args=ServerArgs\(", r"non-default args: \{", r"vLLM API server version \d")
+LAUNCH = _any(
+    r"server_args=ServerArgs\(",
+    r"non-default args: \{",
+    r"vLLM API server version \d",
+    r"\bStarted [A-Z][\w .-]*[Ss]ervice\.?$",  # systemd (re)starting a unit it supervises
+)
 
 LOGGING_ERROR = "--- Logging error ---"
 TRACEBACK = "Traceback (most recent call last)"
