@@ -181,19 +181,6 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     return chosen[0] if chosen else None
 
 
-def _waiting_at_the_end(entries: list[Entry], unseen_after: int) -> list[Entry]:
-    """Lines saying the process waits, when nothing but more of them follows to the end."""
-    waiting: list[Entry] = []
-    for entry in reversed(entries):
-        if rules.HANG_SIGNS.search(entry.content):
-            waiting.append(entry)
-        elif entry.content:
-            break
-    if not waiting or unseen_after:
-        return []
-    return waiting[::-1]
-
-
 def _prefix_words(entry: Entry) -> int:
     cut = entry.text.rfind(entry.content) if entry.content else -1
     return len(entry.text[:cut].split()) if cut > 0 else 0
@@ -303,22 +290,7 @@ def analyze(
     unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
 
     if root is None:
-        waiting = _waiting_at_the_end(entries, unseen_after)
-        hang = bool(waiting) or any(_HANG_DUMP.search(e.content) for e in entries)
-        if waiting:
-            # Nothing failed and the process says it waits: the first of those lines.
-            root = waiting[0]
-            return Analysis(
-                ready=True if ready_line else None,
-                crashed=False,
-                root=root,
-                error_class="timeout_or_hang",
-                fingerprint=rules.fingerprint("timeout_or_hang", root.content),
-                excerpt=[e.line for e in _excerpt(entries, root)],
-                ready_line=ready_line,
-                candidates=[e.line for e in waiting[:1]],
-                crashed_reason=f"no failure; line {root.line.number} shows the process waiting",
-            )
+        hang = any(_HANG_DUMP.search(e.content) for e in entries)
         return Analysis(
             ready=True if ready_line else None,
             crashed=False,
