@@ -23,6 +23,10 @@ STARTING = b"[2026-02-27 13:21:27 TP0] Load weight begin. avail mem=78.21 GB\n"
 # A warning-shaped failure: before a hang it is no crash, before the end of the process it is.
 WARN = b"gpu-box:2841:2990 [0] NCCL WARN Connect to 10.0.0.2<45678> failed : Connection refused\n"
 READY = b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n"
+# An error-severity line, then the process went on logging: the log does not tell (None).
+WENT_ON = b"ERROR 01-31 02:38:15 [worker.py:597] failed to reach the metrics endpoint\n" + b"".join(
+    b"INFO 01-31 02:38:%02d [engine.py:88] step %d done\n" % (16 + n, n) for n in range(8)
+)
 
 
 def diagnosed(api: httpx.Client, attempt_id: int, reason: str) -> dict[str, Any]:
@@ -37,16 +41,17 @@ def diagnosed(api: httpx.Client, attempt_id: int, reason: str) -> dict[str, Any]
     )
 
 
-def follow_to_the_end(api: httpx.Client, source: str, log: Path) -> None:
+def follow_to_the_end(api: httpx.Client, source: str, log: Path, failure: bytes = WARN) -> None:
     campaign = make_campaign(api)
     with LogWriter(log) as server:
         server.write(STARTING)
         attempt = make_attempt(api, campaign["id"], source=source)
-        server.write(WARN)
-        wait_for(lambda: stored_log(api, attempt["id"]) == STARTING + WARN, what="the warning")
+        for line in failure.splitlines(keepends=True):
+            server.write(line)
+        wait_for(lambda: stored_log(api, attempt["id"]) == STARTING + failure, what="the error")
         up = diagnosed(api, attempt["id"], WRITER_LEFT)
         assert up["status"] == "running" and up["diagnosis"]["crashed"] is False
-        assert up["diagnosis"]["root_cause"] == WARN.decode().strip()
+        assert up["diagnosis"]["root_cause"] == failure.decode().splitlines()[0]
         server.exit()
         ended = diagnosed(api, attempt["id"], WRITER_GONE)
     assert ended["diagnosis"]["crashed"] is True
@@ -69,11 +74,12 @@ def quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(follower, "WRITER_LOOK_MAX_S", 0.8)
 
 
+@pytest.mark.parametrize("failure", [WARN, WENT_ON], ids=["warning", "error-then-more"])
 def test_a_local_file_ends_the_same_way(
-    quick_looks: None, api: httpx.Client, tmp_path: Path
+    quick_looks: None, api: httpx.Client, tmp_path: Path, failure: bytes
 ) -> None:
     log = tmp_path / "server.log"
-    follow_to_the_end(api, f"file://{log}", log)
+    follow_to_the_end(api, f"file://{log}", log, failure)
 
 
 def test_a_healthy_log_whose_writer_is_gone_is_no_crash(
@@ -131,10 +137,22 @@ FATAL = b"[2026-02-27 13:21:30 TP0] ERROR: engine core failed to start: CUDA dri
         (STARTING + WARN, False, (True, WRITER_GONE)),
         (STARTING + WARN, True, (False, WRITER_LEFT)),
         (STARTING + WARN, None, None),  # nothing can tell: the log's own word
+        (WENT_ON, False, (True, WRITER_GONE)),  # the engine's None
+        (WENT_ON, True, (False, WRITER_LEFT)),
+        (WENT_ON, None, None),  # null stays, with the engine's reason
         (STARTING + FATAL, True, None),  # the log says crashed: a writer left does not undo it
         (STARTING + READY, False, None),  # no failure: a server stopped on purpose
     ],
-    ids=["warning-writer-gone", "warning-writer-left", "warning-unknown", "fatal", "healthy"],
+    ids=[
+        "warning-writer-gone",
+        "warning-writer-left",
+        "warning-unknown",
+        "unknown-writer-gone",
+        "unknown-writer-left",
+        "unknown-unknown",
+        "fatal",
+        "healthy",
+    ],
 )
 def test_the_writer_decides_only_where_the_log_cannot(
     log: bytes, writer_open: bool | None, decided: tuple[bool, str] | None
