@@ -14,7 +14,7 @@ from app.diagnosis import diagnose_bytes
 from app.ingest import WRITER_GONE, WRITER_LEFT, crashed_by_the_end
 from app.tailing import follower
 from app.tailing.events import Writer
-from tests.conftest import running
+from tests.conftest import LiveServer, running
 from tests.helpers import LogWriter, attempt_of, make_attempt, make_campaign, stored_log, wait_for
 from tests.sshd import Sshd
 from tests.test_tailing_file import counted_sources
@@ -41,7 +41,7 @@ def diagnosed(api: httpx.Client, attempt_id: int, reason: str) -> dict[str, Any]
     )
 
 
-def follow_to_the_end(api: httpx.Client, source: str, log: Path, failure: bytes = WARN) -> None:
+def follow_to_the_end(api: httpx.Client, source: str, log: Path, failure: bytes = WARN) -> int:
     campaign = make_campaign(api)
     with LogWriter(log) as server:
         server.write(STARTING)
@@ -56,6 +56,7 @@ def follow_to_the_end(api: httpx.Client, source: str, log: Path, failure: bytes 
         ended = diagnosed(api, attempt["id"], WRITER_GONE)
     assert ended["diagnosis"]["crashed"] is True
     assert wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "crashed", what="crashed")
+    return int(attempt["id"])
 
 
 def test_over_ssh_a_warning_then_the_writer_gone_is_a_crash(
@@ -76,10 +77,12 @@ def quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("failure", [WARN, WENT_ON], ids=["warning", "error-then-more"])
 def test_a_local_file_ends_the_same_way(
-    quick_looks: None, api: httpx.Client, tmp_path: Path, failure: bytes
+    quick_looks: None, api: httpx.Client, browser: httpx.Client, tmp_path: Path, failure: bytes
 ) -> None:
     log = tmp_path / "server.log"
-    follow_to_the_end(api, f"file://{log}", log, failure)
+    attempt_id = follow_to_the_end(api, f"file://{log}", log, failure)
+    page = browser.get(f"/attempts/{attempt_id}").text
+    assert f'crashed <span class="crashed-reason">({WRITER_GONE})</span>' in page
 
 
 def test_a_healthy_log_whose_writer_is_gone_is_no_crash(
@@ -109,23 +112,33 @@ def no_proc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     yield
 
 
+@pytest.mark.parametrize(
+    ("failure", "said", "shown"),
+    [
+        (WARN, False, "no crash seen"),
+        (WENT_ON, None, "crashed or not, the log does not tell"),
+    ],
+    ids=["warning", "error-then-more"],
+)
 def test_where_nothing_can_tell_the_log_s_own_word_stays(
-    quick_looks: None, no_proc: None, settings: Settings, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    quick_looks: None, no_proc: None, server: LiveServer, api: httpx.Client,
+    browser: httpx.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    failure: bytes, said: bool | None, shown: str,
 ) -> None:  # fmt: skip
     log = tmp_path / "server.log"
-    log.write_bytes(STARTING + WARN)  # written and closed: gone, but nobody can tell
-    with running(settings) as (server, api):
-        sources = counted_sources(server, monkeypatch)
-        campaign = make_campaign(api)
-        attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
-        wait_for(lambda: sources and sources[0].count(Writer) >= 1, what="the writer look")
-        handled = list(sources[0].handled)
-        assert Writer(None) in handled and Writer(False) not in handled
-        body = attempt_of(api, attempt["id"])
-    assert body["status"] == "running"
-    assert body["diagnosis"]["crashed"] is not True  # the engine's False or None
-    assert body["diagnosis"].get("crashed_reason") not in (WRITER_GONE, WRITER_LEFT)
+    log.write_bytes(STARTING + failure)  # written and closed: gone, but nobody can tell
+    sources = counted_sources(server, monkeypatch)
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: sources and sources[0].count(Writer) >= 1, what="the writer look")
+    handled = list(sources[0].handled)
+    assert Writer(None) in handled and Writer(False) not in handled
+    body = attempt_of(api, attempt["id"])
+    assert body["status"] == "running" and body["diagnosis"]["crashed"] is said
+    reason = body["diagnosis"]["crashed_reason"]
+    assert reason and reason not in (WRITER_GONE, WRITER_LEFT)  # the engine's own
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    assert f'{shown} <span class="crashed-reason">({reason})</span>' in page
 
 
 FATAL = b"[2026-02-27 13:21:30 TP0] ERROR: engine core failed to start: CUDA driver too old\n"
