@@ -18,7 +18,15 @@ from app.config import Settings
 from app.db import session_scope
 from app.tailing.events import Event, Opened
 from tests.conftest import OWNER_TOKEN, LiveServer, owner_client
-from tests.helpers import csrf_of, make_attempt, make_campaign, tail_state, wait_for
+from tests.helpers import (
+    csrf_of,
+    make_attempt,
+    make_campaign,
+    stored_log,
+    tail_state,
+    wait_for,
+)
+from tests.sshd import Sshd
 
 # Which request the code runs for: set by the middleware below, carried into the worker
 # threads that run handlers and dependencies (anyio copies the context into them).
@@ -259,26 +267,66 @@ class Deaf:
         assert self.release.wait(30), "the test never released the read"
 
 
+@pytest.mark.parametrize("change", ["close", "new source", "delete"])
 def test_no_request_waits_for_a_tail_to_end(
-    tagged: LiveServer, owner: httpx.Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    change: str,
+    tagged: LiveServer,
+    owner: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     deaf = Deaf()
     monkeypatch.setattr(tagged.app.state.tailer, "source_factory", lambda _url: deaf)
-    log = tmp_path / "stuck.log"
+    log, other = tmp_path / "stuck.log", tmp_path / "other.log"
     log.write_bytes(b"")
+    other.write_bytes(b"")
     campaign = make_campaign(owner)
     attempt = make_attempt(owner, campaign["id"], source=f"file://{log}")
+    path = f"/api/attempts/{attempt['id']}"
     try:
         assert deaf.reading.wait(30), "the tail never started"
-        # Closing it stops its tail: the answer does not wait for the stuck read to end.
-        closed = owner.patch(
-            f"/api/attempts/{attempt['id']}",
-            json={"status": "eliminated", "verdict": "x"},
-            timeout=5,
-        )
-        assert closed.status_code == 200
+        # Each change stops the tail: the answer does not wait for the stuck read to end.
+        if change == "close":
+            answer = owner.patch(path, json={"status": "eliminated", "verdict": "x"}, timeout=5)
+        elif change == "new source":
+            answer = owner.patch(path, json={"source": f"file://{other}"}, timeout=5)
+        else:
+            answer = owner.delete(path, timeout=5)
+        assert answer.status_code in (200, 204), answer.text
         assert not deaf.release.is_set()
-        assert tail_state(owner, attempt["id"]) == "connected", "answered while still read"
+        if change != "delete":
+            assert tail_state(owner, attempt["id"]) == "connected", "answered while still read"
     finally:
         deaf.release.set()
-    wait_for(lambda: tail_state(owner, attempt["id"]) == "stopped", what="the tail ended")
+    if change == "close":
+        wait_for(lambda: tail_state(owner, attempt["id"]) == "stopped", what="the tail ended")
+
+
+def test_trusting_a_host_key_holds_one_connection_and_waits_for_no_tail(
+    ssh_settings: Settings, sshd: Sshd, tmp_path: Path
+) -> None:
+    sshd.known_hosts.write_text("")  # the test sshd's key is nobody's yet
+    log = tmp_path / "server.log"
+    log.write_bytes(b"[2026-02-27 13:21:27] Load weight begin.\n")
+    live = LiveServer(ssh_settings)
+    live.app.add_middleware(Tagged)
+    live.start()
+    try:
+        with owner_client(live.url) as api:
+            campaign = make_campaign(api)
+            attempt = make_attempt(api, campaign["id"], source=f"ssh://{sshd.alias}{log}")
+            wait_for(
+                lambda: tail_state(api, attempt["id"]) == "host key not trusted",
+                what="the unknown key refused",
+            )
+            count = ConnectionCount(live.app.state.engine)
+            try:
+                trusted = api.post(f"/api/attempts/{attempt['id']}/trust-host-key", timeout=5)
+            finally:
+                count.close()
+            assert trusted.status_code == 200, trusted.text
+            # The tail restarts in the tailer's thread, not inside the request's session.
+            assert count.of(f"POST /api/attempts/{attempt['id']}/trust-host-key") == [1]
+            wait_for(lambda: stored_log(api, attempt["id"]) == log.read_bytes(), what="followed")
+    finally:
+        live.stop()
