@@ -121,10 +121,7 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
         session.flush()
         _refuse_if(lifecycle.after_measurement(session, attempt, by=Actor.owner))
     if data.source is not None:
-        _refuse_if(lifecycle.source_refusal(attempt))
-        attempt.source = data.source
-        follow_up(session, attempt_id)  # another log: the tail restarts on it
-        _refuse_if(lifecycle.after_source(session, attempt, by=Actor.owner))
+        _refuse_if(lifecycle.attach_log(session, attempt, data.source, by=Actor.owner))
     for field in ("title", "hypothesis", "command", "flags"):
         value = getattr(data, field)
         if value is not None:

@@ -171,8 +171,15 @@ def after_measurement(session: Session, attempt: Attempt, *, by: Actor) -> Chang
     return Change(attempt.id or 0, Status(attempt.status), Status(attempt.status), by)
 
 
-def after_source(session: Session, attempt: Attempt, *, by: Actor) -> Change | Refusal:
-    """A log was attached: the server is being launched, a waiting attempt runs."""
+def attach_log(session: Session, attempt: Attempt, source: str, *, by: Actor) -> Change | Refusal:
+    """Follow `source` as the attempt's log (the owner attaching one, the runner launching a
+    server): a waiting attempt runs, and after commit the tailer follows the new log."""
+    reason = source_refusal(attempt)
+    if reason is not None:
+        return Refusal(attempt.id or 0, Status(attempt.status), Status(attempt.status), by, reason)
+    attempt.source = source
+    session.add(attempt)
+    changes.follow_up(session, attempt.id)  # another log: the tail restarts on it
     if Status(attempt.status) in (S.proposed, S.blocked):
         return apply(session, attempt, S.running, by=by)
     return Change(attempt.id or 0, Status(attempt.status), Status(attempt.status), by)

@@ -117,8 +117,7 @@ def test_the_runner_launches_through_the_lifecycle_and_the_tailer_follows(
         row = session.get(Attempt, attempt["id"])
         assert row is not None
         before = _newest_event(session, campaign["id"])
-        row.source = f"file://{log}"
-        launched = lifecycle.apply(session, row, Status.running, by=Actor.runner)
+        launched = lifecycle.attach_log(session, row, f"file://{log}", by=Actor.runner)
         adopted = lifecycle.apply(session, row, Status.adopted, by=Actor.runner)
     assert launched == Change(attempt["id"], Status.proposed, Status.running, Actor.runner)
     assert isinstance(adopted, Refusal)
