@@ -184,7 +184,7 @@ async def shared_events(
 
     # One broadcaster per link: its rendering (redacted or not) is the same for every reader.
     key = (campaign_id, "share", token)
-    view = View(campaign_id, live_pages.share_view(request.app.state.templates, context),
-                still_valid=still_shared)  # fmt: skip
+    render = live_pages.share_view(request.app.state.templates, campaign_id, context)
+    view = View(campaign_id, render, still_valid=still_shared)
     messages = events.stream(request, key, view, cursor, b"", lambda: True, ending=events.GONE)
     return events.sse_response(request, messages)
