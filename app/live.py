@@ -162,6 +162,9 @@ class View:
     campaign_id: int
     render: Render
     still_valid: Callable[[Any], bool] | None = None
+    # Fills the memory from the same snapshot as the broadcaster's first cursor, so that
+    # its first batch is as small as the next ones (not the whole page for every reader).
+    prime: Callable[[Any, dict[str, Any]], None] | None = None
 
 
 class Broadcaster:
@@ -205,6 +208,8 @@ class Broadcaster:
 
     def _newest(self) -> int:
         with self.hub.session() as session:
+            if self.view.prime is not None:
+                self.view.prime(session, self.memory)
             return self.hub.newest_event_id(session, self.view.campaign_id)
 
     async def _step(self) -> bool:

@@ -177,6 +177,10 @@ class PageRenderer:
         self.is_owner = is_owner
         self.shapes, self.cards = shapes, cards
 
+    def prime(self, session: Session, memory: dict[str, Any]) -> None:
+        if self.shapes is not None:
+            memory["known"] = self.shapes(session)
+
     def _fragment(self, partial: LivePartial, context: dict[str, Any]) -> str:
         csrf = CSRF_MARK if self.is_owner else ""
         return render_fragment(
@@ -275,7 +279,7 @@ def attempt_changes(
     return frozenset(changes)
 
 
-def campaign_view(templates: Jinja2Templates, campaign_id: int) -> Render:
+def campaign_view(templates: Jinja2Templates, campaign_id: int) -> PageRenderer:
     from app.routes.pages import campaign_context  # the page's own context
 
     def cards(
@@ -320,7 +324,7 @@ def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> Render:
 
 def share_view(
     templates: Jinja2Templates, campaign_id: int, context: Callable[[Session], dict[str, Any]]
-) -> Render:
+) -> PageRenderer:
     def cards(
         session: Session, whole: dict[str, Any] | None, ids: list[int]
     ) -> dict[int, dict[str, Any]]:

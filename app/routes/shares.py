@@ -185,6 +185,6 @@ async def shared_events(
     # One broadcaster per link: its rendering (redacted or not) is the same for every reader.
     key = (campaign_id, "share", token)
     render = live_pages.share_view(request.app.state.templates, campaign_id, context)
-    view = View(campaign_id, render, still_valid=still_shared)
+    view = View(campaign_id, render, still_valid=still_shared, prime=render.prime)
     messages = events.stream(request, key, view, cursor, b"", lambda: True, ending=events.GONE)
     return events.sse_response(request, messages)
