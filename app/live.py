@@ -13,6 +13,7 @@ import contextlib
 import enum
 import logging
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
@@ -165,6 +166,10 @@ class View:
     # Fills the memory from the same snapshot as the broadcaster's first cursor, so that
     # its first batch is as small as the next ones (not the whole page for every reader).
     prime: Callable[[Any, dict[str, Any]], None] | None = None
+    # After a batch, rest this many times as long as it took to render: a costly view (a
+    # share page masks the whole campaign) gathers the changes meanwhile into one render
+    # and leaves the owner's requests most of the CPU.
+    pace: float = 0.0
 
 
 class Broadcaster:
@@ -214,6 +219,7 @@ class Broadcaster:
 
     async def _step(self) -> bool:
         """Fan out the next batch of events; False when there was none."""
+        started = time.perf_counter()
         fetched = await anyio.to_thread.run_sync(self._fetch, self.cursor)
         if fetched is None:
             self._hand(Signal.GONE)
@@ -225,6 +231,8 @@ class Broadcaster:
         # batch (and gets it) or after (and catches up to this cursor from the database).
         self.cursor = cursor
         self._hand(batch)
+        if self.view.pace:
+            await asyncio.sleep(self.view.pace * (time.perf_counter() - started))
         return True
 
     def _fetch(self, after: int) -> tuple[int, Batch] | None:
