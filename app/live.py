@@ -13,6 +13,7 @@ import contextlib
 import enum
 import logging
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
@@ -162,6 +163,13 @@ class View:
     campaign_id: int
     render: Render
     still_valid: Callable[[Any], bool] | None = None
+    # Fills the memory from the same snapshot as the broadcaster's first cursor, so that
+    # its first batch is as small as the next ones (not the whole page for every reader).
+    prime: Callable[[Any, dict[str, Any]], None] | None = None
+    # After a batch, rest this many times as long as it took to render: a costly view (a
+    # share page masks the whole campaign) gathers the changes meanwhile into one render
+    # and leaves the owner's requests most of the CPU.
+    pace: float = 0.0
 
 
 class Broadcaster:
@@ -205,10 +213,13 @@ class Broadcaster:
 
     def _newest(self) -> int:
         with self.hub.session() as session:
+            if self.view.prime is not None:
+                self.view.prime(session, self.memory)
             return self.hub.newest_event_id(session, self.view.campaign_id)
 
     async def _step(self) -> bool:
         """Fan out the next batch of events; False when there was none."""
+        started = time.perf_counter()
         fetched = await anyio.to_thread.run_sync(self._fetch, self.cursor)
         if fetched is None:
             self._hand(Signal.GONE)
@@ -220,6 +231,8 @@ class Broadcaster:
         # batch (and gets it) or after (and catches up to this cursor from the database).
         self.cursor = cursor
         self._hand(batch)
+        if self.view.pace:
+            await asyncio.sleep(self.view.pace * (time.perf_counter() - started))
         return True
 
     def _fetch(self, after: int) -> tuple[int, Batch] | None:

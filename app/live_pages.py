@@ -23,8 +23,11 @@ CSRF_MARK = secrets.token_hex(16)
 CSRF_BYTES = CSRF_MARK.encode()
 
 # What can change about a campaign's attempts between two batches, beyond their cards.
-ADDED, REMOVED, STATUS, TITLE = "added", "removed", "status", "title"
-EVERY_CHANGE = frozenset({ADDED, REMOVED, STATUS, TITLE})
+ADDED, REMOVED, STATUS, TITLE, CAUSE, MEASURED = (
+    "added", "removed", "status", "title", "cause", "measured"
+)  # fmt: skip
+EVERY_CHANGE = frozenset({ADDED, REMOVED, STATUS, TITLE, CAUSE, MEASURED})
+SHAPE = frozenset({ADDED, REMOVED, STATUS, CAUSE})  # which cards there are, in which lane
 
 
 @dataclass(frozen=True)
@@ -51,11 +54,10 @@ def _kinds(*names: str) -> frozenset[str]:
 CAMPAIGN_PAGE = LivePage(
     "campaign",
     (
-        LivePartial("partials/_campaign_head.html", "campaign-head",
-                    kinds=_kinds("attempt", "note", "campaign")),
+        LivePartial("partials/_campaign_head.html", "campaign-head", kinds=_kinds("campaign"),
+                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED})),
         # A new or deleted attempt, or one that moves lane, changes the timeline's shape.
-        LivePartial("partials/_timeline.html", "timeline", kinds=_kinds("campaign"),
-                    on=frozenset({ADDED, REMOVED, STATUS})),
+        LivePartial("partials/_timeline.html", "timeline", kinds=_kinds("campaign"), on=SHAPE),
         LivePartial("partials/_attempt_card.html", "card-{id}", kinds=_kinds("attempt", "note"),
                     each=True, within="timeline"),
         LivePartial("partials/_attempt_choices.html", "attempt-choices",
@@ -80,7 +82,11 @@ SHARE_PAGE = LivePage(
     "share",
     (
         LivePartial("partials/_share_summary.html", "share-summary",
-                    kinds=_kinds("attempt", "note", "campaign", "share")),
+                    kinds=_kinds("campaign", "note", "share"), on=SHAPE),
+        LivePartial("partials/_share_head.html", "share-head",
+                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED}), within="share-summary"),
+        LivePartial("partials/_share_item.html", "share-attempt-{id}", kinds=_kinds("attempt"),
+                    each=True, within="share-summary"),
     ),
 )  # fmt: skip
 
@@ -143,23 +149,37 @@ def json_render(session: Session, events: list[LiveEvent], _memory: Any) -> list
 # --- pages --------------------------------------------------------------------------
 
 
+Cards = Callable[[Session, dict[str, Any] | None, list[int]], dict[int, dict[str, Any]]]
+
+
 class PageRenderer:
     """Renders a page's partials for one batch: whole partials first (no id), then the
     log's appended lines (each with its event's id), the batch's last id on the last
-    message, so a stream cut mid-batch resumes without a line lost or doubled."""
+    message, so a stream cut mid-batch resumes without a line lost or doubled.
+
+    `context` builds the whole page's context; `shapes` (a campaign's pages) tells what
+    changed about its attempts since the last batch, so that a change to one attempt
+    renders its card from `cards` alone, without the whole page's context."""
 
     def __init__(
         self,
         templates: Jinja2Templates,
         page: LivePage,
-        context: Callable[[Session, dict[str, Any] | None], dict[str, Any] | None],
+        context: Callable[[Session], dict[str, Any]],
         *,
         attempt_id: int | None = None,
         is_owner: bool = True,
+        shapes: Callable[[Session], dict[int, tuple[Any, ...]]] | None = None,
+        cards: Cards | None = None,
     ) -> None:
         self.templates, self.page, self.context = templates, page, context
         self.attempt_id = attempt_id
         self.is_owner = is_owner
+        self.shapes, self.cards = shapes, cards
+
+    def prime(self, session: Session, memory: dict[str, Any]) -> None:
+        if self.shapes is not None:
+            memory["known"] = self.shapes(session)
 
     def _fragment(self, partial: LivePartial, context: dict[str, Any]) -> str:
         csrf = CSRF_MARK if self.is_owner else ""
@@ -175,26 +195,30 @@ class PageRenderer:
         if self.attempt_id is not None:
             events = [e for e in events if e.attempt_id in (None, self.attempt_id)]
         kinds = {e.kind for e in events}
-        shown = [p for p in self.page.partials if not p.append and (p.kinds & kinds or p.on)]
-        context = self.context(session, memory) if shown and kinds else {}
-        if context.get("gone"):
+        changes: frozenset[str] = frozenset()
+        if self.shapes is not None and kinds - {"log"}:
+            changes = attempt_changes(self.shapes(session), memory)
+        whole = [
+            p
+            for p in self.page.partials
+            if not p.each and not p.append and (p.kinds & kinds or p.on & changes)
+        ]
+        redone = {p.event for p in whole if p.within is None}
+        whole = [p for p in whole if p.within not in redone]
+        context = self.context(session) if whole else None
+        if context is not None and context.get("gone"):
             return [message(last, "reload", "")]  # the attempt was deleted: the page says so
-        changes: frozenset[str] = context.get("changes", frozenset())
-        # (event name, template, context) of each whole partial, then of each card.
-        parts: list[tuple[str, LivePartial, dict[str, Any]]] = []
-        for p in shown:
-            if not p.each and (p.kinds & kinds or p.on & changes):
-                parts.append((p.event.format(id=self.attempt_id), p, context))
-        redone = {p.event for _, p, _ in parts}
-        by_id = context.get("attempts_by_id", {})
-        for p in shown:
-            if p.each and p.within not in redone:
-                changed = {e.attempt_id for e in events if e.kind in p.kinds and e.attempt_id}
-                parts += [
-                    (p.event.format(id=i), p, {**context, "attempt": by_id[i]})
-                    for i in sorted(changed)
-                    if i in by_id
-                ]
+        parts: list[tuple[str, LivePartial, dict[str, Any]]] = [
+            (p.event.format(id=self.attempt_id), p, context or {}) for p in whole
+        ]
+        for p in self.page.partials:
+            if p.each and p.within not in redone and self.cards is not None:
+                changed = sorted(
+                    {e.attempt_id for e in events if e.kind in p.kinds and e.attempt_id}
+                )
+                if changed:
+                    found = self.cards(session, context, changed)
+                    parts += [(p.event.format(id=i), p, found[i]) for i in changed if i in found]
         appends = [
             m for p in self.page.partials if p.append for m in self._appended(session, p, events)
         ]
@@ -230,44 +254,67 @@ class PageRenderer:
         return out
 
 
-def attempt_changes(attempts: list[Any], memory: dict[str, Any] | None) -> frozenset[str]:
+def attempt_changes(
+    shapes: dict[int, tuple[Any, ...]], memory: dict[str, Any] | None
+) -> frozenset[str]:
     """What changed about the campaign's attempts since the broadcaster's last batch (its
     memory); a reader catching up alone has no memory: anything may have."""
-    known = {a.id: (a.status, a.title) for a in attempts}
     if memory is None or "known" not in memory:
         if memory is not None:
-            memory["known"] = known
+            memory["known"] = shapes
         return EVERY_CHANGE
-    before: dict[int, tuple[Any, str]] = memory["known"]
-    memory["known"] = known
+    before: dict[int, tuple[Any, ...]] = memory["known"]
+    memory["known"] = shapes
     changes = set()
-    if known.keys() - before.keys():
+    if shapes.keys() - before.keys():
         changes.add(ADDED)
-    if before.keys() - known.keys():
+    if before.keys() - shapes.keys():
         changes.add(REMOVED)
-    for attempt_id, (status, title) in known.items():
-        if attempt_id in before:
-            if before[attempt_id][0] != status:
-                changes.add(STATUS)
-            if before[attempt_id][1] != title:
-                changes.add(TITLE)
+    for attempt_id, (status, title, cause, *measured) in shapes.items():
+        was = before.get(attempt_id)
+        if was is not None:
+            pairs = ((STATUS, status, was[0]), (TITLE, title, was[1]), (CAUSE, cause, was[2]),
+                     (MEASURED, measured, list(was[3:])))  # fmt: skip
+            changes.update(name for name, now, then in pairs if now != then)
     return frozenset(changes)
 
 
-def campaign_view(templates: Jinja2Templates, campaign_id: int) -> Render:
+def campaign_view(templates: Jinja2Templates, campaign_id: int) -> PageRenderer:
     from app.routes.pages import campaign_context  # the page's own context
 
-    def context(session: Session, memory: dict[str, Any] | None) -> dict[str, Any]:
-        found = campaign_context(session, campaign_id)
-        return {**found, "changes": attempt_changes(found["attempts"], memory)}
+    def cards(
+        session: Session, context: dict[str, Any] | None, ids: list[int]
+    ) -> dict[int, dict[str, Any]]:
+        if context is None:
+            # Only these attempts' cards: their views alone, not the campaign's thousand.
+            campaign = repo.get_campaign(session, campaign_id=campaign_id)
+            if campaign is None:
+                return {}
+            attempts = [a for i in ids if (a := repo.get_attempt(session, attempt_id=i))]
+            counts = repo.note_counts(session, attempt_ids=ids)
+            context = {
+                "campaign": campaign,
+                "attempts_by_id": {
+                    v.id: v for v in views.attempt_views(session, campaign, attempts)
+                },
+                "note_counts": counts,
+            }
+        by_id = context["attempts_by_id"]
+        return {i: {**context, "attempt": by_id[i]} for i in ids if i in by_id}
 
-    return PageRenderer(templates, CAMPAIGN_PAGE, context)
+    return PageRenderer(
+        templates,
+        CAMPAIGN_PAGE,
+        lambda session: campaign_context(session, campaign_id),
+        shapes=lambda session: repo.attempt_shapes(session, campaign_id=campaign_id),
+        cards=cards,
+    )
 
 
 def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> Render:
     from app.routes.pages import attempt_context
 
-    def context(session: Session, _memory: dict[str, Any] | None) -> dict[str, Any]:
+    def context(session: Session) -> dict[str, Any]:
         if repo.get_attempt(session, attempt_id=attempt_id) is None:
             return {"gone": True}
         return attempt_context(session, attempt_id, with_log=False)
@@ -275,5 +322,23 @@ def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> Render:
     return PageRenderer(templates, ATTEMPT_PAGE, context, attempt_id=attempt_id)
 
 
-def share_view(templates: Jinja2Templates, context: Callable[[Session], dict[str, Any]]) -> Render:
-    return PageRenderer(templates, SHARE_PAGE, lambda s, _m: context(s), is_owner=False)
+def share_view(
+    templates: Jinja2Templates, campaign_id: int, context: Callable[[Session], dict[str, Any]]
+) -> PageRenderer:
+    def cards(
+        session: Session, whole: dict[str, Any] | None, ids: list[int]
+    ) -> dict[int, dict[str, Any]]:
+        # The mask learns from every text of the campaign: the whole summary, read once.
+        found = whole if whole is not None else context(session)
+        items = {s.attempt.id: s for s in found["summary"].attempts}
+        return {i: {**found, "shared": items[i], "attempt": items[i].attempt}
+                for i in ids if i in items}  # fmt: skip
+
+    return PageRenderer(
+        templates,
+        SHARE_PAGE,
+        context,
+        is_owner=False,
+        shapes=lambda session: repo.attempt_shapes(session, campaign_id=campaign_id),
+        cards=cards,
+    )

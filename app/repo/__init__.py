@@ -5,6 +5,7 @@ the modules beside it (all importable from `app.repo`)."""
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import delete, func
 from sqlmodel import Session, col, select
@@ -60,6 +61,20 @@ def list_attempts(session: Session, *, campaign_id: int) -> list[Attempt]:
     """In the order they were tried (creation order)."""
     query = select(Attempt).where(Attempt.campaign_id == campaign_id).order_by(col(Attempt.id))
     return list(session.exec(query))
+
+
+def attempt_shapes(session: Session, *, campaign_id: int) -> dict[int, tuple[Any, ...]]:
+    """Per attempt, what more than its own card depends on: status (its lane), title (the
+    pickers), root-cause fingerprint (others' badges), measurements' count and sum (the
+    head's figures and chart). One cheap query, for a live page to tell what changed."""
+    query = (
+        select(Attempt.id, Attempt.status, Attempt.title, Attempt.fingerprint,
+               func.count(col(Measurement.id)), func.coalesce(func.sum(Measurement.value), 0))
+        .outerjoin(Measurement, col(Measurement.attempt_id) == col(Attempt.id))
+        .where(Attempt.campaign_id == campaign_id)
+        .group_by(col(Attempt.id))
+    )  # fmt: skip
+    return {int(row[0]): tuple(row[1:]) for row in session.exec(query)}
 
 
 def get_attempt(session: Session, *, attempt_id: int) -> Attempt | None:
@@ -137,6 +152,19 @@ def list_notes(session: Session, *, campaign_id: int, attempt_id: int | None = N
     if attempt_id is not None:
         query = query.where(Note.attempt_id == attempt_id)
     return list(session.exec(query.order_by(col(Note.id))))
+
+
+def note_counts(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, int]:
+    """How many notes each of these attempts has (a card's badge)."""
+    ids = list(attempt_ids)
+    if not ids:
+        return {}
+    query = (
+        select(Note.attempt_id, func.count(col(Note.id)))
+        .where(col(Note.attempt_id).in_(ids))
+        .group_by(col(Note.attempt_id))
+    )
+    return {int(attempt_id): int(count) for attempt_id, count in session.exec(query) if attempt_id}
 
 
 def get_note(session: Session, *, note_id: int) -> Note | None:

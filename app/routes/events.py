@@ -79,7 +79,8 @@ async def campaign_events(
     key: ViewKey
     if view == "campaign":
         key = (campaign_id, "campaign")
-        live_view = View(campaign_id, live_pages.campaign_view(templates, campaign_id))
+        page = live_pages.campaign_view(templates, campaign_id)
+        live_view = View(campaign_id, page, prime=page.prime)
     elif view == "attempt" and attempt is not None:
         key = (campaign_id, "attempt", attempt)
         live_view = View(campaign_id, live_pages.attempt_page_view(templates, attempt))

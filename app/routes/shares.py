@@ -74,6 +74,9 @@ def share_context(session: Session, link: ShareLink, token: str) -> dict[str, An
     }
 
 
+# A share's live render masks the whole campaign: at most a third of a core on it.
+SHARE_PACE = 2.0
+
 # Of the request threads, the ones anonymous readers may take at once: a crowd of them
 # waits its turn without a thread or a connection, and the owner's requests go ahead.
 SHARE_THREADS = 2
@@ -184,7 +187,8 @@ async def shared_events(
 
     # One broadcaster per link: its rendering (redacted or not) is the same for every reader.
     key = (campaign_id, "share", token)
-    view = View(campaign_id, live_pages.share_view(request.app.state.templates, context),
-                still_valid=still_shared)  # fmt: skip
+    render = live_pages.share_view(request.app.state.templates, campaign_id, context)
+    view = View(campaign_id, render, still_valid=still_shared, prime=render.prime,
+                pace=SHARE_PACE)  # fmt: skip
     messages = events.stream(request, key, view, cursor, b"", lambda: True, ending=events.GONE)
     return events.sse_response(request, messages)
