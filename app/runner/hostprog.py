@@ -122,6 +122,8 @@ def _job(run_dir: str, name: str) -> Answer:
         exists=True,
         started=True,
         alive=bool(members),
+        # The job's own process still runs (its children may outlive it: `alive` says so).
+        running=ended is None and bool(members),
         members=members,
         rebooted=rebooted,
         exit=ended,
@@ -190,13 +192,15 @@ def start(args: Answer) -> Answer:
         f.write(WRAPPER)
     with open(base + ".spec", "w") as f:
         json.dump(spec, f)
-    subprocess.Popen(
-        [sys.executable or "python3", os.path.join(run_dir, "wrapper.py"), run_dir, name],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=open(base + ".wrapper.log", "ab"),
-        start_new_session=True,
-        close_fds=True,
+    _STARTED.append(
+        subprocess.Popen(
+            [sys.executable or "python3", os.path.join(run_dir, "wrapper.py"), run_dir, name],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(base + ".wrapper.log", "ab"),
+            start_new_session=True,
+            close_fds=True,
+        )
     )
     deadline = time.time() + STARTED_WAIT_S
     while time.time() < deadline:
@@ -218,7 +222,11 @@ def status(args: Answer) -> Answer:
         if args.get("output") and job.get("log_path") and job.get("exit") is not None:
             job["output"] = _tail(job["log_path"], OUTPUT_TAIL_BYTES)
         jobs[name] = job
-    return {"boot_id": boot_id(), "run_dir": run_dir, "jobs": jobs}
+    answer = {"boot_id": boot_id(), "run_dir": run_dir, "jobs": jobs}
+    if args.get("health_url"):
+        # Asked in the same call: one round trip per look while a server starts.
+        answer["health"] = health({"url": args["health_url"], "timeout": 2})
+    return answer
 
 
 # --- what would poison a measurement ---------------------------------------------------
@@ -342,13 +350,13 @@ def live_runs(root: str, skip: Optional[str]) -> List[Answer]:
 
 def preflight(args: Answer) -> Answer:
     problems = []
-    port = args.get("port")
-    held = listeners(int(port)) if port else []
+    port = int(args["port"]) if args.get("port") else 0
+    held = listeners(port) if port else []
     if held:
         who = ", ".join(
             "pid %d (%s)" % (p["pid"], p["cmdline"][:80]) for h in held for p in h["pids"]
         )
-        problems.append("port %d is already in use%s" % (int(port), " by " + who if who else ""))
+        problems.append("port %d is already in use%s" % (port, " by " + who if who else ""))
     gpu = gpus()
     if gpu.get("processes"):
         problems.append(
@@ -519,13 +527,40 @@ COMMANDS = {
 }
 
 
-def main() -> None:
-    command, args = sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+# Wrappers this program started: reaped as they end, so a long `serve` leaves no zombie.
+_STARTED = []  # type: List[subprocess.Popen]
+
+
+def answer(command: str, args: Answer) -> Answer:
     try:
-        answer = COMMANDS[command](args)
+        return COMMANDS[command](args)
     except Exception as error:  # one JSON answer whatever happens: the caller reads it
-        answer = {"error": "%s: %s" % (type(error).__name__, error)}
-    sys.stdout.write(json.dumps(answer) + "\n")
+        return {"error": "%s: %s" % (type(error).__name__, error)}
+
+
+def serve() -> None:
+    """One request per line on stdin ({"command", "args"}), one answer per line: a driver
+    asks its host many times a second without starting a process each time. Ends with
+    stdin (the channel closed, or the dashboard gone)."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            reply = answer(request["command"], request.get("args") or {})
+        except (ValueError, KeyError, TypeError) as error:
+            reply = {"error": "bad request: %s" % error}
+        _STARTED[:] = [p for p in _STARTED if p.poll() is None]
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+def main() -> None:
+    if sys.argv[1] == "serve":
+        serve()
+        return
+    args = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    sys.stdout.write(json.dumps(answer(sys.argv[1], args)) + "\n")
     sys.stdout.flush()
 
 
