@@ -16,11 +16,13 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--num-prompts", type=int, default=8)
     parser.add_argument("--output-file", default="")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds between requests")
     args = parser.parse_args()
     url = f"http://{args.host}:{args.port}/generate"
     ttfts, done, failed, tokens = [], 0, 0, 0
     began = time.perf_counter()
     for _ in range(args.num_prompts):
+        time.sleep(args.pause)
         start = time.perf_counter()
         try:
             request = urllib.request.Request(url, data=b"{}", method="POST")
