@@ -77,7 +77,8 @@ def test_a_launched_attempt_is_measured_n_times_then_stopped(
     recorded = [r["metric_recorded"] for r in run["bench_runs"][1:]]
     assert final["metric"]["samples"] == recorded
     figures = run["bench_runs"][1]["figures"]
-    assert {"Mean TTFT (ms)", "Mean ITL (ms)", "Request throughput (req/s)"} <= set(figures)
+    assert {"ttft_ms", "itl_ms", "request_throughput", "output_tok_s"} <= set(figures)
+    assert figures["output_tok_s"] == run["bench_runs"][1]["metric_recorded"]
     assert run["port"] == port and run["health_url"] == f"http://127.0.0.1:{port}/health"
     assert final["source"] == f"ssh://{sshd.alias}{run['log_path']}"
     assert final["diagnosis"]["ready"] is True

@@ -11,6 +11,7 @@ import pytest
 
 from app.config import Settings
 from app.runner.hosts import HostAnswerError, HostLink, check_host
+from app.tailing.factory import LogSources
 from tests.helpers import wait_for
 from tests.runner_helpers import (
     bench_command,
@@ -25,7 +26,7 @@ from tests.sshd import Sshd
 @pytest.fixture(params=["local", "ssh"])
 def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HostLink]:
     if request.param == "local":
-        yield HostLink(Settings(_env_file=None), "local")  # type: ignore[call-arg]
+        yield HostLink(LogSources(Settings(_env_file=None)), "local")  # type: ignore[call-arg]
         return
     sshd: Sshd = request.getfixturevalue("sshd")
     settings = Settings(  # type: ignore[call-arg]
@@ -35,7 +36,7 @@ def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HostLink]:
         trusted_hosts_file=sshd.trusted_hosts,
         ssh_agent=False,
     )
-    yield HostLink(settings, sshd.alias)
+    yield HostLink(LogSources(settings), sshd.alias)
 
 
 @pytest.fixture
@@ -119,7 +120,7 @@ def test_the_job_outlives_the_channel_that_started_it(
     wait_for(lambda: port_listening(port), what="the server listening")
     assert session_processes(job["sid"])
     # Cleaned up from this machine: the host is this machine.
-    local = HostLink(Settings(_env_file=None), "local")  # type: ignore[call-arg]
+    local = HostLink(LogSources(Settings(_env_file=None)), "local")  # type: ignore[call-arg]
     report = local.call("stop", {"run_dir": str(runs / "r4"), "port": port, "grace_s": 5})
     assert report["stopped"] and session_processes(job["sid"]) == []
 
@@ -174,7 +175,7 @@ def test_starting_a_job_twice_starts_it_once(host: HostLink, runs: Path) -> None
 
 
 def test_a_command_is_one_argument_no_shell_of_the_caller_reads() -> None:
-    local = HostLink(Settings(_env_file=None), "local")  # type: ignore[call-arg]
+    local = HostLink(LogSources(Settings(_env_file=None)), "local")  # type: ignore[call-arg]
     with pytest.raises(HostAnswerError, match="KeyError"):
         local.call("start", {"run_dir": "/tmp/x"})  # no command: a clear error, not a crash
     assert check_host("gpu-box") == "gpu-box"

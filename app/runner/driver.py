@@ -8,10 +8,10 @@ import time
 from datetime import UTC
 from typing import Any
 
+from app.benchparse import ParseFailure, parse_output
 from app.diagnosis import diagnose_bytes
 from app.models import Run, RunState, Status
 from app.runner import hostprog
-from app.runner.benchresult import parse_bench_output
 from app.runner.commands import health_url, listen_port
 from app.runner.hosts import HostAnswerError, HostLink
 from app.runner.records import FINISHED, Records
@@ -24,7 +24,6 @@ HOST_POLL_S = 0.5  # the host: is the process still there
 HEALTH_POLL_S = 0.25
 CATCH_UP_S = 5.0  # for the tail to read the last lines of a crashed server's log
 GIVE_UP_S = 600.0  # a host unreachable this long: the run fails as infrastructure
-DEFAULT_METRIC = "Output token throughput"
 FAILED_OUTCOMES = frozenset({"crashed", "ready_timeout", "bench_failed", "server_died"})
 
 
@@ -403,31 +402,34 @@ class RunDriver:
         raise Finished
 
     def _bench_entry(self, run: Run, index: int, job: dict[str, Any]) -> dict[str, Any]:
+        """One finished benchmark run: its figures (app/benchparse), whether it counts, and
+        the campaign's metric (output tok/s) when it does."""
         output = job.get("output") or ""
         ended = job.get("exit") or {}
         exit_code = ended.get("exit_code")
-        result = parse_bench_output(output)
-        snapshot = self.records.load(self.run_id)
-        label = snapshot.metric_label if snapshot else DEFAULT_METRIC
-        metric = result.figure(label)
-        if metric is None:
-            metric = result.figure(DEFAULT_METRIC)
+        result = parse_output(output)
         warmup = index <= run.warmup
         failure = invalid = None
+        figures: dict[str, float] = {}
+        metric = None
         if exit_code != 0:
             cause = diagnose_bytes(output.encode()).root_cause
             last = output.strip().splitlines()[-1] if output.strip() else "no output"
             failure = f"exit status {exit_code}: {cause or last}"
-        elif metric is None:
-            failure = f"no '{label}' figure in its output"
-        elif result.failed_requests:
-            invalid = f"{result.failed_requests} failed requests: not a figure"
+        elif isinstance(result, ParseFailure):
+            failure = result.reason
+        else:
+            figures, metric = result.figures, result.output_tok_s
+            if not result.valid:
+                invalid = "; ".join(result.problems) + ": not a figure"
+            elif metric is None:
+                failure = "no output token throughput in its result"
         return {
             "index": index,
             "warmup": warmup,
             "exit_code": exit_code,
-            "figures": result.figures,
-            "failed_requests": result.failed_requests,
+            "figures": figures,
+            "failed_requests": None if isinstance(result, ParseFailure) else result.failed,
             "invalid": invalid,
             "failure": failure,
             "metric_recorded": None if (warmup or failure or invalid) else metric,

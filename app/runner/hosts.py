@@ -72,13 +72,17 @@ class LocalSession:
             self._process.stdin.flush()
         except OSError as error:
             self.close(broken=True)
-            raise HostUnavailable(TailStatus.connection_lost, f"the runner program ended: {error}") from None
+            raise HostUnavailable(
+                TailStatus.connection_lost, f"the runner program ended: {error}"
+            ) from None
         fd = self._process.stdout.fileno()
         while (newline := self._buffer.find(b"\n")) < 0:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close(broken=True)
-                raise HostUnavailable(TailStatus.no_answer, "the runner program did not answer in time")
+                raise HostUnavailable(
+                    TailStatus.no_answer, "the runner program did not answer in time"
+                )
             ready, _, _ = select.select([fd], [], [], min(left, 0.5))
             if ready:
                 data = os.read(fd, 1 << 16)

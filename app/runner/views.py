@@ -5,8 +5,8 @@ from datetime import datetime
 from sqlmodel import Session
 
 from app.diagnosis.lines import decode
-from app.ingest import stored_log
 from app.models import Run, RunState, TailState, utcnow
+from app.repo import stored_log
 from app.schemas import RunOut
 
 LAST_LINE_BYTES = 8 << 10
