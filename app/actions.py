@@ -91,7 +91,7 @@ def create_attempt(session: Session, campaign_id: int, data: AttemptCreate) -> A
     require_campaign(session, campaign_id)
     _check_link(session, campaign_id, data.retest_of, "retest_of")
     _check_link(session, campaign_id, data.blocked_by, "blocked_by")
-    attempt = Attempt(campaign_id=campaign_id, **data.model_dump())
+    attempt = Attempt(campaign_id=campaign_id, **data.model_dump(exclude={"launch"}))
     session.add(attempt)
     session.flush()
     if data.source:

@@ -271,6 +271,58 @@ def _run_demo(workdir: Path, port: int, no_browser: bool, speed: float) -> None:
         player.join(timeout=5)
 
 
+@main.command(
+    "try",
+    context_settings={"ignore_unknown_options": True},
+)
+@click.argument("campaign")
+@click.argument("title")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--host", required=True, help="An ssh alias (as ~/.ssh/config names it) or local.")
+@click.option("--bench", default=None, help="Benchmark command run on the host once ready. "
+              "Defaults to none: the run ends when the server is ready.")  # fmt: skip
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(1, 100),
+              help="Benchmark runs recorded: three give a mean and a spread.")  # fmt: skip
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(0, 20),
+              help="Benchmark runs before them, not recorded: the first run pays for "
+              "compilation and caches.")  # fmt: skip
+@click.option("--ready-timeout", default=1200.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True),
+              help="Seconds to wait for ready: 20 minutes covers loading weights and "
+              "capturing CUDA graphs of large models.")  # fmt: skip
+@click.option("--keep", is_flag=True, help="Leave the server running at the end.")
+@click.option("--retest-of", type=int, default=None, help="The attempt this one retests.")
+@click.option("--hypothesis", default="", help="What the attempt tries, in a sentence.")
+@click.option("--url", default="http://127.0.0.1:8000", show_default=True,
+              help="The running dashboard: serve's default address.")  # fmt: skip
+def try_(
+    campaign: str, title: str, command: tuple[str, ...], host: str, bench: str | None,
+    repeat: int, warmup: int, ready_timeout: float, keep: bool, retest_of: int | None,
+    hypothesis: str, url: str,
+) -> None:  # fmt: skip
+    """Run one attempt on HOST: launch COMMAND (after --) detached, wait for ready or crash,
+    benchmark it, record the figures, stop it. CAMPAIGN is an id or a name.
+
+    \b
+    Exit status:
+      0  measured (or ready, without --bench)
+      1  crashed, not ready in time, or the benchmark failed
+      2  refused (host busy, port in use, bad usage) or infrastructure failure
+    """
+    from app.try_cli import command_text, run_try
+
+    launch = {"host": host, "command": command_text(command), "repeat": repeat,
+              "warmup": warmup, "ready_timeout_s": ready_timeout, "keep": keep}  # fmt: skip
+    if bench:
+        launch["bench"] = bench
+    code = run_try(
+        url=url, token=os.environ.get("CAMPAIGN_DASH_TOKEN") or Settings().token,
+        campaign=campaign, title=title, launch=launch, hypothesis=hypothesis,
+        retest_of=retest_of,
+    )  # fmt: skip
+    sys.exit(code)
+
+
 READ_CHUNK = 4 << 20
 EXIT_NO_CRASH, EXIT_CRASHED, EXIT_UNREADABLE = 0, 1, 2
 

@@ -29,5 +29,8 @@ class Settings(BaseSettings):
     ssh_config: Path = Path("~/.ssh/config").expanduser()
     ssh_known_hosts: Path = Path("~/.ssh/known_hosts").expanduser()
     ssh_agent: bool = True
+    # Where launched runs keep their files on each host (~ is the host's home): one folder
+    # per run with its log, its process record and its exit status.
+    runs_root: str = "~/.campaign-dash/runs"
     # Host keys the owner trusted from the dashboard are written here, never elsewhere.
     trusted_hosts_file: Path = Path("campaign-dash.known_hosts")

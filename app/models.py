@@ -197,3 +197,54 @@ class OwnerSession(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     token_hash: str = Field(max_length=64, unique=True)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class RunState(StrEnum):
+    launching = "launching"  # queued behind another run of the host, or being launched
+    starting = "starting"  # the process runs; waiting for ready or crash
+    ready = "ready"
+    benchmarking = "benchmarking"
+    stopping = "stopping"
+    done = "done"
+    failed = "failed"
+
+
+class Run(SQLModel, table=True):
+    """One launch of an attempt's command on a host, driven by the runner to its end."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    attempt_id: int = Field(foreign_key="attempt.id", index=True, ondelete="CASCADE")
+    host: str = Field(max_length=300)
+    command: str
+    bench: str | None = None
+    repeat: int = 3
+    warmup: int = 1
+    ready_timeout_s: float = 1200.0
+    grace_s: float = 30.0
+    keep: bool = False
+    health_url: str | None = Field(default=None, max_length=500)
+    port: int | None = None
+    state: RunState = Field(default=RunState.launching, sa_type=String(20))
+    # How it ended: measured, ready, crashed, ready_timeout, bench_failed, server_died,
+    # refused, stopped, host_rebooted, infrastructure.
+    outcome: str | None = Field(default=None, max_length=40)
+    reason: str | None = None  # the sentence a person reads: why it waits, failed, ended
+    # The run's directory on the host, and the key its files carry there.
+    run_key: str = Field(max_length=64)
+    run_dir: str | None = Field(default=None, max_length=1000)
+    log_path: str | None = Field(default=None, max_length=1000)
+    pid: int | None = None
+    pgid: int | None = None
+    boot_id: str | None = Field(default=None, max_length=64)
+    exit_code: int | None = None
+    # Benchmark runs finished (warm-up ones included) and what each of them gave.
+    bench_done: int = 0
+    bench_runs: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    preflight: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    stop_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    stop_requested: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    launched_at: datetime | None = None
+    ready_at: datetime | None = None
+    ended_at: datetime | None = None
+    updated_at: datetime = Field(default_factory=utcnow)

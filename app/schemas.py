@@ -119,6 +119,40 @@ class CampaignUpdate(Strict):
     _ready = field_validator("ready_pattern")(check_ready_pattern)
 
 
+def _host(value: str) -> str:
+    from app.runner.hosts import check_host
+
+    return check_host(value)
+
+
+Command = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000),
+    AfterValidator(_no_nul),
+]  # fmt: skip
+
+
+class LaunchIn(Strict):
+    """What the runner launches: COMMAND on HOST, then the benchmark N times."""
+
+    host: Annotated[str, StringConstraints(min_length=1, max_length=300), AfterValidator(_host)]
+    command: Command
+    bench: Command | None = None
+    repeat: Annotated[int, Field(ge=1, le=100)] = 3
+    warmup: Annotated[int, Field(ge=0, le=20)] = 1
+    ready_timeout_s: Annotated[float, Field(gt=0, le=7 * 86400, allow_inf_nan=False)] = 1200.0
+    keep: bool = False
+    # Derived from --port when not given; "" turns the health check off.
+    health_url: Annotated[str, StringConstraints(max_length=500)] | None = None
+    grace_s: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] = 30.0
+
+    @field_validator("health_url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("a health URL starts with http:// or https://")
+        return value
+
+
 class AttemptCreate(Strict):
     title: Name
     hypothesis: Text = ""
@@ -127,8 +161,15 @@ class AttemptCreate(Strict):
     source: str | None = None
     retest_of: int | None = None
     blocked_by: int | None = None
+    # The dashboard launches it on the host and follows it to its end (the runner).
+    launch: LaunchIn | None = None
 
     _source = field_validator("source")(check_source)
+
+
+class RetestIn(Strict):
+    title: Name | None = None
+    hypothesis: Text | None = None
 
 
 class AttemptUpdate(Strict):
@@ -178,6 +219,43 @@ class TailOut(BaseModel):
     infrastructure: bool  # the host or network failed, not the server under test
 
 
+class RunOut(BaseModel):
+    """A launched attempt's run, as the runner drives it."""
+
+    id: int
+    state: str  # launching, starting, ready, benchmarking, stopping, done, failed
+    outcome: str | None  # measured, ready, crashed, ready_timeout, bench_failed, ...
+    reason: str | None
+    host: str
+    command: str
+    bench: str | None
+    repeat: int
+    warmup: int
+    keep: bool
+    ready_timeout_s: float
+    health_url: str | None
+    port: int | None
+    pid: int | None
+    pgid: int | None
+    exit_code: int | None
+    boot_id: str | None
+    run_dir: str | None
+    log_path: str | None
+    bench_done: int
+    bench_total: int
+    bench_runs: list[dict[str, Any]]
+    gpu_note: str | None  # "nvidia-smi not found on the host: GPUs not checked"
+    stop_report: dict[str, Any] | None
+    stop_requested: bool
+    stoppable: bool  # a Stop button makes sense: its server may still run
+    elapsed_s: float | None  # since the launch, up to its end
+    last_line: str | None  # of the log, while it starts
+    created_at: datetime
+    launched_at: datetime | None
+    ready_at: datetime | None
+    ended_at: datetime | None
+
+
 class AttemptOut(BaseModel):
     id: int
     campaign_id: int
@@ -200,6 +278,7 @@ class AttemptOut(BaseModel):
     diagnosis: dict[str, Any] | None
     same_root_cause_as: list[int]
     tail: TailOut | None
+    run: RunOut | None = None
     created_at: datetime
     started_at: datetime | None
     closed_at: datetime | None

@@ -13,6 +13,8 @@ from app.domain import MetricSummary, judge, lane_of
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Note, Status
 from app.repo import stored_log
+from app.runner.launching import runs_by_attempt
+from app.runner.views import run_view
 from app.schemas import (
     AttemptOut,
     BaselineOut,
@@ -44,6 +46,7 @@ def attempt_views(
     ids = [a.id for a in attempts if a.id is not None]
     samples = repo.samples_by_attempt(session, attempt_ids=ids)
     tails = repo.tail_states(session, attempt_ids=ids)
+    runs = runs_by_attempt(session, ids)
     history = repo.baseline_history(session, campaign_id=campaign.id)
     fingerprints = {a.fingerprint for a in attempts if a.fingerprint}
     earlier_by_print: dict[str, list[int]] = {}
@@ -111,6 +114,7 @@ def attempt_views(
                 )
                 if tail
                 else None,
+                run=run_view(session, runs[attempt.id], tail) if attempt.id in runs else None,
                 created_at=attempt.created_at,
                 started_at=attempt.started_at,
                 closed_at=attempt.closed_at,

@@ -24,7 +24,8 @@ from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay
 from app.paths import resource_dir
 from app.rendering import is_htmx, make_templates, render
-from app.routes import api_attempts, api_campaigns, events, frame_source, pages, shares
+from app.routes import api_attempts, api_campaigns, api_runs, events, frame_source, pages, shares
+from app.runner.manager import RunManager
 from app.tailer import Tailer
 from app.tailing.factory import LogSources
 
@@ -87,13 +88,17 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         source_factory=sources.open,
     )
 
+    runner = RunManager(engine, settings, sources)
+
     def after_commit(campaign_ids: frozenset[int], attempt_ids: frozenset[int]) -> None:
-        """Every commit on this engine that recorded something: pages hear of it, and the
-        tailer looks at the attempts whose log may be followed or stopped now."""
+        """Every commit on this engine that recorded something: pages hear of it, the
+        tailer looks at the attempts whose log may be followed or stopped now, and the
+        runner at the runs that were asked for or asked to stop."""
         for campaign_id in sorted(campaign_ids):
             bus.publish(campaign_id)
         if attempt_ids:
             tailer.look_at(attempt_ids)
+            runner.look()
 
     changes.on_commit(engine, after_commit)
 
@@ -115,6 +120,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         if relay is not None:
             relay.start()
         await asyncio.to_thread(tailer.start)
+        await asyncio.to_thread(runner.start)
         refresher.start()
         app.state.serving = True
         yield
@@ -122,6 +128,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         await asyncio.to_thread(refresher.stop)
         if relay is not None:
             await asyncio.to_thread(relay.stop)
+        await asyncio.to_thread(runner.stop_all)
         await asyncio.to_thread(tailer.stop_all)
         await asyncio.to_thread(sources.close)
         engine.dispose()
@@ -146,6 +153,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.state.templates = make_templates()
     app.state.tailer = tailer
     app.state.sources = sources
+    app.state.runner = runner
     app.state.bus = bus
     app.state.live = Hub(
         bus,
@@ -201,6 +209,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
     app.include_router(api_campaigns.router)
     app.include_router(api_attempts.router)
+    app.include_router(api_runs.router)
     app.include_router(frame_source.router)
     app.include_router(events.router)
     app.include_router(shares.owner_router)

@@ -4,6 +4,7 @@ from fastapi import APIRouter, Depends, Response
 
 from app import actions, repo, views
 from app.deps import SessionDep, SettingsDep, require_api_owner
+from app.runner import launching
 from app.schemas import (
     AttemptCreate,
     AttemptOut,
@@ -64,9 +65,13 @@ def delete_campaign(campaign_id: int, session: SessionDep) -> Response:
 def create_attempt(
     campaign_id: int, data: AttemptCreate, session: SessionDep, settings: SettingsDep
 ) -> AttemptOut:
-    """Add a hypothesis; with a log source it starts running."""
+    """Add a hypothesis; with a log source it starts running; with `launch` the dashboard
+    launches it on the host, follows it to ready or crash, benchmarks and stops it."""
     check_log_source(settings, data.source)
-    attempt = actions.create_attempt(session, campaign_id, data)
+    if data.launch is not None:
+        attempt = launching.create_launched_attempt(session, campaign_id, data)
+    else:
+        attempt = actions.create_attempt(session, campaign_id, data)
     return views.attempt_view(session, attempt)
 
 

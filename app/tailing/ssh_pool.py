@@ -71,6 +71,18 @@ class Connection:
         transport = self.client.get_transport()
         return transport is not None and transport.is_active()
 
+    def open(self, command: str) -> paramiko.Channel:
+        """A channel running `command`, its stdin left open for the caller to write."""
+        transport = self.client.get_transport()
+        assert transport is not None
+        channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
+        try:
+            channel.exec_command(command)
+        except BaseException:
+            channel.close()
+            raise
+        return channel
+
     def start(self, command: str, code: bytes) -> paramiko.Channel:
         """A channel running `command` with the program's code on its stdin (then closed)."""
         transport = self.client.get_transport()

@@ -18,7 +18,7 @@ from app.tailing import follower, wire
 from app.tailing.events import Data, Event, Opened, Rotated, State, from_follower
 from app.tailing.host_keys import HostKeyNotTrusted, host_key_refusal
 from app.tailing.sources import HostUnavailable, SourceURL
-from app.tailing.ssh_pool import ConnectionPool, Target, resolve
+from app.tailing.ssh_pool import Connection, ConnectionPool, Target, resolve
 from app.tailing.status import TailStatus
 
 # The remote follower writes at least once a second; this long without a byte means the
@@ -161,6 +161,10 @@ class SSHSource:
                 channel.close()
             self.pool.release(target, connection, broken=broken)
 
+    def open_program(self, code: bytes, args: Sequence[str]) -> "ProgramSession":
+        """A program kept running on the host, asked a line at a time (ProgramSession)."""
+        return ProgramSession(self, code, args)
+
     def run_program(
         self,
         code: bytes,
@@ -174,15 +178,7 @@ class SSHSource:
         cannot be reached raises HostUnavailable with the state a tail would show."""
         deadline = time.monotonic() + timeout_s
         target = self.target()
-        try:
-            connection = self.pool.acquire(target)
-        except HostKeyNotTrusted as error:
-            state, message, _ = host_key_refusal(error)
-            raise HostUnavailable(state, message) from None
-        except paramiko.AuthenticationException as error:
-            raise HostUnavailable(TailStatus.authentication_failed, str(error)) from None
-        except (OSError, EOFError, paramiko.SSHException) as error:
-            raise HostUnavailable(TailStatus.host_unreachable, _reason(error)) from None
+        connection = _acquire(self.pool, target)
         broken = False
         channel = None
         try:
@@ -195,6 +191,87 @@ class SSHSource:
             if channel is not None:
                 channel.close()
             self.pool.release(target, connection, broken=broken)
+
+
+# Reads the program's code (its length first, as an argument) from stdin and runs it; what
+# follows on stdin is the program's to read: requests, one a line.
+BOOTSTRAP = (
+    "import sys;n=int(sys.argv.pop(1));exec(compile(sys.stdin.buffer.read(n),'<runner>','exec'))"
+)
+
+
+def session_command(code: bytes, args: Sequence[str]) -> str:
+    """A long-lived program: its code, then its requests, on stdin; arguments quoted."""
+    quoted = (shlex.quote(a) for a in ("-c", BOOTSTRAP, str(len(code)), *args))
+    return " ".join(["exec python3", *quoted])
+
+
+class ProgramSession:
+    """A program kept running on the host over one channel of the pool: a line asked,
+    a line answered. Broken (HostUnavailable) when the host stops answering."""
+
+    def __init__(self, source: "SSHSource", code: bytes, args: Sequence[str]) -> None:
+        self._pool = source.pool
+        self._target = source.target()
+        self._connection = _acquire(self._pool, self._target)
+        self._buffer = bytearray()
+        self.closed = False
+        try:
+            self._channel = self._connection.open(session_command(code, args))
+            self._channel.sendall(code)
+        except (OSError, EOFError, paramiko.SSHException) as error:
+            self.close(broken=True)
+            raise HostUnavailable(TailStatus.connection_lost, _reason(error)) from None
+        self._channel.settimeout(0.5)
+
+    def request(self, line: bytes, timeout_s: float) -> bytes:
+        deadline = time.monotonic() + timeout_s
+        try:
+            self._channel.sendall(line.rstrip(b"\n") + b"\n")
+            while (newline := self._buffer.find(b"\n")) < 0:
+                if time.monotonic() > deadline:
+                    raise HostUnavailable(TailStatus.no_answer, "the host did not answer in time")
+                try:
+                    data = self._channel.recv(1 << 16)
+                except TimeoutError:
+                    continue
+                if not data:
+                    status = self._channel.recv_exit_status()
+                    if status == 127:
+                        raise HostUnavailable(TailStatus.error, "python3 not found on the host")
+                    stderr = self._channel.recv_stderr(4096).decode("utf-8", "replace")
+                    raise HostUnavailable(TailStatus.connection_lost, stderr.strip() or "it ended")
+                self._buffer += data
+        except HostUnavailable:
+            self.close(broken=True)
+            raise
+        except (OSError, EOFError, paramiko.SSHException) as error:
+            self.close(broken=True)
+            raise HostUnavailable(TailStatus.connection_lost, _reason(error)) from None
+        reply = bytes(self._buffer[:newline])
+        del self._buffer[: newline + 1]
+        return reply
+
+    def close(self, *, broken: bool = False) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        channel = getattr(self, "_channel", None)
+        if channel is not None:
+            channel.close()
+        self._pool.release(self._target, self._connection, broken=broken)
+
+
+def _acquire(pool: ConnectionPool, target: Target) -> Connection:
+    try:
+        return pool.acquire(target)
+    except HostKeyNotTrusted as error:
+        state, message, _ = host_key_refusal(error)
+        raise HostUnavailable(state, message) from None
+    except paramiko.AuthenticationException as error:
+        raise HostUnavailable(TailStatus.authentication_failed, str(error)) from None
+    except (OSError, EOFError, paramiko.SSHException) as error:
+        raise HostUnavailable(TailStatus.host_unreachable, _reason(error)) from None
 
 
 def _reason(error: BaseException) -> str:

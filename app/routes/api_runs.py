@@ -1,0 +1,30 @@
+"""JSON API for launched attempts: stop one, retest one."""
+
+from fastapi import APIRouter, Body, Depends
+
+from app import views
+from app.deps import SessionDep, require_api_owner
+from app.runner import launching
+from app.schemas import AttemptOut, RetestIn
+
+router = APIRouter(tags=["runs"], dependencies=[Depends(require_api_owner)])
+
+
+@router.post("/api/attempts/{attempt_id}/stop")
+def stop_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
+    """Stop a launched attempt's server (SIGTERM to its process group, SIGKILL after the
+    grace period, then proof that it stopped); 409 when it was not launched or has ended."""
+    attempt = launching.request_stop(session, attempt_id)
+    session.flush()
+    return views.attempt_view(session, attempt)
+
+
+@router.post("/api/attempts/{attempt_id}/retest", status_code=201)
+def retest_attempt(
+    attempt_id: int, session: SessionDep, data: RetestIn | None = Body(default=None)
+) -> AttemptOut:
+    """A new attempt, `retest of` this one, with the same command; launched the same way
+    when this one was launched."""
+    attempt = launching.retest(session, attempt_id, data or RetestIn())
+    session.flush()
+    return views.attempt_view(session, attempt)

@@ -1,0 +1,42 @@
+"""What a launch command says about itself: the port it will listen on, its health URL."""
+
+import shlex
+
+# Where the engines listen when the command names no port.
+DEFAULT_PORTS = (("sglang", 30000), ("vllm", 8000))
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:  # an unbalanced quote: the shell will say so; no port to read
+        return command.split()
+
+
+def listen_port(command: str) -> int | None:
+    """--port N or --port=N (the last one wins, as argparse does), else the engine's own."""
+    words = _words(command)
+    port: int | None = None
+    for index, word in enumerate(words):
+        value = None
+        if word == "--port" and index + 1 < len(words):
+            value = words[index + 1]
+        elif word.startswith("--port="):
+            value = word.partition("=")[2]
+        if value is not None and value.isdigit() and 0 < int(value) < 65536:
+            port = int(value)
+    if port is not None:
+        return port
+    for engine, default in DEFAULT_PORTS:
+        if any(engine in word for word in words):
+            return default
+    return None
+
+
+def health_url(command: str, given: str | None) -> str | None:
+    """The URL that says the server serves: the one given ("" for none), else /health on
+    the derived port, asked from the host itself."""
+    if given is not None:
+        return given or None
+    port = listen_port(command)
+    return f"http://127.0.0.1:{port}/health" if port else None

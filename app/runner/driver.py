@@ -1,0 +1,486 @@
+"""One launched run, driven in a thread from wherever its row says it stands: launch
+(after the host's earlier runs), ready or crashed, benchmark runs, stop and proof.
+Started again after a dashboard restart, it picks the run up where it was."""
+
+import logging
+import threading
+import time
+from datetime import UTC
+from typing import Any
+
+from app.benchparse import ParseFailure, parse_output
+from app.diagnosis import diagnose_bytes
+from app.models import Run, RunState, Status
+from app.runner import hostprog
+from app.runner.commands import health_url, listen_port
+from app.runner.hosts import HostAnswerError, HostLink
+from app.runner.records import FINISHED, Records
+from app.tailing.sources import HostUnavailable
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05  # the database: what the tail of the log found (cheap, one row)
+HOST_POLL_S = 0.5  # the host: is the process still there
+HEALTH_POLL_S = 0.25
+CATCH_UP_S = 5.0  # for the tail to read the last lines of a crashed server's log
+GIVE_UP_S = 600.0  # a host unreachable this long: the run fails as infrastructure
+FAILED_OUTCOMES = frozenset({"crashed", "ready_timeout", "bench_failed", "server_died"})
+
+
+class Shutdown(Exception):
+    """The dashboard stops: leave the run as it is, to be picked up at the next start."""
+
+
+class Stopped(Exception):
+    """The owner asked to stop the run."""
+
+
+class RunDriver:
+    def __init__(
+        self,
+        run_id: int,
+        records: Records,
+        host: HostLink,
+        shutdown: threading.Event,
+        on_exit: Any = None,
+        runs_root: str = hostprog.RUNS_ROOT,
+    ) -> None:
+        self.runs_root = runs_root
+        self.run_id = run_id
+        self.records = records
+        self.host = host
+        self.shutdown = shutdown
+        self.wake = threading.Event()
+        self.on_exit = on_exit
+        self.thread = threading.Thread(target=self._main, name=f"run-{run_id}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            self._drive()
+        except Shutdown:
+            pass
+        except Exception as error:
+            log.exception("run %s failed", self.run_id)
+            try:
+                self.records.finish(
+                    self.run_id,
+                    state=RunState.failed,
+                    outcome="infrastructure",
+                    reason=f"the runner failed: {type(error).__name__}: {error}",
+                )
+            except Exception:
+                log.exception("recording the failure of run %s failed", self.run_id)
+        finally:
+            self.host.close()
+            if self.on_exit is not None:
+                self.on_exit(self.run_id)
+
+    def _pause(self, seconds: float) -> None:
+        self.wake.wait(seconds)
+        self.wake.clear()
+        if self.shutdown.is_set():
+            raise Shutdown
+
+    def _run(self) -> Run:
+        snapshot = self.records.load(self.run_id)
+        if snapshot is None:  # the attempt was deleted: nothing to record any more
+            raise Shutdown
+        return snapshot.run
+
+    def _check_stop(self) -> None:
+        if self.shutdown.is_set():
+            raise Shutdown
+        if self._run().stop_requested:
+            raise Stopped
+
+    def _ask(self, command: str, args: dict[str, Any], timeout_s: float = 30.0) -> Any:
+        """One call of the host program; an unreachable host is retried (the run waits,
+        saying why) until GIVE_UP_S, then the run fails as infrastructure."""
+        first_failure = None
+        delay = 0.5
+        while True:
+            try:
+                answer = self.host.call(command, args, timeout_s=timeout_s)
+                if first_failure is not None:
+                    self.records.update(self.run_id, reason=None)
+                return answer
+            except HostUnavailable as error:
+                now = time.monotonic()
+                first_failure = first_failure or now
+                if now - first_failure > GIVE_UP_S:
+                    raise
+                self.records.update(
+                    self.run_id,
+                    reason=f"{self.host.host}: {error.state}: {error}; retrying",
+                )
+                if self.shutdown.wait(delay):
+                    raise Shutdown from None
+                delay = min(delay * 2, 10.0)
+
+    def _status(
+        self, run: Run, *names: str, output: bool = False, health: bool = False
+    ) -> dict[str, Any]:
+        args = {"run_dir": run.run_dir, "names": list(names) or ["server"], "output": output}
+        if health and run.health_url:
+            args["health_url"] = run.health_url
+        answer = self._ask("status", args)
+        jobs: dict[str, Any] = answer["jobs"]
+        jobs["health"] = answer.get("health")
+        server = jobs.get("server")
+        if server and server.get("rebooted"):
+            raise HostRebooted
+        return jobs
+
+    # --- the phases --------------------------------------------------------------------
+
+    def _drive(self) -> None:
+        run = self._run()
+        try:
+            if run.state == RunState.launching:
+                run = self._launch(run)
+                if run.state in FINISHED:
+                    return
+            if run.state == RunState.starting:
+                run = self._wait_for_ready(run)
+                if run.state in FINISHED:
+                    return
+            if run.state in (RunState.ready, RunState.benchmarking):
+                self._after_ready(run)
+            elif run.state == RunState.stopping:
+                # Picked up halfway through a stop: the end it was heading for.
+                failed = run.outcome in FAILED_OUTCOMES
+                self._stop(
+                    run,
+                    outcome=run.outcome or "stopped",
+                    reason=run.reason,
+                    state=RunState.failed if failed else RunState.done,
+                )
+        except Finished:
+            pass
+        except Stopped:
+            run = self._run()
+            if run.run_dir is None or run.pid is None:
+                self.records.finish(
+                    self.run_id,
+                    state=RunState.failed,
+                    outcome="stopped",
+                    reason="stopped before it was launched",
+                )
+                return
+            self._stop(run, outcome="stopped", reason="stopped on request")
+        except HostRebooted:
+            run = self._run()
+            self.records.finish(
+                self.run_id,
+                state=RunState.failed,
+                outcome="host_rebooted",
+                reason=f"{run.host} rebooted (its boot id changed) while the run was "
+                f"{run.state}: its server is gone",
+                attempt_status=Status.crashed if run.state != RunState.benchmarking else None,
+            )
+        except HostUnavailable as error:
+            self.records.finish(
+                self.run_id,
+                state=RunState.failed,
+                outcome="infrastructure",
+                reason=f"{self.host.host}: {error.state}: {error}",
+            )
+
+    def _launch(self, run: Run) -> Run:
+        reported = None
+        while True:
+            self._check_stop()
+            blocker = self.records.blocking_run(self.run_id)
+            if blocker is None:
+                break
+            reason = f"waiting for run {blocker.id} on {run.host}"
+            if reason != reported:
+                self.records.update(self.run_id, reason=reason)
+                reported = reason
+            self._pause(0.5)
+        run_dir = run.run_dir or f"{self.runs_root.rstrip('/')}/{run.run_key}"
+        if run.run_dir is not None:
+            # Launched before a restart, perhaps: a server already there is this run's.
+            job = self._ask("status", {"run_dir": run_dir})["jobs"]["server"]
+            if job.get("started"):
+                return self._launched(run, job)
+        port = run.port if run.port is not None else listen_port(run.command)
+        check = self._ask(
+            "preflight",
+            {"port": port, "runs_root": self.runs_root, "skip_run": run.run_key},
+        )
+        if not check["ok"]:
+            return self.records.finish(
+                self.run_id,
+                state=RunState.failed,
+                outcome="refused",
+                reason="refused: " + "; ".join(check["problems"]),
+                preflight=check,
+            )
+        self.records.update(
+            self.run_id,
+            run_dir=run_dir,
+            port=port,
+            health_url=health_url(run.command, run.health_url),
+            preflight=check,
+            reason="launching",
+        )
+        try:
+            job = self._ask(
+                "start",
+                {"run_dir": run_dir, "name": "server", "command": run.command,
+                 "run_id": run.run_key},
+            )  # fmt: skip
+        except HostAnswerError as error:
+            return self.records.finish(
+                self.run_id, state=RunState.failed, outcome="infrastructure", reason=str(error)
+            )
+        return self._launched(self._run(), job)
+
+    def _launched(self, run: Run, job: dict[str, Any]) -> Run:
+        # The answer's run_dir is absolute (~ expanded on the host): the log source needs it.
+        self.records.update(self.run_id, run_dir=job["log_path"].rpartition("/")[0])
+        return self.records.launched(self.run_id, job, self.host.log_source(job["log_path"]))
+
+    def _wait_for_ready(self, run: Run) -> Run:
+        assert run.launched_at is not None
+        launched = run.launched_at.replace(tzinfo=run.launched_at.tzinfo or UTC)
+        deadline = launched.timestamp() + run.ready_timeout_s
+        next_host_look = 0.0
+        while True:
+            self._check_stop()
+            snapshot = self.records.load(self.run_id)
+            assert snapshot is not None
+            run, diagnosis = snapshot.run, snapshot.diagnosis
+            now = time.monotonic()
+            if diagnosis.get("crashed"):
+                return self._crashed(run, None)
+            says_ready = bool(diagnosis.get("ready"))
+            if says_ready and not run.health_url:
+                return self.records.ready(self.run_id)
+            # Once the log says ready, /health is asked in each look at the process.
+            if now >= next_host_look:
+                next_host_look = now + (HEALTH_POLL_S if says_ready else HOST_POLL_S)
+                jobs = self._status(run, health=says_ready)
+                if not jobs["server"]["running"]:
+                    return self._crashed(run, jobs["server"])
+                if says_ready and (jobs["health"] or {}).get("ok"):
+                    return self.records.ready(self.run_id)
+            if time.time() >= deadline:
+                return self._stop(
+                    run,
+                    outcome="ready_timeout",
+                    reason=f"not ready after {run.ready_timeout_s:g} s",
+                    state=RunState.failed,
+                    attempt_status=Status.crashed,
+                )
+            self._pause(POLL_S)
+
+    def _caught_up(self, run: Run, job: dict[str, Any] | None) -> dict[str, Any]:
+        """The diagnosis once the tail has read the log to its end (bounded)."""
+        size = (job or {}).get("log_size") or 0
+        deadline = time.monotonic() + CATCH_UP_S
+        while True:
+            snapshot = self.records.load(self.run_id)
+            assert snapshot is not None
+            if snapshot.tail_offset >= size or time.monotonic() > deadline:
+                return snapshot.diagnosis
+            self._pause(POLL_S)
+
+    def _crashed(self, run: Run, job: dict[str, Any] | None) -> Run:
+        if job is None:
+            job = self._status(run)["server"]
+        diagnosis = self._caught_up(run, job)
+        ended = job.get("exit") or {}
+        exit_code = ended.get("exit_code")
+        cause = diagnosis.get("root_cause")
+        if cause:
+            reason = f"crashed before ready: {cause}"
+        elif exit_code is not None:
+            reason = f"exited with status {exit_code} before it was ready"
+        else:
+            reason = "ended before it was ready (how, the host cannot say)"
+        if exit_code is not None and cause:
+            reason += f" (exit status {exit_code})"
+        # What the server left behind (its children, the port) is cleaned up all the same.
+        return self._stop(
+            run,
+            outcome="crashed",
+            reason=reason,
+            state=RunState.failed,
+            attempt_status=Status.crashed,
+            exit_code=exit_code,
+        )
+
+    def _after_ready(self, run: Run) -> None:
+        if run.bench:
+            run = self._benchmark(run)
+            if run.state in FINISHED:
+                return
+            outcome = "measured"
+        else:
+            outcome = "ready"
+        if run.keep:
+            self.records.finish(
+                self.run_id,
+                state=RunState.done,
+                outcome=outcome,
+                reason=f"kept running on {run.host} (pid {run.pid})",
+            )
+            return
+        self._stop(run, outcome=outcome, reason=None)
+
+    def _benchmark(self, run: Run) -> Run:
+        if run.state != RunState.benchmarking:
+            run = self.records.update(self.run_id, state=RunState.benchmarking)
+        total = run.warmup + run.repeat
+        for index in range(run.bench_done + 1, total + 1):
+            name = f"bench-{index}"
+            jobs = self._status(run, "server", name)
+            if not jobs["server"]["running"]:
+                self._server_died(run, jobs["server"], name)
+            if not jobs[name]["exists"]:
+                self._ask("start", {"run_dir": run.run_dir, "name": name, "command": run.bench,
+                                    "run_id": run.run_key})  # fmt: skip
+            job = self._wait_for_bench(run, name)
+            entry = self._bench_entry(run, index, job)
+            run = self.records.bench_run(self.run_id, entry, entry.get("metric_recorded"))
+            if entry["failure"]:
+                return self._stop(
+                    run,
+                    outcome="bench_failed",
+                    reason=f"benchmark run {index} failed: {entry['failure']}",
+                    state=RunState.failed,
+                )
+        counted = [e for e in run.bench_runs or [] if e.get("metric_recorded") is not None]
+        if not counted:
+            return self._stop(
+                run,
+                outcome="bench_failed",
+                reason="no benchmark run gave a valid figure (each had failed requests)",
+                state=RunState.failed,
+            )
+        return run
+
+    def _wait_for_bench(self, run: Run, name: str) -> dict[str, Any]:
+        while True:
+            try:
+                self._check_stop()
+            except Stopped:
+                self._ask("stop", {"run_dir": run.run_dir, "name": name, "grace_s": 5},
+                          timeout_s=60)  # fmt: skip
+                raise
+            jobs = self._status(run, "server", name, output=True)
+            job, server = jobs[name], jobs["server"]
+            if not server["running"]:
+                self._ask("stop", {"run_dir": run.run_dir, "name": name, "grace_s": 5},
+                          timeout_s=60)  # fmt: skip
+                self._server_died(run, server, name)
+            if job.get("exit") is not None or job.get("lost"):
+                return job
+            self._pause(HOST_POLL_S)
+
+    def _server_died(self, run: Run, server: dict[str, Any], name: str) -> None:
+        diagnosis = self._caught_up(run, server)
+        ended = server.get("exit") or {}
+        cause = diagnosis.get("root_cause") or (
+            f"exited with status {ended.get('exit_code')}" if ended else "it is gone"
+        )
+        self._stop(
+            run,
+            outcome="server_died",
+            reason=f"the server died during benchmark {name}: {cause}",
+            state=RunState.failed,
+            attempt_status=Status.crashed,
+            exit_code=ended.get("exit_code"),
+        )
+        raise Finished
+
+    def _bench_entry(self, run: Run, index: int, job: dict[str, Any]) -> dict[str, Any]:
+        """One finished benchmark run: its figures (app/benchparse), whether it counts, and
+        the campaign's metric (output tok/s) when it does."""
+        output = job.get("output") or ""
+        ended = job.get("exit") or {}
+        exit_code = ended.get("exit_code")
+        result = parse_output(output)
+        warmup = index <= run.warmup
+        failure = invalid = None
+        figures: dict[str, float] = {}
+        metric = None
+        if exit_code != 0:
+            cause = diagnose_bytes(output.encode()).root_cause
+            last = output.strip().splitlines()[-1] if output.strip() else "no output"
+            failure = f"exit status {exit_code}: {cause or last}"
+        elif isinstance(result, ParseFailure):
+            failure = result.reason
+        else:
+            figures, metric = result.figures, result.output_tok_s
+            if not result.valid:
+                invalid = "; ".join(result.problems) + ": not a figure"
+            elif metric is None:
+                failure = "no output token throughput in its result"
+        return {
+            "index": index,
+            "warmup": warmup,
+            "exit_code": exit_code,
+            "figures": figures,
+            "failed_requests": None if isinstance(result, ParseFailure) else result.failed,
+            "invalid": invalid,
+            "failure": failure,
+            "metric_recorded": None if (warmup or failure or invalid) else metric,
+            "log_path": job.get("log_path"),
+        }
+
+    def _stop(
+        self,
+        run: Run,
+        *,
+        outcome: str,
+        reason: str | None,
+        state: RunState = RunState.done,
+        attempt_status: Status | None = None,
+        **fields: Any,
+    ) -> Run:
+        self.records.update(self.run_id, state=RunState.stopping, outcome=outcome, reason=reason)
+        report = self._ask(
+            "stop",
+            {"run_dir": run.run_dir, "name": "server", "port": run.port, "grace_s": run.grace_s,
+             "gpu_before": (run.preflight or {}).get("gpu")},
+            timeout_s=run.grace_s + 90,
+        )  # fmt: skip
+        said = [reason] if reason else []
+        if not report.get("stopped"):
+            state = RunState.failed
+            left = ", ".join(f"{p['pid']} ({p['comm']})" for p in report.get("left", []))
+            said.append(f"NOT stopped: processes left: {left}")
+        elif report.get("signal"):
+            said.append(f"stopped by {report['signal']}")
+        if report.get("port_free") is False:
+            said.append(f"port {run.port} still in use")
+        if report.get("gpu_memory_back") is False:
+            said.append("GPU memory not back to what it was before the launch")
+        ended = report.get("exit") or {}
+        if "exit_code" not in fields and ended.get("exit_code") is not None:
+            fields["exit_code"] = ended["exit_code"]
+        return self.records.finish(
+            self.run_id,
+            state=state,
+            outcome=outcome,
+            reason="; ".join(said) or None,
+            attempt_status=attempt_status,
+            stop_report=report,
+            **fields,
+        )
+
+
+class HostRebooted(Exception):
+    """The host's boot id is not the one the run was launched under."""
+
+
+class Finished(Exception):
+    """The run reached its end inside a phase (recorded there)."""

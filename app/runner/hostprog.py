@@ -1,0 +1,568 @@
+"""The runner's program on the GPU host: start, status, preflight, health, stop.
+
+Standard library only and Python 3.6 compatible, like the follower: sent on stdin to
+`python3 - SUBCOMMAND JSON` over an SSH exec channel (or run locally as a subprocess for
+`local`); prints one JSON object. Every job (the server, each benchmark run) runs under a
+small wrapper in a session of its own, detached from the channel, with files in the run
+directory: NAME.json (pid, session, boot id, command, log, start time), NAME.log (its
+stdout and stderr) and NAME.exit (how it ended, written by the wrapper).
+"""
+
+import errno
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+Answer = Dict[str, Any]
+RUNS_ROOT = "~/.campaign-dash/runs"
+STARTED_WAIT_S = 10.0
+KILL_WAIT_S = 10.0
+PORT_WAIT_S = 10.0
+GPU_WAIT_S = 30.0
+# GPU memory within this much of what it was before the launch counts as given back.
+GPU_SLACK_MIB = 256
+OUTPUT_TAIL_BYTES = 256 << 10
+
+# The wrapper stays outside the job's session: a SIGKILL of the whole session leaves it
+# alive to write how the job ended.
+WRAPPER = r"""
+import json, os, signal, subprocess, sys, time
+run_dir, name = sys.argv[1], sys.argv[2]
+with open(os.path.join(run_dir, name + ".spec")) as f:
+    spec = json.load(f)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+log = open(spec["log_path"], "ab", buffering=0)
+child = subprocess.Popen(["/bin/sh", "-c", spec["command"]], stdin=subprocess.DEVNULL,
+                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                         cwd=spec.get("cwd") or None,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+def starttime(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+record = dict(spec, pid=child.pid, pgid=child.pid, sid=child.pid, wrapper_pid=os.getpid(),
+              leader_start=starttime(child.pid), started_at=time.time())
+def write(path, body):
+    with open(path + ".tmp", "w") as f:
+        json.dump(body, f)
+    os.rename(path + ".tmp", path)
+write(os.path.join(run_dir, name + ".json"), record)
+code = child.wait()
+write(os.path.join(run_dir, name + ".exit"), {
+    "exit_code": code if code >= 0 else 128 - code, "signal": -code if code < 0 else None,
+    "ended_at": time.time()})
+"""
+
+
+def boot_id() -> Optional[str]:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _read_json(path: str) -> Optional[Answer]:
+    try:
+        with open(path) as f:
+            body = json.load(f)
+        return body if isinstance(body, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _processes() -> List[List[str]]:
+    """[pid, state, ppid, pgrp, session, ..., comm] of every process, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                raw = f.read()
+        except OSError:
+            continue
+        head, _, rest = raw.rpartition(")")
+        fields = rest.split()
+        comm = head.partition("(")[2]
+        found.append([entry, *fields, comm])
+    return found
+
+
+def session_members(sid: int, zombies: bool = False) -> List[Answer]:
+    """Processes of the session `sid`; zombies (dead, holding nothing) only when asked."""
+    members = []
+    for fields in _processes():
+        if len(fields) > 5 and fields[4] == str(sid) and (zombies or fields[1] != "Z"):
+            members.append({"pid": int(fields[0]), "comm": fields[-1]})
+    return members
+
+
+def _job(run_dir: str, name: str) -> Answer:
+    """What the files of one job say, and whether its session still has a process."""
+    base = os.path.join(run_dir, name)
+    record = _read_json(base + ".json")
+    if record is None:
+        started = os.path.exists(base + ".spec")
+        return {"name": name, "exists": started, "started": False, "alive": False}
+    ended = _read_json(base + ".exit")
+    now_boot = boot_id()
+    rebooted = bool(record.get("boot_id") and now_boot and record["boot_id"] != now_boot)
+    members = [] if rebooted else session_members(int(record["sid"]))
+    answer = dict(record)
+    answer.update(
+        exists=True,
+        started=True,
+        alive=bool(members),
+        # The job's own process still runs (its children may outlive it: `alive` says so).
+        running=ended is None and bool(members),
+        members=members,
+        rebooted=rebooted,
+        exit=ended,
+        log_size=_size(record.get("log_path", "")),
+    )
+    # The wrapper gone without a word (killed, or the host rebooted): how it ended is lost.
+    answer["lost"] = ended is None and not members and not _alive(record.get("wrapper_pid"))
+    return answer
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError as error:
+        return error.errno == errno.EPERM
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _size(path: str) -> Optional[int]:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+def _tail(path: str, limit: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def run_dir_of(args: Answer) -> str:
+    run_dir = os.path.abspath(os.path.expanduser(args["run_dir"]))
+    return run_dir
+
+
+def start(args: Answer) -> Answer:
+    """Start `command` as job `name` of the run directory, detached; wait until it runs."""
+    run_dir = run_dir_of(args)
+    name = args["name"]
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    base = os.path.join(run_dir, name)
+    if os.path.exists(base + ".spec"):
+        return dict(_job(run_dir, name), already=True)
+    spec = {
+        "run_id": args.get("run_id"),
+        "name": name,
+        "command": args["command"],
+        "log_path": base + ".log",
+        "cwd": os.path.expanduser(args.get("cwd") or "~"),
+        "boot_id": boot_id(),
+        "shm_before": _shm_names(),
+    }
+    with open(os.path.join(run_dir, "wrapper.py"), "w") as f:
+        f.write(WRAPPER)
+    with open(base + ".spec", "w") as f:
+        json.dump(spec, f)
+    _STARTED.append(
+        subprocess.Popen(
+            [sys.executable or "python3", os.path.join(run_dir, "wrapper.py"), run_dir, name],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(base + ".wrapper.log", "ab"),
+            start_new_session=True,
+            close_fds=True,
+        )
+    )
+    deadline = time.time() + STARTED_WAIT_S
+    while time.time() < deadline:
+        job = _job(run_dir, name)
+        if job["started"]:
+            return job
+        time.sleep(0.01)
+    return {
+        "error": "the job did not start in %d s: %s"
+        % (STARTED_WAIT_S, _tail(base + ".wrapper.log", 2000).strip() or "no word from its wrapper")
+    }
+
+
+def status(args: Answer) -> Answer:
+    run_dir = run_dir_of(args)
+    jobs = {}
+    for name in args.get("names") or ["server"]:
+        job = _job(run_dir, name)
+        if args.get("output") and job.get("log_path") and job.get("exit") is not None:
+            job["output"] = _tail(job["log_path"], OUTPUT_TAIL_BYTES)
+        jobs[name] = job
+    answer = {"boot_id": boot_id(), "run_dir": run_dir, "jobs": jobs}
+    if args.get("health_url"):
+        # Asked in the same call: one round trip per look while a server starts.
+        answer["health"] = health({"url": args["health_url"], "timeout": 2})
+    return answer
+
+
+# --- what would poison a measurement ---------------------------------------------------
+
+
+def listeners(port: int) -> List[Answer]:
+    """Sockets listening on `port` (any address), with the processes holding them."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(parts[9])
+    if not inodes and not os.path.exists("/proc/net/tcp"):
+        return _bind_test(port)
+    holders = []
+    for inode in inodes:
+        holders.append({"inode": inode, "pids": _socket_holders(inode)})
+    return holders
+
+
+def _bind_test(port: int) -> List[Answer]:
+    sock = socket.socket()
+    try:
+        sock.bind(("0.0.0.0", port))
+    except OSError:
+        return [{"inode": None, "pids": []}]
+    finally:
+        sock.close()
+    return []
+
+
+def _socket_holders(inode: str) -> List[Answer]:
+    wanted = "socket:[%s]" % inode
+    holders = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            for fd in os.listdir("/proc/%s/fd" % entry):
+                if os.readlink("/proc/%s/fd/%s" % (entry, fd)) == wanted:
+                    holders.append({"pid": int(entry), "cmdline": _cmdline(entry)})
+                    break
+        except OSError:
+            continue
+    return holders
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:300]
+    except OSError:
+        return ""
+
+
+def gpus() -> Answer:
+    """GPU memory in use and compute processes, by nvidia-smi; `present` False without it."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return {"present": False, "note": "nvidia-smi not found on the host: GPUs not checked"}
+    try:
+        memory = subprocess.check_output(
+            [smi, "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            universal_newlines=True,
+            timeout=20,
+        )
+        apps = subprocess.check_output(
+            [
+                smi,
+                "--query-compute-apps=pid,process_name,used_memory",
+                "--format=csv,noheader,nounits",
+            ],
+            universal_newlines=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return {"present": True, "error": "nvidia-smi failed: %s" % error}
+    devices = []
+    for line in memory.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3 and parts[1].isdigit():
+            total = int(parts[2]) if parts[2].isdigit() else None
+            devices.append({"index": parts[0], "used_mib": int(parts[1]), "total_mib": total})
+    processes = []
+    for line in apps.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3 and parts[0].isdigit():
+            processes.append({"pid": int(parts[0]), "name": parts[1], "used_mib": parts[2]})
+    return {"present": True, "devices": devices, "processes": processes}
+
+
+def live_runs(root: str, skip: Optional[str]) -> List[Answer]:
+    """Servers launched by a runner that still have a process on this host."""
+    root = os.path.abspath(os.path.expanduser(root))
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return []
+    alive = []
+    for entry in entries:
+        if entry == skip:
+            continue
+        job = _job(os.path.join(root, entry), "server")
+        if job.get("alive"):
+            alive.append(
+                {
+                    "run_dir": os.path.join(root, entry),
+                    "run_id": job.get("run_id"),
+                    "pid": job.get("pid"),
+                    "command": job.get("command"),
+                }
+            )
+    return alive
+
+
+def preflight(args: Answer) -> Answer:
+    problems = []
+    port = int(args["port"]) if args.get("port") else 0
+    held = listeners(port) if port else []
+    if held:
+        who = ", ".join(
+            "pid %d (%s)" % (p["pid"], p["cmdline"][:80]) for h in held for p in h["pids"]
+        )
+        problems.append("port %d is already in use%s" % (port, " by " + who if who else ""))
+    gpu = gpus()
+    if gpu.get("processes"):
+        problems.append(
+            "GPUs busy: "
+            + ", ".join(
+                "pid %d %s (%s MiB)" % (p["pid"], p["name"], p["used_mib"])
+                for p in gpu["processes"]
+            )
+        )
+    runs = live_runs(args.get("runs_root") or RUNS_ROOT, args.get("skip_run"))
+    for run in runs:
+        problems.append(
+            "another launched run is still alive on this host: %s (pid %s)"
+            % (run["run_id"] or run["run_dir"], run["pid"])
+        )
+    return {
+        "ok": not problems,
+        "problems": problems,
+        "gpu": gpu,
+        "boot_id": boot_id(),
+        "runs": runs,
+    }
+
+
+def health(args: Answer) -> Answer:
+    """GET the URL from the host itself (a server listening on 127.0.0.1 only answers there)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(args["url"], timeout=float(args.get("timeout", 2))) as reply:
+            return {"ok": 200 <= reply.status < 300, "status": reply.status}
+    except urllib.error.HTTPError as error:
+        return {"ok": False, "status": error.code, "error": "HTTP %d" % error.code}
+    except (OSError, ValueError) as error:
+        return {"ok": False, "status": None, "error": str(getattr(error, "reason", error))}
+
+
+# --- stop, and prove it ------------------------------------------------------------------
+
+
+def _signal_session(sid: int, sig: int) -> None:
+    try:
+        os.killpg(sid, sig)
+    except OSError:
+        pass
+    # Members that moved to a process group of their own are still in the session.
+    for member in session_members(sid):
+        try:
+            os.kill(member["pid"], sig)
+        except OSError:
+            pass
+
+
+def _wait(condition: Any, seconds: float) -> bool:
+    deadline = time.time() + seconds
+    while True:
+        if condition():
+            return True
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def stop(args: Answer) -> Answer:
+    """SIGTERM to the job's session, SIGKILL after the grace period; then check that no
+    process is left, the port is released, GPU memory is back and shared memory freed."""
+    run_dir = run_dir_of(args)
+    name = args.get("name", "server")
+    job = _job(run_dir, name)
+    if not job["started"]:
+        return {"stopped": True, "signal": None, "left": [], "note": "never started"}
+    sid = int(job["sid"])
+    grace = float(args.get("grace_s", 30))
+    used = None
+    if not job["rebooted"] and session_members(sid):
+        used = "SIGTERM"
+        _signal_session(sid, signal.SIGTERM)
+        if not _wait(lambda: not session_members(sid), grace):
+            used = "SIGKILL"
+            _signal_session(sid, signal.SIGKILL)
+            _wait(lambda: not session_members(sid), KILL_WAIT_S)
+    left = [] if job["rebooted"] else session_members(sid)
+    if not left and not job["rebooted"]:
+        # Dead but not yet reaped by their parent (init, for orphans): gone in a moment.
+        _wait(lambda: not session_members(sid, zombies=True), KILL_WAIT_S)
+    report: Answer = {"stopped": not left, "signal": used, "left": left}
+    port = args.get("port")
+    if port:
+        report["port_free"] = _wait(lambda: not listeners(int(port)), PORT_WAIT_S)
+    before = args.get("gpu_before") or {}
+    gpu = gpus()
+    if gpu.get("present") and before.get("devices"):
+        used_before = {d["index"]: d["used_mib"] for d in before["devices"]}
+
+        def back() -> bool:
+            now = gpus()
+            gpu.update(now)
+            return all(
+                d["used_mib"] <= used_before.get(d["index"], 0) + GPU_SLACK_MIB
+                for d in now.get("devices", [])
+            )
+
+        report["gpu_memory_back"] = _wait(back, GPU_WAIT_S)
+    report["gpu"] = gpu
+    report["shm_removed"], report["shm_left"] = _free_shm(job)
+    _wait(lambda: _read_json(os.path.join(run_dir, name + ".exit")) is not None, 2.0)
+    report["exit"] = _read_json(os.path.join(run_dir, name + ".exit"))
+    return report
+
+
+def _shm_names() -> List[str]:
+    try:
+        return sorted(os.listdir("/dev/shm"))
+    except OSError:
+        return []
+
+
+def _shm_in_use() -> set:
+    used = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            for fd in os.listdir("/proc/%s/fd" % entry):
+                target = os.readlink("/proc/%s/fd/%s" % (entry, fd))
+                if target.startswith("/dev/shm/"):
+                    used.add(target[len("/dev/shm/") :].split(" ")[0])
+            with open("/proc/%s/maps" % entry) as f:
+                for line in f:
+                    if "/dev/shm/" in line:
+                        used.add(line.split("/dev/shm/", 1)[1].split(" ")[0].strip())
+        except OSError:
+            continue
+    return used
+
+
+def _free_shm(job: Answer) -> Any:
+    """Shared memory a killed server left in /dev/shm (created after its launch, by this
+    user, held by no process): removed. Others are reported, never touched."""
+    before = set(job.get("shm_before") or [])
+    new = [n for n in _shm_names() if n not in before]
+    if not new:
+        return [], []
+    held = _shm_in_use()
+    removed, left = [], []
+    for entry in new:
+        path = os.path.join("/dev/shm", entry)
+        try:
+            st = os.lstat(path)
+            ours = st.st_uid == os.getuid() and st.st_mtime >= float(job.get("started_at", 0)) - 1
+            if ours and entry not in held and os.path.isfile(path):
+                os.unlink(path)
+                removed.append(entry)
+            else:
+                left.append(entry)
+        except OSError:
+            continue
+    return removed, left
+
+
+COMMANDS = {
+    "start": start,
+    "status": status,
+    "preflight": preflight,
+    "health": health,
+    "stop": stop,
+}
+
+
+# Wrappers this program started: reaped as they end, so a long `serve` leaves no zombie.
+_STARTED = []  # type: List[subprocess.Popen]
+
+
+def answer(command: str, args: Answer) -> Answer:
+    try:
+        return COMMANDS[command](args)
+    except Exception as error:  # one JSON answer whatever happens: the caller reads it
+        return {"error": "%s: %s" % (type(error).__name__, error)}
+
+
+def serve() -> None:
+    """One request per line on stdin ({"command", "args"}), one answer per line: a driver
+    asks its host many times a second without starting a process each time. Ends with
+    stdin (the channel closed, or the dashboard gone)."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            reply = answer(request["command"], request.get("args") or {})
+        except (ValueError, KeyError, TypeError) as error:
+            reply = {"error": "bad request: %s" % error}
+        _STARTED[:] = [p for p in _STARTED if p.poll() is None]
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+def main() -> None:
+    if sys.argv[1] == "serve":
+        serve()
+        return
+    args = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    sys.stdout.write(json.dumps(answer(sys.argv[1], args)) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Asking a host's runner program something: over the tails' SSH pool for an ssh alias,
+as a local subprocess for `local`. One program is kept running per host link and asked a
+line at a time (starting Python for every look costs a loaded host a second); a broken
+one is started again at the next question. Blocking: callers are the runner's threads."""
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.runner import hostprog
+from app.tailing.factory import LogSources
+from app.tailing.sources import BadSource, HostUnavailable, SourceURL, parse_source
+from app.tailing.status import TailStatus
+
+PROGRAM = Path(hostprog.__file__).read_bytes()
+LOCAL = "local"
+
+
+class HostAnswerError(Exception):
+    """The host's program ran but answered with an error."""
+
+
+def check_host(host: str) -> str:
+    """`local`, an ssh alias or [user@]host[:port]; raises ValueError otherwise."""
+    host = host.strip()
+    if host == LOCAL:
+        return host
+    try:
+        parse_source(f"ssh://{host}/")
+    except BadSource as error:
+        raise ValueError(f"not a host: {error}") from None
+    return host
+
+
+class Session(Protocol):
+    closed: bool
+
+    def request(self, line: bytes, timeout_s: float) -> bytes: ...
+
+    def close(self, *, broken: bool = False) -> None: ...
+
+
+class LocalSession:
+    """The program as a subprocess of the dashboard, for `local`."""
+
+    def __init__(self) -> None:
+        from app.tailing.ssh_source import BOOTSTRAP
+
+        self.closed = False
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", BOOTSTRAP, str(len(PROGRAM)), "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self._process.stdin is not None
+        self._process.stdin.write(PROGRAM)
+        self._process.stdin.flush()
+        self._buffer = bytearray()
+
+    def request(self, line: bytes, timeout_s: float) -> bytes:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        try:
+            self._process.stdin.write(line.rstrip(b"\n") + b"\n")
+            self._process.stdin.flush()
+        except OSError as error:
+            self.close(broken=True)
+            raise HostUnavailable(
+                TailStatus.connection_lost, f"the runner program ended: {error}"
+            ) from None
+        fd = self._process.stdout.fileno()
+        while (newline := self._buffer.find(b"\n")) < 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close(broken=True)
+                raise HostUnavailable(
+                    TailStatus.no_answer, "the runner program did not answer in time"
+                )
+            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+            if ready:
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    self.close(broken=True)
+                    raise HostUnavailable(TailStatus.connection_lost, "the runner program ended")
+                self._buffer += data
+        reply = bytes(self._buffer[:newline])
+        del self._buffer[: newline + 1]
+        return reply
+
+    def close(self, *, broken: bool = False) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(2)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+class HostLink:
+    """One host as the runner sees it."""
+
+    def __init__(self, sources: LogSources, host: str) -> None:
+        self.sources = sources
+        self.host = host
+        self.is_local = host == LOCAL
+        self._session: Session | None = None
+        self._lock = threading.Lock()
+
+    def log_source(self, path: str) -> str:
+        """The log source URL of a file on this host, for the ordinary tailer."""
+        return f"file://{path}" if self.is_local else f"ssh://{self.host}{path}"
+
+    def _open(self) -> Session:
+        if self.is_local:
+            return LocalSession()
+        url = parse_source(f"ssh://{self.host}/")
+        source = self.sources.ssh(SourceURL("ssh", "/", url.host, url.user, url.port))
+        return source.open_program(PROGRAM, ["serve"])
+
+    def call(self, command: str, args: dict[str, Any], *, timeout_s: float = 30.0) -> Any:
+        """Run one subcommand of the host program; its JSON answer. Raises HostUnavailable
+        when the host cannot be asked, HostAnswerError when the program says it failed."""
+        line = json.dumps({"command": command, "args": args}).encode()
+        with self._lock:
+            if self._session is None or self._session.closed:
+                self._session = self._open()
+            reply = self._session.request(line, timeout_s)
+        try:
+            answer = json.loads(reply)
+        except ValueError:
+            raise HostAnswerError(f"{self.host}: an answer the runner cannot read") from None
+        if isinstance(answer, dict) and "error" in answer and len(answer) == 1:
+            raise HostAnswerError(f"{self.host}: {answer['error']}")
+        return answer
+
+    def close(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None

@@ -1,0 +1,160 @@
+"""What the runner writes: each step of a run in a short transaction of its own, with the
+attempt's status changes (all in `set_attempt_status`) and a live event for its pages."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from app import lifecycle
+from app.changes import follow_up, record
+from app.db import session_scope
+from app.lifecycle import Actor
+from app.models import Attempt, Campaign, Measurement, Run, RunState, Status, TailState, utcnow
+
+FINISHED = (RunState.done, RunState.failed)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A run as its driver reads it, with what the tail of its log found so far."""
+
+    run: Run
+    attempt_status: Status
+    campaign_id: int
+    diagnosis: dict[str, Any]
+    tail_offset: int
+    metric_label: str
+
+
+def set_attempt_status(session: Session, attempt: Attempt, new: Status) -> None:
+    """Every attempt status change the runner makes, through the lifecycle as the runner:
+    one the lifecycle refuses (the ingest read the crash first, say) is not made."""
+    lifecycle.apply(session, attempt, new, by=Actor.runner)
+
+
+class Records:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _write(self, run_id: int, change: Callable[[Session, Run, Attempt], None]) -> Run:
+        with session_scope(self.engine) as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            attempt = session.get(Attempt, run.attempt_id)
+            assert attempt is not None
+            change(session, run, attempt)
+            run.updated_at = utcnow()
+            session.add(run)
+            record(session, attempt.campaign_id, "attempt", attempt_id=attempt.id)
+        return run
+
+    def load(self, run_id: int) -> Snapshot | None:
+        with session_scope(self.engine, snapshot=True) as session:
+            run = session.get(Run, run_id)
+            if run is None:
+                return None
+            attempt = session.get(Attempt, run.attempt_id)
+            assert attempt is not None
+            campaign = session.get(Campaign, attempt.campaign_id)
+            tail = session.exec(select(TailState).where(TailState.attempt_id == attempt.id)).first()
+            return Snapshot(
+                run=run,
+                attempt_status=Status(attempt.status),
+                campaign_id=attempt.campaign_id,
+                diagnosis=attempt.diagnosis or {},
+                tail_offset=tail.offset if tail and tail.source == attempt.source else 0,
+                metric_label=campaign.metric_label if campaign else "Output token throughput",
+            )
+
+    def unfinished(self) -> list[int]:
+        with session_scope(self.engine, snapshot=True) as session:
+            query = select(Run.id).where(col(Run.state).not_in(FINISHED)).order_by(col(Run.id))
+            return [i for i in session.exec(query) if i is not None]
+
+    def blocking_run(self, run_id: int) -> Run | None:
+        """The earlier unfinished run on the same host this one waits for: one run per host
+        at a time, in the order they were asked for."""
+        with session_scope(self.engine, snapshot=True) as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            query = (
+                select(Run)
+                .where(
+                    Run.host == run.host,
+                    col(Run.id) < run_id,
+                    col(Run.state).not_in(FINISHED),
+                )
+                .order_by(col(Run.id))
+            )
+            return session.exec(query).first()
+
+    def update(self, run_id: int, **fields: Any) -> Run:
+        def change(_session: Session, run: Run, _attempt: Attempt) -> None:
+            for name, value in fields.items():
+                setattr(run, name, value)
+
+        return self._write(run_id, change)
+
+    def launched(self, run_id: int, job: dict[str, Any], source: str) -> Run:
+        """The server runs: its log becomes the attempt's source, followed by the tailer."""
+
+        def change(session: Session, run: Run, attempt: Attempt) -> None:
+            run.state = RunState.starting
+            run.reason = None
+            run.pid, run.pgid = job.get("pid"), job.get("pgid")
+            run.boot_id, run.log_path = job.get("boot_id"), job.get("log_path")
+            run.launched_at = run.launched_at or utcnow()
+            attempt.source = source
+            set_attempt_status(session, attempt, Status.running)
+            follow_up(session, attempt.id)  # the tailer follows the log from now
+
+        return self._write(run_id, change)
+
+    def ready(self, run_id: int) -> Run:
+        def change(session: Session, run: Run, attempt: Attempt) -> None:
+            run.state, run.ready_at, run.reason = RunState.ready, utcnow(), None
+            set_attempt_status(session, attempt, Status.ready)
+
+        return self._write(run_id, change)
+
+    def bench_run(self, run_id: int, entry: dict[str, Any], metric: float | None) -> Run:
+        """One benchmark run, finished: its figures kept with the run and, when it counts,
+        its metric recorded as a measurement (the ordinary path: mean ± spread)."""
+
+        def change(session: Session, run: Run, attempt: Attempt) -> None:
+            run.bench_runs = [*(run.bench_runs or []), entry]
+            run.bench_done = int(entry["index"])
+            if metric is not None and lifecycle.measurement_refusal(attempt) is None:
+                assert attempt.id is not None
+                session.add(Measurement(attempt_id=attempt.id, value=metric))
+                session.flush()
+                lifecycle.after_measurement(session, attempt, by=Actor.runner)
+
+        return self._write(run_id, change)
+
+    def finish(
+        self,
+        run_id: int,
+        *,
+        state: RunState,
+        outcome: str | None = None,
+        reason: str | None = None,
+        attempt_status: Status | None = None,
+        **fields: Any,
+    ) -> Run:
+        def change(session: Session, run: Run, attempt: Attempt) -> None:
+            run.state = state
+            if outcome is not None:
+                run.outcome = outcome
+            run.reason = reason
+            for name, value in fields.items():
+                setattr(run, name, value)
+            if state in FINISHED:
+                run.ended_at = run.ended_at or utcnow()
+            if attempt_status is not None:
+                set_attempt_status(session, attempt, attempt_status)
+
+        return self._write(run_id, change)

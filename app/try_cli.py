@@ -1,0 +1,134 @@
+"""`campaign-dash try`: one attempt of the loop, asked of the running dashboard's API;
+prints the attempt's URL and its progress, exits by how it ended."""
+
+import shlex
+import time
+from typing import Any
+
+import click
+import httpx
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+# How a run ended, as the exit status says it: 0 measured or ready, 1 the server or the
+# benchmark failed, 2 refused or the infrastructure failed.
+EXIT_BY_OUTCOME = {
+    "measured": EXIT_OK,
+    "ready": EXIT_OK,
+    "crashed": EXIT_FAILED,
+    "ready_timeout": EXIT_FAILED,
+    "bench_failed": EXIT_FAILED,
+    "server_died": EXIT_FAILED,
+    "host_rebooted": EXIT_REFUSED,
+    "refused": EXIT_REFUSED,
+    "infrastructure": EXIT_REFUSED,
+    "stopped": EXIT_FAILED,
+}
+POLL_S = 0.25
+
+
+class Refused(click.ClickException):
+    exit_code = EXIT_REFUSED
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        detail = response.text
+    return detail if isinstance(detail, str) else str(detail)
+
+
+def _campaign_id(client: httpx.Client, campaign: str) -> int:
+    if campaign.isdigit():
+        return int(campaign)
+    response = client.get("/api/campaigns")
+    if response.status_code != 200:
+        raise Refused(f"listing campaigns: {response.status_code} {_detail(response)}")
+    matches = [c["id"] for c in response.json() if c["name"] == campaign]
+    if not matches:
+        raise Refused(f"no campaign named {campaign!r}")
+    if len(matches) > 1:
+        raise Refused(f"{len(matches)} campaigns are named {campaign!r}: give its id")
+    return int(matches[0])
+
+
+def _progress(attempt: dict[str, Any]) -> str:
+    run = attempt["run"]
+    said = run["state"]
+    if run["state"] == "benchmarking":
+        said += f" ({run['bench_done']}/{run['bench_total']})"
+    if run.get("reason"):
+        said += f": {run['reason']}"
+    elif run["state"] == "starting" and run.get("last_line"):
+        said += f": {run['last_line'][:160]}"
+    return said
+
+
+def run_try(
+    *,
+    url: str,
+    token: str | None,
+    campaign: str,
+    title: str,
+    launch: dict[str, Any],
+    hypothesis: str,
+    retest_of: int | None,
+) -> int:
+    if not token:
+        raise Refused("CAMPAIGN_DASH_TOKEN is not set: the dashboard's API needs the owner token")
+    headers = {"Authorization": f"Bearer {token}"}
+    base = url.rstrip("/")
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+            return _drive(client, base, campaign, title, launch, hypothesis, retest_of)
+    except httpx.TransportError as error:
+        raise Refused(f"cannot reach the dashboard at {base}: {error}") from None
+
+
+def _drive(
+    client: httpx.Client, base: str, campaign: str, title: str, launch: dict[str, Any],
+    hypothesis: str, retest_of: int | None,
+) -> int:  # fmt: skip
+    campaign_id = _campaign_id(client, campaign)
+    body: dict[str, Any] = {"title": title, "hypothesis": hypothesis, "launch": launch}
+    if retest_of is not None:
+        body["retest_of"] = retest_of
+    response = client.post(f"/api/campaigns/{campaign_id}/attempts", json=body)
+    if response.status_code == 401:
+        raise Refused("the dashboard refused the token (CAMPAIGN_DASH_TOKEN)")
+    if response.status_code != 201:
+        raise Refused(f"{response.status_code}: {_detail(response)}")
+    attempt = response.json()
+    click.echo(f"{base}/attempts/{attempt['id']}")
+    shown = None
+    try:
+        while True:
+            said = _progress(attempt)
+            if said != shown:
+                click.echo(f"  {said}")
+                shown = said
+            run = attempt["run"]
+            if run["state"] in ("done", "failed"):
+                break
+            time.sleep(POLL_S)
+            response = client.get(f"/api/attempts/{attempt['id']}")
+            if response.status_code != 200:
+                raise Refused(f"{response.status_code}: {_detail(response)}")
+            attempt = response.json()
+    except KeyboardInterrupt:
+        client.post(f"/api/attempts/{attempt['id']}/stop")
+        click.echo("  interrupted: asked the dashboard to stop the run", err=True)
+        return 130
+    metric = attempt.get("metric")
+    if metric:
+        delta = attempt.get("delta_pct")
+        change = f", {delta:+.1f} % against the baseline" if delta is not None else ""
+        click.echo(f"  {metric['mean']:g} ± {metric['spread']:.3g} (n={metric['n']}){change}")
+    outcome = run.get("outcome") or "infrastructure"
+    click.echo(f"  {attempt['status']}: {outcome}")
+    return EXIT_BY_OUTCOME.get(outcome, EXIT_REFUSED)
+
+
+def command_text(words: tuple[str, ...]) -> str:
+    """One word is a shell command line as typed; several are quoted back together."""
+    return words[0] if len(words) == 1 else shlex.join(words)

@@ -1,0 +1,123 @@
+"""A stand-in for an sglang server: sglang-like start-up lines, a server_args line,
+/health and a completion endpoint on --port. Variants fail the ways real servers do."""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def say(line: str) -> None:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    sys.stdout.write(f"[{stamp}] {line}\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=30000)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--model-path", default="/models/stand-in")
+    parser.add_argument("--enable-torch-symm-mem", action="store_true")
+    parser.add_argument("--tp", type=int, default=1)
+    # ok, crash (during start-up), hang (never ready), ignore-term, die-on-request
+    parser.add_argument("--mode", default="ok")
+    parser.add_argument("--start-delay", type=float, default=0.3)
+    # "Started server process" printed this long before /health answers 200.
+    parser.add_argument("--health-delay", type=float, default=0.3)
+    parser.add_argument("--die-after", type=int, default=0, help="requests before dying")
+    parser.add_argument("--children", type=int, default=1)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--ready-file", default="")
+    args = parser.parse_args()
+
+    say(
+        f"server_args=ServerArgs(model_path='{args.model_path}', host='{args.host}', "
+        f"port={args.port}, tp_size={args.tp}, "
+        f"enable_torch_symm_mem={args.enable_torch_symm_mem}, api_key='sk-secret-123')"
+    )
+    # Like sglang's scheduler and detokenizer: processes of the server's own.
+    children = [
+        subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(1)"])
+        for _ in range(args.children)
+    ]
+    say("Load weight begin. avail mem=79.10 GB")
+    time.sleep(args.start_delay)
+    if args.mode == "crash":
+        say("Scheduler hit an exception: Traceback (most recent call last):")
+        sys.stdout.write(
+            "Traceback (most recent call last):\n"
+            '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2989, in run\n'
+            "    self.event_loop()\n"
+            "KeyError: 12\n"
+        )
+        sys.stdout.flush()
+        for child in children:
+            child.kill()
+        sys.exit(3)
+    if args.mode == "hang":
+        say("Capture cuda graph begin. This can take up to several minutes.")
+        while True:
+            time.sleep(1)
+    if args.mode == "ignore-term":
+        signal.signal(signal.SIGTERM, lambda *_: say("SIGTERM received; ignoring it"))
+
+    state = {"healthy": False, "requests": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *values: object) -> None:
+            say(f"INFO:     {self.address_string()} - {format % values}")
+
+        def _answer(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path == "/health":
+                self._answer(200 if state["healthy"] else 503, {})
+            else:
+                self._answer(404, {"detail": "not found"})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            state["requests"] += 1
+            if args.mode == "die-on-request" and state["requests"] > args.die_after:
+                sys.stdout.write(
+                    "Traceback (most recent call last):\n"
+                    '  File "/sgl/python/sglang/srt/layers/attention.py", line 41, in forward\n'
+                    "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                )
+                sys.stdout.flush()
+                os._exit(1)
+            self._answer(
+                200, {"text": "x" * args.tokens, "usage": {"completion_tokens": args.tokens}}
+            )
+
+    httpd = ThreadingHTTPServer((args.host, args.port), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    say(f"INFO:     Started server process [{os.getpid()}]")
+    say("INFO:     Waiting for application startup.")
+    time.sleep(args.health_delay)
+    state["healthy"] = True
+    say("INFO:     Application startup complete.")
+    say(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+    say("The server is fired up and ready to roll!")
+    if args.ready_file:
+        with open(args.ready_file, "w") as f:
+            f.write(repr(time.time()))
+    while True:
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""`campaign-dash try` end to end against a served dashboard and the test sshd, with its
+exit statuses; and a dashboard killed with SIGKILL mid-benchmark that, started again,
+finds its run and follows it to its end."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.cli import clean_env, free_port, launch, serving, wait_until_serving
+from tests.conftest import OWNER_TOKEN, owner_client
+from tests.helpers import attempt_of, make_campaign, wait_for
+from tests.runner_helpers import bench_command, port_listening, server_command, session_processes
+from tests.sshd import Sshd
+
+
+@pytest.fixture
+def env(sshd: Sshd, tmp_path: Path) -> dict[str, str]:
+    return {
+        **clean_env(),
+        "CAMPAIGN_DASH_DATABASE_URL": f"sqlite:///{tmp_path / 'dash.db'}",
+        "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN,
+        "CAMPAIGN_DASH_SSH_CONFIG": str(sshd.ssh_config),
+        "CAMPAIGN_DASH_SSH_KNOWN_HOSTS": str(sshd.known_hosts),
+        "CAMPAIGN_DASH_TRUSTED_HOSTS_FILE": str(sshd.trusted_hosts),
+        "CAMPAIGN_DASH_SSH_AGENT": "false",
+        "CAMPAIGN_DASH_RUNS_ROOT": str(tmp_path / "runs"),
+    }
+
+
+def try_(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", "try", *args],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_try_runs_the_loop_and_says_how_it_ended_by_its_exit_status(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        campaign = make_campaign(api, name="EAGLE-3")
+        server_port = free_port()
+        server = server_command(server_port, "--enable-torch-symm-mem").split()
+        measured = try_(
+            env, tmp_path, "EAGLE-3", "Torch symmetric memory", "--host", sshd.alias,
+            "--bench", bench_command(server_port, "--num-prompts", "3"), "--repeat", "2",
+            "--url", url, "--", *server,
+        )  # fmt: skip
+        assert measured.returncode == 0, measured.stdout + measured.stderr
+        lines = measured.stdout.splitlines()
+        assert lines[0].startswith(f"{url}/attempts/")
+        attempt_id = int(lines[0].rsplit("/", 1)[1])
+        assert "  starting" in lines and any(line.startswith("  benchmarking (") for line in lines)
+        assert lines[-1] == "  measured: measured"
+        attempt = attempt_of(api, attempt_id)
+        assert attempt["metric"]["n"] == 2 and attempt["campaign_id"] == campaign["id"]
+        assert attempt["command"] == " ".join(server)
+        assert not port_listening(server_port)
+
+        crashed = try_(env, tmp_path, str(campaign["id"]), "Crash", "--host", sshd.alias,
+                       "--url", url, "--",
+                       *server_command(free_port(), "--mode", "crash").split())  # fmt: skip
+        assert crashed.returncode == 1, crashed.stdout + crashed.stderr
+        assert "crashed before ready: KeyError: 12" in crashed.stdout
+
+        import socket
+
+        with socket.socket() as holder:
+            # The benchmark's connections to it may still be in TIME_WAIT.
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            holder.bind(("127.0.0.1", server_port))
+            holder.listen()
+            refused = try_(env, tmp_path, "EAGLE-3", "Busy", "--host", sshd.alias,
+                           "--url", url, "--", *server)  # fmt: skip
+        assert refused.returncode == 2
+        assert f"port {server_port} is already in use" in refused.stdout
+
+        unknown = try_(env, tmp_path, "no such campaign", "x", "--host", "local",
+                       "--url", url, "--", "true")  # fmt: skip
+        assert unknown.returncode == 2 and "no campaign named 'no such campaign'" in unknown.stderr
+        no_token = try_({k: v for k, v in env.items() if k != "CAMPAIGN_DASH_TOKEN"}, tmp_path,
+                        "EAGLE-3", "x", "--host", "local", "--url", url, "--", "true")  # fmt: skip
+        assert no_token.returncode == 2 and "CAMPAIGN_DASH_TOKEN" in no_token.stderr
+    gone = try_(env, tmp_path, "EAGLE-3", "x", "--host", "local", "--url", url, "--", "true")
+    assert gone.returncode == 2 and "cannot reach the dashboard" in gone.stderr
+
+
+def _run(api: httpx.Client, attempt_id: int) -> dict[str, Any]:
+    run: dict[str, Any] = attempt_of(api, attempt_id)["run"]
+    return run
+
+
+def test_a_dashboard_killed_mid_benchmark_finds_its_run_again_and_completes_it(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server_port = free_port()
+    first = launch(env, tmp_path, port)
+    try:
+        wait_until_serving(first, port)
+        with owner_client(url) as api:
+            campaign = make_campaign(api)
+            body = {"title": "Torch symmetric memory", "launch": {
+                "host": sshd.alias, "command": server_command(server_port),
+                "bench": bench_command(server_port, "--num-prompts", "4", "--pause", "0.2"),
+                "repeat": 3, "warmup": 1}}  # fmt: skip
+            attempt = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body).json()
+            wait_for(lambda: _run(api, attempt["id"])["bench_done"] >= 2, timeout=60,
+                     what="two benchmark runs done")  # fmt: skip
+    finally:
+        first.send_signal(signal.SIGKILL)  # no shutdown of any kind
+        first.wait()
+    with owner_client(url) as api, pytest.raises(httpx.TransportError):
+        api.get("/api/campaigns")
+    # Meanwhile the server and its benchmark go on, on the host.
+    assert port_listening(server_port)
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        final = wait_for(
+            lambda: (
+                (a := attempt_of(api, attempt["id"]))["run"]["state"] in ("done", "failed") and a
+            ),
+            timeout=90,
+            what="the run followed to its end after the restart",
+        )
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("done", "measured"), run
+    assert [r["index"] for r in run["bench_runs"]] == [1, 2, 3, 4]  # none lost, none twice
+    assert final["metric"]["n"] == 3
+    wait_for(lambda: not session_processes(run["pgid"]), timeout=10, what="an empty session")
+    assert not port_listening(server_port)
+
+
+def test_a_host_whose_boot_id_changed_marks_the_run_so(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server_port = free_port()
+    first = launch(env, tmp_path, port)
+    try:
+        wait_until_serving(first, port)
+        with owner_client(url) as api:
+            campaign = make_campaign(api)
+            body = {"title": "t", "launch": {"host": sshd.alias, "ready_timeout_s": 600,
+                    "command": server_command(server_port, "--mode", "hang")}}  # fmt: skip
+            attempt = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body).json()
+            run = wait_for(lambda: (r := _run(api, attempt["id"]))["state"] == "starting" and r,
+                           what="started")  # fmt: skip
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    # As after a reboot: the run's record names a boot the host no longer runs (the hung
+    # server itself is ended here, as the reboot would have).
+    record_path = Path(run["run_dir"]) / "server.json"
+    record = json.loads(record_path.read_text())
+    os.killpg(record["sid"], signal.SIGKILL)
+    record_path.write_text(json.dumps({**record, "boot_id": "0" * 36}))
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        final = wait_for(
+            lambda: (a := attempt_of(api, attempt["id"]))["run"]["state"] == "failed" and a,
+            what="the run marked",
+        )
+    assert final["run"]["outcome"] == "host_rebooted"
+    assert "rebooted (its boot id changed) while the run was starting" in final["run"]["reason"]
+    assert final["status"] == "crashed"

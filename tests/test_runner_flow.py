@@ -1,0 +1,241 @@
+"""The runner end to end through the API, over the test sshd: a launched attempt reaches
+`measured` with N measurements; each way a server fails ends with its own outcome, no
+process of its session left and its port free; two launches on one host never overlap."""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Settings
+from tests.conftest import running
+from tests.helpers import attempt_of, make_campaign, wait_for
+from tests.runner_helpers import (
+    bench_command,
+    free_port,
+    port_listening,
+    server_command,
+    session_processes,
+)
+from tests.sshd import Sshd
+
+
+@pytest.fixture
+def runner_settings(ssh_settings: Settings, tmp_path: Path) -> Settings:
+    return ssh_settings.model_copy(update={"runs_root": str(tmp_path / "runs")})
+
+
+@pytest.fixture
+def dash(runner_settings: Settings) -> Iterator[httpx.Client]:
+    with running(runner_settings) as (_, client):
+        yield client
+
+
+def launch(
+    api: httpx.Client, campaign_id: int, host: str, command: str, **launch: Any
+) -> dict[str, Any]:
+    body = {"title": launch.pop("title", "Torch symmetric memory"),
+            "launch": {"host": host, "command": command, **launch}}  # fmt: skip
+    response = api.post(f"/api/campaigns/{campaign_id}/attempts", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def ended(api: httpx.Client, attempt_id: int, timeout: float = 60) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        attempt = attempt_of(api, attempt_id)
+        return attempt if attempt["run"]["state"] in ("done", "failed") else None
+
+    return wait_for(probe, timeout=timeout, what=f"the run of attempt {attempt_id} to end")
+
+
+def assert_clean(run: dict[str, Any], port: int) -> None:
+    assert run["pgid"]
+    wait_for(lambda: not session_processes(run["pgid"]), timeout=10, what="an empty session")
+    assert not port_listening(port)
+
+
+def test_a_launched_attempt_is_measured_n_times_then_stopped(
+    dash: httpx.Client, sshd: Sshd
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    attempt = launch(
+        dash, campaign["id"], sshd.alias, server_command(port, "--enable-torch-symm-mem"),
+        bench=bench_command(port, "--num-prompts", "4"), repeat=3, warmup=1,
+    )  # fmt: skip
+    assert attempt["run"]["state"] == "launching"  # 201 at once, before the host is asked
+    assert attempt["command"].endswith("--enable-torch-symm-mem")
+    final = ended(dash, attempt["id"])
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("done", "measured"), run
+    assert final["status"] == "measured"
+    assert final["metric"]["n"] == 3
+    assert [r["warmup"] for r in run["bench_runs"]] == [True, False, False, False]
+    recorded = [r["metric_recorded"] for r in run["bench_runs"][1:]]
+    assert final["metric"]["samples"] == recorded
+    figures = run["bench_runs"][1]["figures"]
+    assert {"ttft_ms", "itl_ms", "request_throughput", "output_tok_s"} <= set(figures)
+    assert figures["output_tok_s"] == run["bench_runs"][1]["metric_recorded"]
+    assert run["port"] == port and run["health_url"] == f"http://127.0.0.1:{port}/health"
+    assert final["source"] == f"ssh://{sshd.alias}{run['log_path']}"
+    assert final["diagnosis"]["ready"] is True
+    assert run["stop_report"]["signal"] == "SIGTERM" and run["stop_report"]["port_free"]
+    assert run["gpu_note"] == "nvidia-smi not found on the host: GPUs not checked"
+    assert_clean(run, port)
+
+
+def test_a_crash_during_start_up_is_crashed_with_its_root_cause_and_exit_status(
+    dash: httpx.Client, sshd: Sshd
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    attempt = launch(dash, campaign["id"], sshd.alias, server_command(port, "--mode", "crash"),
+                     bench=bench_command(port))  # fmt: skip
+    final = ended(dash, attempt["id"])
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("failed", "crashed")
+    assert final["status"] == "crashed"
+    assert final["diagnosis"]["root_cause"] == "KeyError: 12"
+    assert run["exit_code"] == 3
+    assert "KeyError: 12" in run["reason"] and "exit status 3" in run["reason"]
+    assert run["bench_runs"] == []
+    assert_clean(run, port)
+
+
+def test_a_server_that_never_gets_ready_times_out(dash: httpx.Client, sshd: Sshd) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    attempt = launch(dash, campaign["id"], sshd.alias, server_command(port, "--mode", "hang"),
+                     ready_timeout_s=2, grace_s=5)  # fmt: skip
+    final = ended(dash, attempt["id"])
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("failed", "ready_timeout")
+    assert run["reason"].startswith("not ready after 2 s")
+    assert final["status"] == "crashed"
+    assert_clean(run, port)
+
+
+def test_a_server_that_ignores_sigterm_is_killed(dash: httpx.Client, sshd: Sshd) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    attempt = launch(dash, campaign["id"], sshd.alias,
+                     server_command(port, "--mode", "ignore-term"), grace_s=1)  # fmt: skip
+    final = ended(dash, attempt["id"])
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("done", "ready")
+    assert run["stop_report"]["signal"] == "SIGKILL"
+    assert "stopped by SIGKILL" in run["reason"]
+    assert_clean(run, port)
+
+
+def test_a_server_that_dies_during_the_benchmark_is_recorded_so(
+    dash: httpx.Client, sshd: Sshd
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    # The warm-up's 4 requests and 2 of the first counted run's pass; then it dies.
+    attempt = launch(
+        dash, campaign["id"], sshd.alias,
+        server_command(port, "--mode", "die-on-request", "--die-after", "6"),
+        bench=bench_command(port, "--num-prompts", "4"), repeat=2, warmup=1,
+    )  # fmt: skip
+    final = ended(dash, attempt["id"])
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("failed", "server_died"), run
+    assert "illegal memory access" in run["reason"]
+    assert final["status"] == "crashed"
+    assert final["metric"] is None
+    assert_clean(run, port)
+
+
+def test_a_busy_port_is_refused_before_anything_is_launched(dash: httpx.Client, sshd: Sshd) -> None:
+    import socket
+
+    campaign = make_campaign(dash)
+    port = free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        attempt = launch(dash, campaign["id"], sshd.alias, server_command(port))
+        final = ended(dash, attempt["id"])
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("failed", "refused")
+    assert f"port {port} is already in use" in run["reason"]
+    assert run["pid"] is None and final["status"] == "proposed"
+
+
+def test_two_launches_on_one_host_never_overlap(dash: httpx.Client, sshd: Sshd) -> None:
+    campaign = make_campaign(dash)
+    first_port, second_port = free_port(), free_port()
+    first = launch(dash, campaign["id"], sshd.alias, server_command(first_port),
+                   bench=bench_command(first_port), repeat=2)  # fmt: skip
+    second = launch(dash, campaign["id"], sshd.alias, server_command(second_port),
+                    bench=bench_command(second_port), repeat=1)  # fmt: skip
+    queued = wait_for(
+        lambda: (r := attempt_of(dash, second["id"])["run"])["reason"] and r,
+        what="the second run to say why it waits",
+    )
+    assert queued["state"] == "launching"
+    assert queued["reason"] == f"waiting for run {first['run']['id']} on {sshd.alias}"
+    one, two = ended(dash, first["id"])["run"], ended(dash, second["id"])["run"]
+    assert one["outcome"] == two["outcome"] == "measured"
+    # The second launched only after the first was stopped and proven stopped.
+    assert two["launched_at"] >= one["ended_at"]
+
+
+def test_stop_ends_a_kept_server_and_retest_launches_the_same_command(
+    dash: httpx.Client, sshd: Sshd
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    attempt = launch(dash, campaign["id"], sshd.alias, server_command(port), keep=True)
+    run = ended(dash, attempt["id"])["run"]
+    assert (run["state"], run["outcome"], run["stoppable"]) == ("done", "ready", True)
+    assert session_processes(run["pgid"]) and port_listening(port)
+    stopped = dash.post(f"/api/attempts/{attempt['id']}/stop")
+    assert stopped.status_code == 200, stopped.text
+    final = wait_for(
+        lambda: (r := attempt_of(dash, attempt["id"])["run"])["stop_report"] and r,
+        what="the kept server stopped",
+    )
+    assert final["stop_report"]["stopped"] is True
+    assert_clean(final, port)
+    again = dash.post(f"/api/attempts/{attempt['id']}/stop")
+    assert again.status_code == 409 and "has ended" in again.json()["detail"]
+
+    retest = dash.post(f"/api/attempts/{attempt['id']}/retest", json={})
+    assert retest.status_code == 201, retest.text
+    body = retest.json()
+    assert body["retest_of"] == attempt["id"] and body["command"] == attempt["command"]
+    assert body["run"]["command"] == run["command"] and body["run"]["keep"] is True
+    rerun = ended(dash, body["id"])["run"]
+    assert rerun["outcome"] == "ready"
+    assert dash.post(f"/api/attempts/{body['id']}/stop").status_code == 200
+    wait_for(lambda: attempt_of(dash, body["id"])["run"]["stop_report"], what="stopped")
+    assert_clean(rerun, port)
+
+
+def test_bad_launches_are_refused_with_a_clear_error(dash: httpx.Client) -> None:
+    campaign = make_campaign(dash)
+    url = f"/api/campaigns/{campaign['id']}/attempts"
+    bad = [
+        {"host": "gpu;rm", "command": "x"},
+        {"host": "local", "command": ""},
+        {"host": "local", "command": "x", "repeat": 0},
+        {"host": "local", "command": "x", "health_url": "file:///etc/passwd"},
+    ]
+    for spec in bad:
+        response = dash.post(url, json={"title": "t", "launch": spec})
+        assert response.status_code == 422, (spec, response.text)
+    both = dash.post(url, json={"title": "t", "source": "file:///tmp/x.log",
+                                "launch": {"host": "local", "command": "x"}})  # fmt: skip
+    assert both.status_code == 422
+    plain = dash.post(url, json={"title": "t"}).json()
+    assert dash.post(f"/api/attempts/{plain['id']}/stop").status_code == 409
+    stranger = httpx.post(
+        f"{dash.base_url}{url}", json={"title": "t", "launch": {"host": "local", "command": "x"}}
+    )
+    assert stranger.status_code == 401
