@@ -141,7 +141,11 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 e for e in failures
                 if e.strength == 3 and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
             ]  # fmt: skip
-            if following and not rules.POINTS_ELSEWHERE.search(following[0].content):
+            if (
+                following
+                and not rules.POINTS_ELSEWHERE.search(following[0].content)
+                and not _same_logger(first, following[0])
+            ):
                 first = following[0]
         details = [
             e for e in failures
@@ -179,6 +183,13 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     pointing = [e for e in wrappers if rules.TRACEBACK not in e.content]
     chosen = informative or pointing
     return chosen[0] if chosen else None
+
+
+def _same_logger(first: Entry, later: Entry) -> bool:
+    """Two records a logger tagged alike ("[TRT] [E]"): the later one is not the exception
+    that says why the first failed, just its next line of complaint."""
+    tags = rules.TAGS.match(first.content)
+    return tags is not None and later.content.startswith(tags.group(0))
 
 
 def _prefix_words(entry: Entry) -> int:

@@ -113,7 +113,7 @@ def mark(entries: list[Entry]) -> None:
             entry.strength, entry.warning = 2, True
         elif (level == "error" and informs(error_stamps[index])) or (
             rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content)
-        ):
+        ) or rules.TAGGED_ERROR.match(content):
             entry.strength = 2
         if rules.SHELL_JOB.search(content):
             entry.strength = 3  # the shell saw its child die: a fact, not a wrapper
