@@ -111,9 +111,11 @@ def mark(entries: list[Entry]) -> None:
             entry.strength = 3
         elif rules.WARNING_ERROR.search(content):
             entry.strength, entry.warning = 2, True
-        elif (level == "error" and informs(error_stamps[index])) or (
-            rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content)
-        ) or rules.TAGGED_ERROR.match(content):
+        elif (
+            (level == "error" and informs(error_stamps[index]))
+            or (rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content))
+            or rules.TAGGED_ERROR.match(content)
+        ):
             entry.strength = 2
         if rules.SHELL_JOB.search(content):
             entry.strength = 3  # the shell saw its child die: a fact, not a wrapper

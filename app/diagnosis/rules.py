@@ -90,7 +90,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"Not enough memory\. Please try to increase --mem-fraction-static",
         # A KV cache too small for the context length is GPU memory too (PRODUCT.md's rule).
         r"larger than the maximum number of tokens that can be stored in KV cache",
-        r"RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)", r"\bOOM when allocating", r"ResourceExhaustedError",
+        r"RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)", r"\bOOM when allocating",
+        r"ResourceExhaustedError",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
