@@ -50,6 +50,11 @@ _RUNTIME = re.compile(
 )
 # Work only a live engine logs; a front end answering health checks is no proof.
 _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
+# Words of a server's log: a script or a test that fails while starting was never "not ready".
+_SERVER = re.compile(
+    r"\b(?:[Ss]erver|serve|[Ss]erving|uvicorn|API|endpoint|[Ee]ngine|[Ww]orker|[Ss]hard|vLLM|vllm"
+    r"|sglang|tritonserver|llama_|ollama|TensorRT|trtllm|[Mm]odel)\b"
+)
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
@@ -326,9 +331,12 @@ def analyze(
         and _offset_before(first_runtime_offset, root.line.offset, newest_first)
     ) or any(_RUNTIME.search(e.content) for e in entries[max(0, root_index - 60) : root_index + 5]):
         ready = None
-    elif error_class == "cuda_graph" or any(
-        _STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]
-    ):
+    elif (
+        error_class == "cuda_graph"
+        or any(
+            _STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]
+        )
+    ) and (sglang or any(_SERVER.search(e.content) for e in entries)):
         # CUDA graphs are captured while the server starts.
         ready = False
     else:
