@@ -50,6 +50,11 @@ _RUNTIME = re.compile(
 )
 # Work only a live engine logs; a front end answering health checks is no proof.
 _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
+# Words of a server's log: a script or a test that fails while starting was never "not ready".
+_SERVER = re.compile(
+    r"\b(?:[Ss]erver|serve|[Ss]erving|uvicorn|API|endpoint|[Ee]ngine|[Ww]orker|[Ss]hard|vLLM|vllm"
+    r"|sglang|tritonserver|llama_|ollama|TensorRT|trtllm|[Mm]odel)\b"
+)
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
@@ -141,7 +146,11 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 e for e in failures
                 if e.strength == 3 and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
             ]  # fmt: skip
-            if following and not rules.POINTS_ELSEWHERE.search(following[0].content):
+            if (
+                following
+                and not rules.POINTS_ELSEWHERE.search(following[0].content)
+                and not _same_logger(first, following[0])
+            ):
                 first = following[0]
         details = [
             e for e in failures
@@ -179,6 +188,13 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     pointing = [e for e in wrappers if rules.TRACEBACK not in e.content]
     chosen = informative or pointing
     return chosen[0] if chosen else None
+
+
+def _same_logger(first: Entry, later: Entry) -> bool:
+    """Two records a logger tagged alike ("[TRT] [E]"): the later one is not the exception
+    that says why the first failed, just its next line of complaint."""
+    tags = rules.TAGS.match(first.content)
+    return tags is not None and later.content.startswith(tags.group(0))
 
 
 def _prefix_words(entry: Entry) -> int:
@@ -315,9 +331,12 @@ def analyze(
         and _offset_before(first_runtime_offset, root.line.offset, newest_first)
     ) or any(_RUNTIME.search(e.content) for e in entries[max(0, root_index - 60) : root_index + 5]):
         ready = None
-    elif error_class == "cuda_graph" or any(
-        _STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]
-    ):
+    elif (
+        error_class == "cuda_graph"
+        or any(
+            _STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]
+        )
+    ) and (sglang or any(_SERVER.search(e.content) for e in entries)):
         # CUDA graphs are captured while the server starts.
         ready = False
     else:

@@ -111,8 +111,10 @@ def mark(entries: list[Entry]) -> None:
             entry.strength = 3
         elif rules.WARNING_ERROR.search(content):
             entry.strength, entry.warning = 2, True
-        elif (level == "error" and informs(error_stamps[index])) or (
-            rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content)
+        elif (
+            (level == "error" and informs(error_stamps[index]))
+            or (rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content))
+            or rules.TAGGED_ERROR.match(content)
         ):
             entry.strength = 2
         if rules.SHELL_JOB.search(content):

@@ -31,6 +31,12 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"(?:CUDA|HIP|Cuda) (?:failure '|error: |runtime error: )?out of memory",
         r"(?:CUDA|HIP) out of memory",
     )),
+    # A cluster manager killing for host memory, whatever its exception is named
+    # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
+    ("oom_host_killed", _any(
+        r"[Kk]illed\b.*\bdue to (?:the node running low on memory|memory|OOM)",
+        r"\bnode running low on memory", r"\bOOMKilled\b",
+    )),
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
     ("config_or_args", _any(
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
@@ -53,6 +59,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+        r"NoBinaryForGpu", r"Unable to find code object",
         r"Unknown recipe", r"compute capability.*(?:not supported|at least|or (?:higher|newer))",
         r"(?:only )?supported (?:only )?on GPUs with compute capability",
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
@@ -83,7 +90,8 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"Not enough memory\. Please try to increase --mem-fraction-static",
         # A KV cache too small for the context length is GPU memory too (PRODUCT.md's rule).
         r"larger than the maximum number of tokens that can be stored in KV cache",
-        r"RESOURCE_EXHAUSTED: Out of memory", r"\bOOM when allocating", r"ResourceExhaustedError",
+        r"RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)", r"\bOOM when allocating",
+        r"ResourceExhaustedError",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
@@ -144,7 +152,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"address already in use",
-        r"\[Errno 98\]",
+        r"\[Errno 98\]", r"[Pp]ermission denied",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -154,6 +162,7 @@ CLASS_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"GatedRepoError", r"gated repo", r"EntryNotFound", r"config\.json", r"checkpoint",
         r"Cannot find model", r"model weights",
         r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'", r"failed to load model",
+        r"\b[\w.]+\.(?:weight|bias|\w*scale)\b.*\b(?:does not exist|not found|is missing)",
         r"(?:[Ff]ailed|[Uu]nable) to load\b.*\bmodel", r"load failed for\b.*\bmodel",
     )),
     # A bad value, when nothing more telling is said.
@@ -263,6 +272,10 @@ NOISE = _any(
     r"\bwarn(?:ing)?s?\b.*\bdeprecat",
 )
 
+# A logger's bracketed error tag after its name tags: TensorRT's "[TRT] [E] 6: ...".
+TAGGED_ERROR = re.compile(r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|F|ERROR|FATAL|CRITICAL)\]\s")
+# Leading bracketed tags of a line: two records with the same ones come from one logger.
+TAGS = re.compile(r"(?:\[[^\]]*\]\s*)+")
 SEVERITY_ERROR = re.compile(
     r"^(?:ERROR|CRITICAL|FATAL|E\d{4}|\[E\])|\[(?:E|ERROR|FATAL|CRITICAL)\]|\bERROR\b:?|\[ERROR"
 )
