@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 POLL_S = 0.05  # the database: what the tail of the log found (cheap, one row)
 HOST_POLL_S = 0.5  # the host: is the process still there
 HEALTH_POLL_S = 0.25
+BENCH_POLL_S = 0.1  # a benchmark's end: each look is one line over the kept channel
 CATCH_UP_S = 5.0  # for the tail to read the last lines of a crashed server's log
 GIVE_UP_S = 600.0  # a host unreachable this long: the run fails as infrastructure
 FAILED_OUTCOMES = frozenset({"crashed", "ready_timeout", "bench_failed", "server_died"})
@@ -252,6 +253,7 @@ class RunDriver:
         launched = run.launched_at.replace(tzinfo=run.launched_at.tzinfo or UTC)
         deadline = launched.timestamp() + run.ready_timeout_s
         next_host_look = 0.0
+        said_ready = False
         while True:
             self._check_stop()
             snapshot = self.records.load(self.run_id)
@@ -263,6 +265,9 @@ class RunDriver:
             says_ready = bool(diagnosis.get("ready"))
             if says_ready and not run.health_url:
                 return self.records.ready(self.run_id)
+            if says_ready and not said_ready:
+                next_host_look = 0.0  # the log just said so: /health is asked at once
+            said_ready = says_ready
             # Once the log says ready, /health is asked in each look at the process.
             if now >= next_host_look:
                 next_host_look = now + (HEALTH_POLL_S if says_ready else HOST_POLL_S)
@@ -383,7 +388,7 @@ class RunDriver:
                 self._server_died(run, server, name)
             if job.get("exit") is not None or job.get("lost"):
                 return job
-            self._pause(HOST_POLL_S)
+            self._pause(BENCH_POLL_S)
 
     def _server_died(self, run: Run, server: dict[str, Any], name: str) -> None:
         diagnosis = self._caught_up(run, server)
