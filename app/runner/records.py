@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from app import lifecycle
-from app.changes import follow_up, record
+from app.changes import record
 from app.db import session_scope
 from app.lifecycle import Actor
 from app.models import Attempt, Campaign, Measurement, Run, RunState, Status, TailState, utcnow
@@ -107,9 +107,8 @@ class Records:
             run.pid, run.pgid = job.get("pid"), job.get("pgid")
             run.boot_id, run.log_path = job.get("boot_id"), job.get("log_path")
             run.launched_at = run.launched_at or utcnow()
-            attempt.source = source
-            set_attempt_status(session, attempt, Status.running)
-            follow_up(session, attempt.id)  # the tailer follows the log from now
+            # The tailer follows it after commit; a waiting attempt runs.
+            lifecycle.attach_log(session, attempt, source, by=Actor.runner)
 
         return self._write(run_id, change)
 
