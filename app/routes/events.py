@@ -20,9 +20,8 @@ from app.deps import is_owner, require_api_owner, session_cookie
 from app.errors import NotFound
 from app.live import Hub, Message, Signal, View, ViewKey
 from app.models import LiveEvent
-from app.rendering import render_partial
 
-__all__ = ["SEND_TIMEOUT_S", "newest_event_id", "render_partial", "stream"]
+__all__ = ["SEND_TIMEOUT_S", "newest_event_id", "stream"]
 
 router = APIRouter(tags=["events"])
 
