@@ -151,7 +151,7 @@ class Subscriber:
         return self._items.popleft()
 
 
-Render = Callable[[Any, list[Any], dict[str, Any]], list[Message]]
+Render = Callable[[Any, list[Any], dict[str, Any] | None], list[Message]]
 
 
 @dataclass

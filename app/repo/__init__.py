@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, func
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.models import (
@@ -68,13 +69,15 @@ def attempt_shapes(session: Session, *, campaign_id: int) -> dict[int, tuple[Any
     pickers), root-cause fingerprint (others' badges), measurements' count and sum (the
     head's figures and chart). One cheap query, for a live page to tell what changed."""
     query = (
-        select(Attempt.id, Attempt.status, Attempt.title, Attempt.fingerprint,
-               func.count(col(Measurement.id)), func.coalesce(func.sum(Measurement.value), 0))
+        # SQLAlchemy's own select: sqlmodel's typed overloads stop at four columns.
+        sa_select(col(Attempt.id), col(Attempt.status), col(Attempt.title),
+                  col(Attempt.fingerprint), func.count(col(Measurement.id)),
+                  func.coalesce(func.sum(Measurement.value), 0))
         .outerjoin(Measurement, col(Measurement.attempt_id) == col(Attempt.id))
-        .where(Attempt.campaign_id == campaign_id)
+        .where(col(Attempt.campaign_id) == campaign_id)
         .group_by(col(Attempt.id))
     )  # fmt: skip
-    return {int(row[0]): tuple(row[1:]) for row in session.exec(query)}
+    return {int(row[0]): tuple(row[1:]) for row in session.execute(query)}
 
 
 def get_attempt(session: Session, *, attempt_id: int) -> Attempt | None:
