@@ -178,3 +178,36 @@ def test_without_script_the_fold_opens_and_the_filter_is_a_form(
         assert_no_sideways_scroll(page)
     finally:
         context.close()
+
+
+def test_live_updates_keep_the_filter_and_the_fold(
+    open_page: Any, server: LiveServer, api: httpx.Client
+) -> None:
+    made = seed_long_campaign(server.app.state.engine, 1000)
+    page = open_page(f"/campaigns/{made['campaign_id']}")
+    page.wait_for_selector("#live-status.on", timeout=20_000)
+    page.evaluate("window.__marker = 'no reload'")
+    page.click("#eliminated-fold > summary")
+    page.select_option("#filters select[name=status]", "running")
+    running = {i for i, s in made["status"].items() if s == "running"}
+    assert shown_ids(page) == running
+    chosen = max(running)
+
+    # A note: that card alone is swapped in, and still shown under the filter.
+    api.post(f"/api/attempts/{chosen}/notes", json={"body": "watching the warm-up"})
+    page.locator(f"#attempt-{chosen} .badge", has_text="1 note").wait_for(timeout=20_000)
+    assert shown_ids(page) == running
+
+    # A verdict: the timeline comes anew; the dead end is filed in the fold, which stays
+    # open, and the filter still hides what is not running.
+    api.patch(f"/api/attempts/{chosen}", json={"status": "eliminated", "verdict": "no gain"})
+    page.locator(f"[data-lane-list=eliminated] #attempt-{chosen}").wait_for(
+        state="attached", timeout=20_000
+    )
+    page.wait_for_function(
+        f"document.querySelector('#attempt-{chosen}').hidden === true", timeout=10_000
+    )
+    assert shown_ids(page) == running - {chosen}
+    assert page.locator("[data-filter-count]").inner_text() == f"{len(running) - 1} of 1000 match"
+    assert page.locator("#eliminated-fold").evaluate("d => d.open")
+    assert page.evaluate("window.__marker") == "no reload"

@@ -143,6 +143,7 @@ def campaign_context(
         "headline": headline(detail, detail.attempts),
         "chart_data": build_chart(detail, detail.attempts),
         "attempts": detail.attempts,
+        "attempts_by_id": {a.id: a for a in detail.attempts},
         "lanes": lanes,
         "filter": filter,
         "statuses": [s.value for s in Status],
