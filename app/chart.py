@@ -2,13 +2,17 @@
 target, as server-rendered SVG (so it shows in the share view, in print, without JS)."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from app.schemas import AttemptOut, CampaignOut
 
-WIDTH, HEIGHT = 900, 220
-LEFT, RIGHT, TOP, BOTTOM = 48, 16, 14, 28
+# Coordinates are percentages of the drawing, which CSS sizes: text and dots keep their
+# size in pixels whatever the width (a scaled viewBox shrank the labels to 4 px on a phone).
+WIDTH, HEIGHT = 100, 100
+LEFT, RIGHT, TOP, BOTTOM = 1.5, 1.5, 7, 14
+X_LABELS = 6  # attempt numbers under the plot: a few, evenly spread, never one per point
+DENSE = 120  # past this many points they are drawn smaller
 
 
 @dataclass(frozen=True)
@@ -20,18 +24,31 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Segment:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+
+@dataclass(frozen=True)
 class Chart:
     width: int
     height: int
     points: list[Point]
-    baseline_path: str  # stepped: each attempt against the baseline of its time
+    baseline: list[Segment]  # stepped: each attempt against the baseline of its time
     target_y: float | None
     ticks: list[tuple[float, str]]
     metric: str
+    x_labels: list[tuple[float, str, str]] = field(default_factory=list)  # x, text, anchor
 
     @property
     def empty(self) -> bool:
         return not self.points
+
+    @property
+    def dense(self) -> bool:
+        return len(self.points) > DENSE
 
 
 def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
@@ -44,7 +61,7 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
         values.append(campaign.baseline)
     values = [v for v in values if math.isfinite(v)]
     if not measured or not values:
-        return Chart(WIDTH, HEIGHT, [], "", None, [], campaign.metric)
+        return Chart(WIDTH, HEIGHT, [], [], None, [], campaign.metric)
     # Laid out in units of a power of two (exact) so that the padded range of figures near
     # the float limit cannot overflow.
     scale = math.ldexp(1.0, max(0, math.frexp(max(abs(v) for v in values))[1] - 1))
@@ -65,20 +82,34 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
 
     step = (WIDTH - LEFT - RIGHT) / max(len(measured), 1)
     points: list[Point] = []
-    path: list[str] = []
+    steps: list[tuple[float, float, float]] = []  # (y, from x, to x) of each baseline
     for index, attempt in enumerate(measured):
         x = LEFT + step * (index + 0.5)
         assert attempt.metric_value is not None
         css = "noise" if attempt.delta_within_noise else ("up" if attempt.improved else "down")
-        points.append(Point(round(x, 1), round(y_of(attempt.metric_value), 1), attempt, css))
+        points.append(Point(round(x, 2), round(y_of(attempt.metric_value), 2), attempt, css))
         if attempt.baseline is not None:
-            y = round(y_of(attempt.baseline), 1)
-            left, right = round(x - step / 2, 1), round(x + step / 2, 1)
-            path.append(f"{'M' if not path else 'L'}{left},{y} L{right},{y}")
+            y = round(y_of(attempt.baseline), 2)
+            left, right = round(x - step / 2, 2), round(x + step / 2, 2)
+            if steps and steps[-1][0] == y:
+                steps[-1] = (y, steps[-1][1], right)  # one line while the baseline holds
+            else:
+                steps.append((y, left, right))
+    baseline: list[Segment] = []
+    for y, left, right in steps:
+        if baseline:  # the step up or down where the baseline changed
+            baseline.append(Segment(left, baseline[-1].y2, left, y))
+        baseline.append(Segment(left, y, right, y))
     tick_step, tick_values = nice_ticks(low, high)
-    ticks = [(round(y_at(v), 1), tick_label(v, tick_step, scale)) for v in tick_values]
-    target_y = round(y_of(campaign.target), 1) if campaign.target is not None else None
-    return Chart(WIDTH, HEIGHT, points, " ".join(path), target_y, ticks, campaign.metric)
+    ticks = [(round(y_at(v), 2), tick_label(v, tick_step, scale)) for v in tick_values]
+    target_y = round(y_of(campaign.target), 2) if campaign.target is not None else None
+    every = max(1, math.ceil(len(points) / X_LABELS))
+    # Anchored inward at the edges: a centred label there would be cut in half.
+    x_labels = [
+        (p.x, f"#{p.attempt.id}", "start" if p.x < 8 else "end" if p.x > 92 else "middle")
+        for p in points[::every]
+    ]
+    return Chart(WIDTH, HEIGHT, points, baseline, target_y, ticks, campaign.metric, x_labels)
 
 
 MAX_TICKS = 10

@@ -280,7 +280,7 @@ def attempt_changes(
 
 
 def campaign_view(templates: Jinja2Templates, campaign_id: int) -> PageRenderer:
-    from app.routes.pages import campaign_context  # the page's own context
+    from app.campaign_page import campaign_context  # the page's own context
 
     def cards(
         session: Session, context: dict[str, Any] | None, ids: list[int]

@@ -2,8 +2,11 @@
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -62,6 +65,9 @@ def iso_utc(value: datetime | None) -> str:
 def make_templates() -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(resource_dir("templates")))
     env = templates.env
+    # Templates are files of the release: checking each one's mtime at every include cost
+    # a stat per card (a thousand on a large campaign's page).
+    env.auto_reload = False
     env.globals.update(
         HTMX_URL=HTMX_URL, HTMX_SRI=HTMX_SRI, HTMX_SSE_URL=HTMX_SSE_URL, HTMX_SSE_SRI=HTMX_SSE_SRI
     )
@@ -76,6 +82,35 @@ def make_templates() -> Jinja2Templates:
         digest=lambda v: hashlib.sha256(str(v).encode()).hexdigest()[:12],
     )
     return templates
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class RenderCache(Generic[K, V]):
+    """The latest rendering of each view, good until its campaign has a newer event (every
+    change records one): a crowd opening one page costs one rendering, not one each."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._entries: OrderedDict[K, tuple[int, V]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, cursor: int) -> V | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != cursor:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: K, cursor: int, value: V) -> None:
+        with self._lock:
+            self._entries[key] = (cursor, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
 
 
 def is_htmx(request: Request) -> bool:

@@ -17,6 +17,7 @@ from app.auth import sha256_hex
 from app.changes import record
 from app.db import session_scope
 from app.errors import NotFound
+from app.headline import Headline, headline
 from app.markdown import render_markdown
 from app.models import Note, ShareLink, utcnow
 from app.redact import Redactor, secrets_only
@@ -127,6 +128,7 @@ class Summary:
     attempts: list[SharedAttempt]
     campaign_notes: list[NoteOut]
     best: AttemptOut | None
+    headline: Headline
 
 
 # The diagnosis's figures: numbers under the engine's own labels, no text from the log. Not
@@ -190,20 +192,11 @@ def summary(session: Session, link: ShareLink) -> Summary:
                 ", ".join(turning) or None,
             )
         )
-    adopted = [a for a in masked if a.status == "adopted" and a.metric_value is not None]
-    best = None
-    if adopted:
-        pick = max if campaign.higher_is_better else min
-        best = pick(adopted, key=lambda a: a.metric_value or 0.0)
     masked_campaign = CampaignDetailOut.model_validate(
         {**_masked(campaign_data, mask), "attempts": []}
     )
-    return Summary(
-        masked_campaign,
-        shared,
-        by_attempt.get(None, []),
-        best,
-    )
+    story = headline(masked_campaign, masked)
+    return Summary(masked_campaign, shared, by_attempt.get(None, []), story.best, story)
 
 
 def _note_out(note: Note, mask: Mask) -> NoteOut:

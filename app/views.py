@@ -1,7 +1,9 @@
 """Turn rows into what the API returns and the pages show, with baselines and deltas."""
 
 import base64
+import bisect
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +13,7 @@ from app import repo
 from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
 from app.markdown import render_markdown
-from app.models import Attempt, BaselineChange, Campaign, Note, Status
+from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status
 from app.repo import stored_log
 from app.runner.launching import runs_by_attempt
 from app.runner.views import run_view
@@ -27,41 +29,80 @@ from app.schemas import (
 from app.tailing.status import TailStatus
 
 
-def baseline_in_force(history: list[BaselineChange], when: datetime) -> float | None:
-    """The baseline set last before `when`; the first one when none was set yet."""
+def baseline_in_force(
+    history: list[BaselineChange], when: datetime, times: list[datetime] | None = None
+) -> float | None:
+    """The baseline set last before `when`; the first one when none was set yet.
+    `times`: the history's set_at, when asked for many attempts (a bisection each)."""
     if not history:
         return None
-    in_force = history[0].value
-    for change in history:
-        if change.set_at > when:
-            break
-        in_force = change.value
-    return in_force
+    index = bisect.bisect_right(times or [c.set_at for c in history], when)
+    return history[max(index - 1, 0)].value
+
+
+@dataclass(frozen=True)
+class AttemptFilter:
+    """The campaign page's filter: one status, and text found in what a card says or
+    hides (title, root cause and class, verdict, #id, hypothesis, flags), any case.
+    static/app.js filters by the same rules in the browser."""
+
+    status: Status | None = None
+    q: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.status is not None or bool(self.q)
+
+    def matches(self, attempt: AttemptOut) -> bool:
+        if self.status is not None and attempt.status != self.status:
+            return False
+        if not self.q:
+            return True
+        diagnosis = attempt.diagnosis or {}
+        text = " ".join(
+            str(part or "")
+            for part in (
+                f"#{attempt.id}", attempt.title, diagnosis.get("root_cause"),
+                diagnosis.get("error_class"), attempt.verdict, attempt.hypothesis, attempt.flags,
+            )
+        )  # fmt: skip
+        return self.q.casefold() in text.casefold()
+
+
+def lanes_newest_first(attempts: list[AttemptOut]) -> dict[str, list[AttemptOut]]:
+    lanes: dict[str, list[AttemptOut]] = {lane.value: [] for lane in Lane}
+    for attempt in reversed(attempts):
+        lanes[attempt.lane.value].append(attempt)
+    return lanes
 
 
 def attempt_views(
-    session: Session, campaign: Campaign, attempts: list[Attempt]
+    session: Session,
+    campaign: Campaign,
+    attempts: list[Attempt],
+    *,
+    diagnoses: dict[int, dict[str, Any]] | None = None,
 ) -> list[AttemptOut]:
+    """`diagnoses`: each attempt's diagnosis as given here (repo.diagnosis_summaries, for
+    a page's cards) instead of the attempt's own, which is then never read."""
     assert campaign.id is not None
     ids = [a.id for a in attempts if a.id is not None]
     samples = repo.samples_by_attempt(session, attempt_ids=ids)
     tails = repo.tail_states(session, attempt_ids=ids)
     runs = runs_by_attempt(session, ids)
     history = repo.baseline_history(session, campaign_id=campaign.id)
+    times = [change.set_at for change in history]
     fingerprints = {a.fingerprint for a in attempts if a.fingerprint}
-    earlier_by_print: dict[str, list[int]] = {}
-    for other in repo.attempts_with_fingerprints(
+    earlier_by_print = repo.ids_by_fingerprint(
         session, campaign_id=campaign.id, fingerprints=fingerprints
-    ):
-        assert other.id is not None and other.fingerprint is not None
-        earlier_by_print.setdefault(other.fingerprint, []).append(other.id)
+    )
 
     views = []
     for attempt in attempts:
         assert attempt.id is not None
         attempt_samples = samples.get(attempt.id, [])
         summary = MetricSummary.of(attempt_samples)
-        baseline = baseline_in_force(history, attempt.started_at or attempt.created_at)
+        baseline = baseline_in_force(history, attempt.started_at or attempt.created_at, times)
         delta = judge(
             summary,
             baseline,
@@ -99,7 +140,7 @@ def attempt_views(
                 delta_pct=delta.pct if delta else None,
                 delta_within_noise=delta.within_noise if delta else None,
                 improved=delta.improved if delta else None,
-                diagnosis=attempt.diagnosis,
+                diagnosis=attempt.diagnosis if diagnoses is None else diagnoses.get(attempt.id),
                 same_root_cause_as=same_cause,
                 tail=TailOut(
                     state=TailStatus(tail.state),
@@ -142,12 +183,17 @@ def campaign_view(session: Session, campaign: Campaign, *, attempt_count: int) -
     )
 
 
-def campaign_detail(session: Session, campaign: Campaign) -> CampaignDetailOut:
+def campaign_detail(
+    session: Session, campaign: Campaign, *, cards_only: bool = False
+) -> CampaignDetailOut:
+    """`cards_only`: each diagnosis carries only what a card shows (repo.CARD_DIAGNOSIS)."""
     assert campaign.id is not None
-    attempts = repo.list_attempts(session, campaign_id=campaign.id)
+    attempts = repo.list_attempts(session, campaign_id=campaign.id, with_diagnosis=not cards_only)
+    diagnoses = repo.diagnosis_summaries(session, campaign_id=campaign.id) if cards_only else None
     base = campaign_view(session, campaign, attempt_count=len(attempts))
     return CampaignDetailOut(
-        **base.model_dump(), attempts=attempt_views(session, campaign, attempts)
+        **base.model_dump(),
+        attempts=attempt_views(session, campaign, attempts, diagnoses=diagnoses),
     )
 
 

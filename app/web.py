@@ -23,7 +23,7 @@ from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay
 from app.paths import resource_dir
-from app.rendering import is_htmx, make_templates, render
+from app.rendering import RenderCache, is_htmx, make_templates, render
 from app.routes import api_attempts, api_campaigns, api_runs, events, frame_source, pages, shares
 from app.runner.manager import RunManager
 from app.tailer import Tailer
@@ -164,6 +164,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     )
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
     app.state.share_renders = shares.RenderedShares()
+    app.state.page_renders = RenderCache()
     app.state.frame_source_limiter = anyio.CapacityLimiter(frame_source.FETCHES_AT_ONCE)
 
     @app.exception_handler(LoginRequired)

@@ -162,6 +162,103 @@
     if (!window.htmx) { document.querySelectorAll("[sse-connect]").forEach(followWithoutHtmx); }
     window.__pageLoadedAt = window.__pageLoadedAt || Date.now();
   });
+  // The campaign's timeline. Filtering by status and text, by the rules of the server's GET
+  // form (app/views.py AttemptFilter), as you type and again on whatever live updates bring;
+  // a swapped card filed into its lane's list, newest first; the fold kept as the reader left it.
+  var foldOpen = null;
+  document.addEventListener("toggle", function (event) {
+    if (event.target.id === "eliminated-fold") { foldOpen = event.target.open; }
+  }, true);
+  function searchText(card) {
+    var parts = [];
+    card.querySelectorAll(".seq, .title, .root-cause code, .chip.class, .verdict").forEach(function (el) {
+      parts.push(el.textContent);
+    });
+    parts.push(card.getAttribute("data-search") || "");
+    return parts.join(" ").toLowerCase();
+  }
+  function fileCards(timeline) {
+    timeline.querySelectorAll("article.card[data-lane]").forEach(function (card) {
+      var list = card.parentElement;
+      var lane = card.getAttribute("data-lane");
+      if (list && list.getAttribute("data-lane-list") === lane) { return; }
+      var target = timeline.querySelector('[data-lane-list="' + CSS.escape(lane) + '"]');
+      if (!target) { return; }
+      var id = Number(card.id.replace("attempt-", ""));
+      var before = Array.prototype.find.call(target.querySelectorAll("article.card"), function (other) {
+        return Number(other.id.replace("attempt-", "")) < id;
+      });
+      target.insertBefore(card, before || null);
+    });
+    timeline.querySelectorAll("[data-count-of]").forEach(function (count) {
+      var list = timeline.querySelector('[data-lane-list="' + CSS.escape(count.getAttribute("data-count-of")) + '"]');
+      var n = String(list ? list.querySelectorAll("article.card").length : 0);
+      if (list && count.textContent !== n) { count.textContent = n; }
+    });
+  }
+  function applyFilter() {
+    var form = document.querySelector("form[data-filter]");
+    var timeline = document.getElementById("timeline");
+    if (!form || !timeline) { return; }
+    var status = form.elements.status.value;
+    var q = form.elements.q.value.trim().toLowerCase();
+    var cards = timeline.querySelectorAll("article.card[data-lane]");
+    var shown = 0;
+    var deadEndShown = false;
+    cards.forEach(function (card) {
+      var match = (!status || card.getAttribute("data-status") === status) &&
+        (!q || searchText(card).indexOf(q) !== -1);
+      card.hidden = !match;
+      if (match) {
+        shown += 1;
+        if (card.getAttribute("data-lane") === "eliminated") { deadEndShown = true; }
+      }
+    });
+    var active = Boolean(status || q);
+    var count = form.querySelector("[data-filter-count]");
+    var said = active ? shown + " of " + cards.length + " match" : "";
+    if (count && count.textContent !== said) { count.textContent = said; }
+    var fold = document.getElementById("eliminated-fold");
+    if (fold && active && deadEndShown && !fold.open) { fold.open = true; }
+  }
+  function refreshTimeline() {
+    var timeline = document.getElementById("timeline");
+    if (!timeline) { return; }
+    fileCards(timeline);
+    var fold = document.getElementById("eliminated-fold");
+    if (fold && foldOpen !== null && fold.open !== foldOpen) { fold.open = foldOpen; }
+    applyFilter();
+  }
+  document.addEventListener("input", function (event) {
+    if (event.target.form && event.target.form.matches("form[data-filter]")) { applyFilter(); }
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.form && event.target.form.matches("form[data-filter]")) { applyFilter(); }
+  });
+  document.addEventListener("submit", function (event) {
+    if (!event.target.matches("form[data-filter]")) { return; }
+    // Filtered here, no page load; the address says what is shown (a link to paste).
+    event.preventDefault();
+    applyFilter();
+    var params = new URLSearchParams(new FormData(event.target));
+    ["status", "q"].forEach(function (name) { if (!params.get(name)) { params.delete(name); } });
+    var query = params.toString();
+    history.replaceState(null, "", window.location.pathname + (query ? "?" + query : ""));
+  });
+  // Whatever swaps a card or the timeline in (htmx, its SSE extension, the offline path),
+  // the next frame files, folds and filters again.
+  var refreshQueued = false;
+  document.addEventListener("DOMContentLoaded", function () {
+    refreshTimeline();
+    var work = document.querySelector(".campaign-body .work");
+    if (!work || !window.MutationObserver) { return; }
+    new MutationObserver(function () {
+      if (refreshQueued) { return; }
+      refreshQueued = true;
+      window.requestAnimationFrame(function () { refreshQueued = false; refreshTimeline(); });
+    }).observe(work, { childList: true, subtree: true });
+  });
+
   // A log is read from its end: keep the newest lines in view (unless the reader scrolled up).
   var pinned = {};
   function keepLogsAtEnd(root) {

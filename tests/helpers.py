@@ -134,3 +134,50 @@ class LogWriter:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+
+
+def seed_long_campaign(engine: Any, attempts: int) -> dict[str, Any]:
+    """A campaign of `attempts` written straight into the dashboard's database (a thousand
+    through the API would take minutes): most eliminated, some crashed with one of 40 root
+    causes, three runs per measured attempt, two adoptions. Returns ids and what was made."""
+    from app.db import session_scope
+    from app.models import Attempt, BaselineChange, Campaign, Measurement, Status
+
+    made: dict[str, Any] = {"ids": [], "status": {}, "cause": {}, "measured": set()}
+    with session_scope(engine) as session:
+        campaign = Campaign(name="EAGLE-3 on 8x RTX PRO 6000", baseline=82.0, target=120.0)
+        session.add(campaign)
+        session.flush()
+        session.add(BaselineChange(campaign_id=campaign.id, value=82.0))
+        for index in range(attempts):
+            slot = index % 10
+            status = (
+                Status.eliminated if slot < 6 else Status.crashed if slot == 6
+                else Status.measured if slot in (7, 8) else Status.running
+            )  # fmt: skip
+            if index in (attempts // 3, attempts // 2):
+                status = Status.adopted
+            crashed = status in (Status.crashed, Status.eliminated) and index % 2 == 0
+            cause = f"KeyError: {index % 40}" if crashed else None
+            attempt = Attempt(
+                campaign_id=campaign.id, title=f"Try {index}: NCCL tree, chunk {index * 64}",
+                hypothesis=f"hypothesis {index}", flags=f"--chunk {index}", status=status,
+                verdict=f"dead end {index}" if status == Status.eliminated else None,
+                diagnosis={"root_cause": cause, "error_class": "other", "crashed": True}
+                if cause else None,
+                fingerprint=f"print-{index % 40}" if cause else None,
+            )  # fmt: skip
+            session.add(attempt)
+            session.flush()
+            assert attempt.id is not None
+            made["ids"].append(attempt.id)
+            made["status"][attempt.id] = status.value
+            if cause:
+                made["cause"][attempt.id] = cause
+            if status in (Status.measured, Status.adopted, Status.eliminated) and not crashed:
+                made["measured"].add(attempt.id)
+                for run in range(3):
+                    value = 80.0 + index % 23 + run * 0.3 + (status == Status.adopted) * 20
+                    session.add(Measurement(attempt_id=attempt.id, value=value))
+        made["campaign_id"] = campaign.id
+    return made

@@ -50,18 +50,21 @@ def test_campaign_page_follows_attempts_notes_and_crashes_live(
     api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": "PCIe only: **no NVLink**"})
     page.locator("#notes strong", has_text="no NVLink").wait_for(timeout=10_000)
 
-    # A status change moves the card to the eliminated lane.
+    # A status change moves the card to the eliminated lane: a row of the dead ends' fold.
     api.patch(
         f"/api/attempts/{first['id']}", json={"status": "eliminated", "verdict": "arch table"}
     )
-    page.locator(f"#attempt-{first['id']}.lane-eliminated").wait_for(timeout=10_000)
+    dead_end = f"#eliminated-fold #attempt-{first['id']}.lane-eliminated"
+    page.locator(dead_end).wait_for(state="attached", timeout=10_000)
+    page.click("#eliminated-fold > summary")
+    assert "arch table" in page.locator(dead_end).inner_text()
 
     # A new attempt appears in the tested lane.
     make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
     page.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=10_000)
 
     # The second page saw all of it too.
-    second.locator(f"#attempt-{first['id']}.lane-eliminated").wait_for(timeout=10_000)
+    second.locator(dead_end).wait_for(state="attached", timeout=10_000)
     second.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=10_000)
     second.locator("#notes strong", has_text="no NVLink").wait_for(timeout=10_000)
     assert still_marked(page) and still_marked(second)
@@ -189,7 +192,9 @@ def test_offline_without_the_cdn_the_pages_stay_live(
     api.patch(
         f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "dead end"}
     )
-    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=10_000)
+    page.locator(f"#eliminated-fold #attempt-{attempt['id']}.lane-eliminated").wait_for(
+        state="attached", timeout=10_000
+    )
     api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": "<b>x</b> **PCIe only**"})
     page.locator("#notes strong", has_text="PCIe only").wait_for(timeout=10_000)
     assert page.locator("#notes b").count() == 0  # sanitized on the server, swapped as is

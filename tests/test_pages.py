@@ -60,10 +60,10 @@ def test_campaign_list_page_and_partial(browser: httpx.Client, api: httpx.Client
     assert "<html" not in partial.text
 
 
-def test_campaign_page_shows_three_lanes_in_order_tried(
+def test_campaign_page_shows_the_lanes_newest_first_and_folds_the_dead_ends(
     browser: httpx.Client, api: httpx.Client
 ) -> None:
-    campaign = make_campaign(api)
+    campaign = make_campaign(api, target=100.0)
     first = make_attempt(api, campaign["id"], title="EAGLE-3 speculative decoding")
     api.post(f"/api/attempts/{first['id']}/measurements", json={"value": 54})
     second = make_attempt(api, campaign["id"], title="Custom allreduce on PCIe")
@@ -72,19 +72,27 @@ def test_campaign_page_shows_three_lanes_in_order_tried(
     third = make_attempt(api, campaign["id"], title="CUDA 13", retest_of=first["id"])
     api.post(f"/api/attempts/{third['id']}/measurements", json={"value": 92.6})
     api.patch(f"/api/attempts/{third['id']}", json={"status": "adopted"})
+    fourth = make_attempt(api, campaign["id"], title="NCCL Tree")
 
     page = browser.get(f"/campaigns/{campaign['id']}")
     assert page.status_code == 200
-    for element_id in ("timeline", "campaign-head", "new-attempt", "notes"):
+    for element_id in ("timeline", "campaign-head", "new-attempt", "notes", "eliminated-fold"):
         assert has_root(page.text, element_id), element_id
     cards = re.findall(
         r'<article class="card lane-(\w+) status-(\w+)" id="attempt-(\d+)"', page.text
     )
+    # In play newest first, then what was adopted, then the dead ends in their fold.
     assert cards == [
+        ("tested", "proposed", str(fourth["id"])),
         ("tested", "measured", str(first["id"])),
-        ("eliminated", "eliminated", str(second["id"])),
         ("adopted", "adopted", str(third["id"])),
+        ("eliminated", "eliminated", str(second["id"])),
     ]
+    fold = page.text[page.text.index('<details class="fold" id="eliminated-fold"') :]
+    fold = fold[: fold.index("</details>")]
+    assert f'id="attempt-{second["id"]}"' in fold and f'id="attempt-{first["id"]}"' not in fold
+    # The new-attempt form comes before the timeline.
+    assert page.text.index('id="new-attempt"') < page.text.index('id="timeline"')
     assert "-34.1 %" in page.text and "+12.9 %" in page.text
     assert f"retest of #{first['id']}" in page.text
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import delete, func
 from sqlalchemy import select as sa_select
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from app.models import (
@@ -58,9 +59,15 @@ def get_campaign(session: Session, *, campaign_id: int) -> Campaign | None:
     return session.get(Campaign, campaign_id) if storable(campaign_id) else None
 
 
-def list_attempts(session: Session, *, campaign_id: int) -> list[Attempt]:
-    """In the order they were tried (creation order)."""
+def list_attempts(
+    session: Session, *, campaign_id: int, with_diagnosis: bool = True
+) -> list[Attempt]:
+    """In the order they were tried (creation order). `with_diagnosis=False` leaves the
+    diagnosis unread (pair it with `diagnosis_summaries`): its JSON, 10 KiB an attempt with
+    the throughput figures, was most of a 1,000-attempt page's time."""
     query = select(Attempt).where(Attempt.campaign_id == campaign_id).order_by(col(Attempt.id))
+    if not with_diagnosis:
+        query = query.options(defer(Attempt.diagnosis))  # type: ignore[arg-type]
     return list(session.exec(query))
 
 
@@ -80,6 +87,25 @@ def attempt_shapes(session: Session, *, campaign_id: int) -> dict[int, tuple[Any
     return {int(row[0]): tuple(row[1:]) for row in session.execute(query)}
 
 
+# What a card or a row shows of a diagnosis, read by the database from the JSON.
+CARD_DIAGNOSIS = ("root_cause", "error_class")
+
+
+def diagnosis_summaries(session: Session, *, campaign_id: int) -> dict[int, dict[str, Any]]:
+    """The CARD_DIAGNOSIS fields of each diagnosed attempt of a campaign."""
+    diagnosis = col(Attempt.diagnosis)
+    fields = [diagnosis[name].as_string() for name in CARD_DIAGNOSIS]
+    query = select(col(Attempt.id), *fields).where(
+        Attempt.campaign_id == campaign_id, diagnosis.is_not(None)
+    )
+    return {row[0]: dict(zip(CARD_DIAGNOSIS, row[1:], strict=True)) for row in session.exec(query)}
+
+
+def attempt_titles(session: Session, *, campaign_id: int) -> dict[int, str]:
+    query = select(col(Attempt.id), col(Attempt.title)).where(Attempt.campaign_id == campaign_id)
+    return {attempt_id: title for attempt_id, title in session.exec(query)}
+
+
 def get_attempt(session: Session, *, attempt_id: int) -> Attempt | None:
     return session.get(Attempt, attempt_id) if storable(attempt_id) else None
 
@@ -90,12 +116,12 @@ def samples_by_attempt(session: Session, *, attempt_ids: Iterable[int]) -> dict[
     if not ids:
         return samples
     query = (
-        select(Measurement)
+        select(col(Measurement.attempt_id), col(Measurement.value))
         .where(col(Measurement.attempt_id).in_(ids))
         .order_by(col(Measurement.id))
     )
-    for measurement in session.exec(query):
-        samples[measurement.attempt_id].append(measurement.value)
+    for attempt_id, value in session.exec(query):
+        samples[attempt_id].append(value)
     return samples
 
 
@@ -135,18 +161,22 @@ def tail_states(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, Ta
     return {state.attempt_id: state for state in session.exec(query)}
 
 
-def attempts_with_fingerprints(
+def ids_by_fingerprint(
     session: Session, *, campaign_id: int, fingerprints: Iterable[str]
-) -> list[Attempt]:
+) -> dict[str, list[int]]:
+    """The attempts of a campaign with each of these failure fingerprints, oldest first."""
     prints = list(fingerprints)
     if not prints:
-        return []
+        return {}
     query = (
-        select(Attempt)
+        select(col(Attempt.id), col(Attempt.fingerprint))
         .where(Attempt.campaign_id == campaign_id, col(Attempt.fingerprint).in_(prints))
         .order_by(col(Attempt.id))
     )
-    return list(session.exec(query))
+    found: dict[str, list[int]] = defaultdict(list)
+    for attempt_id, fingerprint in session.exec(query):
+        found[fingerprint].append(attempt_id)
+    return found
 
 
 def list_notes(session: Session, *, campaign_id: int, attempt_id: int | None = None) -> list[Note]:

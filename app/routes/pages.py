@@ -2,16 +2,17 @@
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from sqlmodel import Session
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, sharing, views
 from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
-from app.chart import build_chart
+from app.campaign_page import cached_campaign_context, campaign_context
 from app.db import session_scope
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
+from app.errors import Invalid
 from app.forms import Form as PageForm
 from app.forms import FormRefused
 from app.models import Status
@@ -121,60 +122,24 @@ def create_campaign(request: Request, session: SessionDep, submitted: FormDep) -
     return see_other(f"/campaigns/{campaign.id}")
 
 
-def campaign_context(
-    session: Session, campaign_id: int, *, retest: int | None = None
-) -> dict[str, Any]:
-    campaign = actions.require_campaign(session, campaign_id)
-    detail = views.campaign_detail(session, campaign)
-    notes = repo.list_notes(session, campaign_id=campaign_id)
-    return {
-        "campaign": detail,
-        "chart_data": build_chart(detail, detail.attempts),
-        "attempts": detail.attempts,
-        "attempts_by_id": {a.id: a for a in detail.attempts},
-        "campaign_notes": [views.note_view(n) for n in notes if n.attempt_id is None],
-        "shares": [sharing.share_out(link) for link in sharing.list_links(session, campaign_id)],
-        "note_counts": _count_by_attempt(notes),
-        # Read in the render's own snapshot: the page's live stream starts right after it,
-        # so a change committed between the render and the stream's start is not missed.
-        "live_cursor": newest_event_id(session, campaign_id),
-        "new_attempt": _new_attempt_defaults(detail.attempts, retest),
-    }
-
-
-def _new_attempt_defaults(attempts: list[Any], retest: int | None) -> dict[str, Any]:
-    """The new-attempt form, pre-filled from the attempt being retested."""
-    original = next((a for a in attempts if a.id == retest), None)
-    if original is None:
-        return {}
-    return {
-        "title": f"Retest: {original.title}"[:200],
-        "hypothesis": original.hypothesis,
-        "command": original.command,
-        "flags": original.flags,
-        "source": original.source or "",
-        "retest_of": str(original.id),
-    }
-
-
-def _count_by_attempt(notes: list[Any]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for note in notes:
-        if note.attempt_id is not None:
-            counts[note.attempt_id] = counts.get(note.attempt_id, 0) + 1
-    return counts
-
-
 @router.get("/campaigns/{campaign_id}", response_class=HTMLResponse, dependencies=OwnerPage)
 def campaign_page(
-    campaign_id: int, request: Request, session: SessionDep, retest: int | None = None
+    campaign_id: int,
+    request: Request,
+    session: SessionDep,
+    retest: int | None = None,
+    status: Annotated[str, Query(max_length=20)] = "",
+    q: Annotated[str, Query(max_length=200)] = "",
 ) -> Response:
-    return render(
-        request,
-        "pages/campaign.html",
-        campaign_context(session, campaign_id, retest=retest),
-        partial="partials/_timeline.html",
-    )
+    """The live timeline; `?status=&q=` shows only the attempts that match (the filter form)."""
+    if status and status not in Status.__members__:
+        raise Invalid(f"no such status {status!r}: one of {', '.join(Status)}")
+    chosen = views.AttemptFilter(status=Status(status) if status else None, q=q.strip())
+    if chosen.active or retest is not None or is_htmx(request):
+        context = campaign_context(session, campaign_id, retest=retest, filter=chosen)
+    else:
+        context = cached_campaign_context(request, session, campaign_id)
+    return render(request, "pages/campaign.html", context, partial="partials/_timeline.html")
 
 
 @router.post("/campaigns/{campaign_id}/edit", dependencies=OwnerForm)
@@ -276,14 +241,13 @@ def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True)
     goes `with_log=False` (reading the last 512 KiB is the page's first render's cost)."""
     attempt = actions.require_attempt(session, attempt_id)
     campaign = actions.require_campaign(session, attempt.campaign_id)
-    siblings = repo.list_attempts(session, campaign_id=attempt.campaign_id)
     notes = repo.list_notes(session, campaign_id=attempt.campaign_id, attempt_id=attempt_id)
     view = views.attempt_view(session, attempt)
     return {
         "campaign": campaign,
         "attempt": view,
         "log_lines": views.log_tail(session, view) if with_log else [],
-        "titles": {a.id: a.title for a in siblings},
+        "titles": repo.attempt_titles(session, campaign_id=attempt.campaign_id),
         "notes": [views.note_view(n) for n in notes],
         "statuses": [s.value for s in Status],
         "live_cursor": newest_event_id(session, attempt.campaign_id),

@@ -1,7 +1,5 @@
 """Share links: the owner's API and buttons, and the public read-only summary at /s/{token}."""
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -19,7 +17,7 @@ from app.deps import SessionDep, is_owner, require_api_owner
 from app.errors import NotFound
 from app.live import View
 from app.models import ShareLink
-from app.rendering import is_htmx, render
+from app.rendering import RenderCache, is_htmx, render
 from app.routes import events
 
 owner_router = APIRouter(tags=["shares"], dependencies=[Depends(require_api_owner)])
@@ -90,29 +88,7 @@ class Rendered:
     media_type: str
 
 
-class RenderedShares:
-    """The latest rendering of each share view, good until its campaign has a newer event
-    (every change records one): a crowd opening one link costs one rendering, not one each."""
-
-    def __init__(self, size: int = 64) -> None:
-        self._size = size
-        self._entries: OrderedDict[CachedKey, Rendered] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: CachedKey, cursor: int) -> Rendered | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.cursor != cursor:
-                return None
-            self._entries.move_to_end(key)
-            return entry
-
-    def put(self, key: CachedKey, entry: Rendered) -> None:
-        with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+RenderedShares = RenderCache[CachedKey, Rendered]
 
 
 @public_router.get("/s/{name}")
@@ -136,7 +112,7 @@ def _shared_summary(name: str, request: Request) -> Response:
         if cached is None:
             response = _render_share(request, session, link, token, suffix)
             cached = Rendered(cursor, bytes(response.body), response.media_type or "")
-            renders.put(key, cached)
+            renders.put(key, cursor, cached)
     return Response(cached.body, media_type=cached.media_type)
 
 
