@@ -103,7 +103,8 @@ def diagnosis_summaries(session: Session, *, campaign_id: int) -> dict[int, dict
 
 def attempt_titles(session: Session, *, campaign_id: int) -> dict[int, str]:
     query = select(col(Attempt.id), col(Attempt.title)).where(Attempt.campaign_id == campaign_id)
-    return {attempt_id: title for attempt_id, title in session.exec(query)}
+    rows = session.exec(query)
+    return {attempt_id: title for attempt_id, title in rows if attempt_id is not None}
 
 
 def get_attempt(session: Session, *, attempt_id: int) -> Attempt | None:
@@ -175,7 +176,8 @@ def ids_by_fingerprint(
     )
     found: dict[str, list[int]] = defaultdict(list)
     for attempt_id, fingerprint in session.exec(query):
-        found[fingerprint].append(attempt_id)
+        if attempt_id is not None and fingerprint is not None:  # both are, by the query
+            found[fingerprint].append(attempt_id)
     return found
 
 
