@@ -151,7 +151,7 @@ def _new_attempt_defaults(attempts: list[Any], retest: int | None) -> dict[str, 
         "title": f"Retest: {original.title}"[:200],
         "hypothesis": original.hypothesis,
         "command": original.command,
-        "flags": original.flags,
+        "flags": original.flags.typed,  # typed beside the command; its own flags come with it
         "source": original.source or "",
         "retest_of": str(original.id),
     }
@@ -320,7 +320,7 @@ def edit_attempt(
     attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
 ) -> Response:
     form = PageForm(submitted, "edit-attempt", "attempt", attempt_id)
-    fields = ["title", "hypothesis", "command", "flags"]
+    fields = ["title", "hypothesis", "command"]  # the flags are read from the command
     with form:
         data = form.parse(AttemptUpdate, fields, **form.cleared(fields[1:]))
         actions.update_attempt(session, attempt_id, data)
