@@ -101,6 +101,15 @@ class _Flags:
         )
 
 
+def flag_views(
+    session: Session, campaign: Campaign, attempt: Attempt
+) -> tuple[FlagsOut, FlagDiffOut | None]:
+    """One attempt's flags and diff, stored or not (the Launch form's preview)."""
+    assert campaign.id is not None
+    history = repo.baseline_history(session, campaign_id=campaign.id)
+    return _Flags(session, campaign.id, history).views(attempt)
+
+
 def attempt_views(
     session: Session, campaign: Campaign, attempts: list[Attempt]
 ) -> list[AttemptOut]:
