@@ -99,3 +99,26 @@ def test_preview_then_launch_then_stop_then_retest(
         what="the retest stopped",
     )
     wait_for(lambda: not session_processes(rerun["pgid"]), timeout=15, what="an empty session")
+
+
+def test_the_launch_form_previews_the_exact_command_in_chromium(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    campaign = make_campaign(api)
+    make_attempt(api, campaign["id"], title="Baseline", command="python -m sglang.launch_server")
+    page = open_page(f"/campaigns/{campaign['id']}")
+    command = "NCCL_ALGO=Tree python -m sglang.launch_server --enable-torch-symm-mem --port 30001"
+    page.fill("#launch input[name=title]", "Symm mem")
+    page.fill("#launch input[name=host]", "local")
+    page.fill("#launch textarea[name=command]", command)
+    assert page.locator('#launch button[value="launch"]').count() == 0  # a preview first
+    page.click('#launch button[value="preview"]')
+    preview = page.locator("#launch-preview")
+    preview.wait_for(timeout=10_000)
+    assert preview.locator("pre").first.inner_text() == command
+    assert "3 changes: +NCCL_ALGO=Tree, +enable_torch_symm_mem, +port=30001" in preview.inner_text()
+    # What was typed is kept, and Launch is offered now; nothing was launched by looking.
+    assert page.locator("#launch textarea[name=command]").input_value() == command
+    assert page.locator('#launch button[value="launch"]').count() == 1
+    assert len(api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]) == 1
