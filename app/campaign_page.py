@@ -60,7 +60,7 @@ def _new_attempt_defaults(attempts: list[Any], retest: int | None) -> dict[str, 
         "title": f"Retest: {original.title}"[:200],
         "hypothesis": original.hypothesis,
         "command": original.command,
-        "flags": original.flags,
+        "flags": original.flags.typed,  # typed beside the command; its own flags come with it
         "source": original.source or "",
         "retest_of": str(original.id),
     }

@@ -3,6 +3,7 @@ arguments in the log (sglang `server_args=ServerArgs(...)`, vLLM `non-default ar
 and what differs from the baseline attempt's. Pure: text in, values out; secrets masked."""
 
 import ast
+import functools
 import math
 import re
 import shlex
@@ -42,11 +43,6 @@ _SHORT_WITH_VALUE = re.compile(r"([A-Za-z])(\d+)")  # -O3
 # Programs that run the next word as the command: their own words are no server flag.
 _WRAPPERS = {"nohup", "exec", "setsid", "time", "env", "command", "builtin", "sudo"}
 _SEPARATORS = {";", "&&", "||", "|", "|&", "&", "(", ")", "\n"}
-_OPERATORS = sorted(
-    ["&&", "||", "|&", ";;", ">>", ">&", "<&", ">|", "<<", "&>>", "&>", "<>",
-     ";", "|", "&", "(", ")", "<", ">"],
-    key=len, reverse=True,
-)  # fmt: skip
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -62,60 +58,30 @@ def normalise(name: str) -> str:
 # --- the launch command ---------------------------------------------------------------
 
 
+_SHELL = re.compile(
+    r"(?P<space>[ \t\r\f\v]+)|(?P<comment>#[^\n]*)"
+    r"|(?P<op>\n|&>>|&&|\|\||\|&|;;|>>|>&|<&|>\||<<|&>|<>|[;|&()<>])"
+    r"|(?P<word>(?:[^\s'\"\\;&|<>()]+|'[^']*'?|\"(?:[^\"\\]|\\.)*\"?|\\.?)+)",
+    re.S,
+)
+
+
 def _shell_tokens(command: str) -> Iterator[tuple[str, str]]:
     """("word", text) and ("op", operator) as a POSIX shell splits a command line; each
     word is unquoted by shlex. Unbalanced quotes run to the end instead of failing: the
     command is shown whatever it holds, so its flags are read whatever it holds."""
-    i, n = 0, len(command)
-    while i < n:
-        char = command[i]
-        if char == "\n":
-            yield "op", "\n"
-            i += 1
-            continue
-        if char.isspace():
-            i += 1
-            continue
-        if char == "#":  # a comment runs to the end of the line
-            end = command.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        op = next((o for o in _OPERATORS if command.startswith(o, i)), None)
-        if op is not None:
-            yield "op", op
-            i += len(op)
-            continue
-        start = i
-        while i < n:
-            char = command[i]
-            if char == "\\":
-                i += 2
-            elif char in "'\"":
-                close = _closing_quote(command, i)
-                i = n if close < 0 else close + 1
-            elif char.isspace() or any(command.startswith(o, i) for o in _OPERATORS):
-                break
-            else:
-                i += 1
-        raw = command[start:i]
-        if raw.isdigit() and i < n and command[i] in "<>":
-            continue  # the 2 of 2>&1: a file descriptor, part of the redirection
-        yield "word", _unquote(raw)
-
-
-def _closing_quote(text: str, at: int) -> int:
-    quote, i = text[at], at + 1
-    while i < len(text):
-        if text[i] == "\\" and quote == '"':
-            i += 2
-            continue
-        if text[i] == quote:
-            return i
-        i += 1
-    return -1
+    for match in _SHELL.finditer(command):
+        if match["op"]:
+            yield "op", match["op"]
+        elif raw := match["word"]:
+            if raw.isdigit() and command[match.end() : match.end() + 1] in ("<", ">"):
+                continue  # the 2 of 2>&1: a file descriptor, part of the redirection
+            yield "word", _unquote(raw)
 
 
 def _unquote(raw: str) -> str:
+    if not any(char in raw for char in "'\"\\"):
+        return raw  # most words: shlex would give them back as they are, slowly
     try:
         return " ".join(shlex.split(raw))
     except ValueError:  # a quote left open, or a backslash last: close what is open
@@ -196,7 +162,18 @@ def _parse_words(words: list[str], flags: Flags, aliases: dict[str, str]) -> Non
         flags[key] = " ".join(values) if values else True
 
 
-def command_flags(command: str) -> Flags:
+def command_flags(command: str, engine: str | None = None) -> Flags:
+    """A fresh dict each call: the parse itself is cached (pages read every attempt's).
+    `engine` names whose aliases apply when the text does not say (typed flags alone)."""
+    return dict(_command_flags(command, engine))
+
+
+@functools.lru_cache(maxsize=1024)
+def _command_flags(command: str, engine: str | None) -> tuple[tuple[str, FlagValue], ...]:
+    return tuple(_parse_command(command, engine).items())
+
+
+def _parse_command(command: str, engine: str | None) -> Flags:
     """The flags of a launch command line: `--flag value`, `--flag=value`, bare switches,
     `-x` short ones, the last of a repeated flag, and the environment it sets
     (`NCCL_ALGO=Tree`, kept as written). The server's own words are those of the simple
@@ -205,8 +182,7 @@ def command_flags(command: str) -> Flags:
     segments = _segments(command)
     if not segments:
         return flags
-    engine = detect_engine(command)
-    aliases = _ALIASES.get(engine or "", {})
+    aliases = _ALIASES.get(detect_engine(command) or engine or "", {})
     main = max(segments, key=lambda words: sum(1 for w in words if _is_flag(w)))
     for words in segments:
         rest = words[1:] if words[0] == "export" else words
@@ -240,41 +216,53 @@ class LoggedArgs:
     flags: Flags
     complete: bool  # False when the line was cut before its closing bracket
 
+    def to_json(self) -> dict[str, object]:
+        return {"engine": self.engine, "flags": self.flags, "complete": self.complete}
+
+    @classmethod
+    def from_json(cls, data: object) -> "LoggedArgs | None":
+        """As stored by the ingest; anything else (hand-edited, older) reads as none."""
+        if not isinstance(data, dict) or not isinstance(data.get("flags"), dict):
+            return None
+        flags = {
+            str(k): v for k, v in data["flags"].items() if isinstance(v, bool | str)
+        }  # fmt: skip
+        return cls(str(data.get("engine") or ""), flags, bool(data.get("complete", True)))
+
+
+# What a repr's structure turns on: strings (to their closing quote, if any), brackets, commas.
+_STRUCTURE = re.compile(
+    r"'(?:[^'\\\n]|\\.)*(?P<sq>')?|\"(?:[^\"\\\n]|\\.)*(?P<dq>\")?|[()\[\]{}<>,]", re.S
+)
+
 
 def _top_level_items(text: str, start: int) -> tuple[list[str], bool]:
     """The comma-separated items of the bracket opened just before `start`, split where no
     quote, bracket or `<...>` repr is open; True when its closing bracket was found."""
     items: list[str] = []
-    depth, angle, quote = 0, 0, ""
-    item_start, i, n = start, start, len(text)
-    previous = "("
-    while i < n:
-        char = text[i]
-        if quote:
-            if char == "\\":
-                i += 2
-                continue
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
+    depth = angle = 0
+    item_start = start
+    for match in _STRUCTURE.finditer(text, start):
+        token = match[0]
+        if token[0] in "'\"":
+            if match["sq"] is None and match["dq"] is None:
+                break  # a string cut short: the line ends inside it
+        elif token in "([{":
             depth += 1
-        elif char in ")]}":
+        elif token in ")]}":
             if depth == 0 and angle == 0:
-                items.append(text[item_start:i])
+                items.append(text[item_start : match.start()])
                 return [item for item in items if item.strip()], True
             depth = max(0, depth - 1)
-        elif char == "<" and previous in "=:,([{":
-            angle += 1  # <Enum.X: 1>, <object at 0x...>: one value, whatever it holds
-        elif char == ">" and angle:
-            angle -= 1
-        elif char == "," and depth == 0 and angle == 0:
-            items.append(text[item_start:i])
-            item_start = i + 1
-        if not char.isspace():
-            previous = char
-        i += 1
+        elif token == "<":
+            before = text[max(start, match.start() - 8) : match.start()].rstrip()
+            if not before or before[-1] in "=:,([{":
+                angle += 1  # <Enum.X: 1>, <object at 0x...>: one value, whatever it holds
+        elif token == ">":
+            angle = max(0, angle - 1)
+        elif depth == 0 and angle == 0:  # a comma between items
+            items.append(text[item_start : match.start()])
+            item_start = match.end()
     # Cut short: the last item may be half a value, so it is left out.
     return [item for item in items if item.strip()], False
 
@@ -282,27 +270,34 @@ def _top_level_items(text: str, start: int) -> tuple[list[str], bool]:
 _ITEM = re.compile(r"\s*(?:'([^'\\]*)'|\"([^\"\\]*)\"|([A-Za-z_]\w*))\s*[=:]\s*(.*)", re.S)
 
 
+_PLAIN = {"None": None, "True": True, "False": False}
+_PLAIN_STRING = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
+_INTEGER = re.compile(r"-?\d{1,30}")
+
+
 def _value(text: str) -> FlagValue | None:
     text = text.strip()
+    # Most of ServerArgs' hundreds of values are these: no need to compile each one.
+    if text in _PLAIN:
+        return _PLAIN[text]
+    if _INTEGER.fullmatch(text):
+        return str(int(text))
+    if plain := _PLAIN_STRING.fullmatch(text):
+        return plain[1] if plain[1] is not None else plain[2]
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text  # CompilationConfig(...), <Enum.X: 1>, inf: kept as the engine wrote it
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
+    if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, float) and not math.isfinite(value):
         return text
-    if isinstance(value, int | float):
-        return repr(value)
-    return repr(value)  # lists, dicts, tuples: one canonical spelling
+    return repr(value)  # numbers, lists, dicts, tuples: one canonical spelling
 
 
 def parse_logged_args(line: str) -> LoggedArgs | None:
-    """The arguments an engine printed on one log line, or None when the line has none."""
+    """The arguments an engine printed on one log line, or None when the line has none.
+    A 10 KB ServerArgs line takes milliseconds: parsed once by the ingest, then stored."""
     line = _ANSI.sub("", line) if "\x1b" in line else line
     at = line.find(_SERVER_ARGS)
     if at >= 0:
@@ -339,6 +334,47 @@ def find_logged_args(text: str) -> LoggedArgs | None:
     return found
 
 
+MAX_ARGS_LINE = 256 << 10  # ServerArgs lines run to about 10 KB; past this, cut
+
+
+class ArgsLineFinder:
+    """The latest line of a log that holds the engine's echo of its arguments, from the log's
+    bytes in chunks of any size: the ingest feeds it what it feeds the diagnosis, so the line
+    is found once, as it arrives, at the cost of a search for two literals per chunk."""
+
+    _MARKERS = tuple(marker.encode() for marker in LOG_MARKERS)
+
+    def __init__(self) -> None:
+        self.line: str | None = None
+        self._open = b""  # the line not ended yet (its first MAX_ARGS_LINE bytes)
+
+    def skip(self) -> None:
+        """Bytes left out (a middle dropped past the cap): the open line is not whole."""
+        self._open = b""
+
+    def feed(self, data: bytes) -> None:
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._carry(data)
+            return
+        whole = self._open + data[:end] if self._open else data[:end]
+        self._open = b""
+        self._carry(data[end + 1 :])
+        hits = [whole.rfind(marker) for marker in self._MARKERS]
+        at = max(hits)
+        if at < 0:
+            return
+        start = whole.rfind(b"\n", 0, at) + 1
+        stop = whole.find(b"\n", at)
+        raw = whole[start : stop if stop >= 0 else len(whole)][:MAX_ARGS_LINE]
+        self.line = raw.decode("utf-8", "replace").replace("\x00", "").rstrip("\r")
+
+    def _carry(self, data: bytes) -> None:
+        room = MAX_ARGS_LINE - len(self._open)
+        if room > 0 and data:
+            self._open += data[:room]
+
+
 # --- an attempt's flags and its diff ------------------------------------------------------
 
 
@@ -349,10 +385,22 @@ class FlagSet:
     engine: str | None = None
 
     @classmethod
-    def of(cls, command: str, log_line: str | None = None) -> "FlagSet":
-        logged = parse_logged_args(log_line) if log_line else None
+    def of(
+        cls, command: str, logged: LoggedArgs | None = None, *, typed: str = "",
+        baseline: "FlagSet | None" = None,
+    ) -> "FlagSet":  # fmt: skip
+        """An attempt's flags. `typed` are flags typed beside the command (applied some other
+        way: a wrapper script, a config file), laid over the command's; an attempt with no
+        command of its own is the baseline's command with them."""
         engine = logged.engine if logged else detect_engine(command)
-        return cls(command=command_flags(command), logged=logged, engine=engine)
+        if engine is None and baseline is not None and not command.strip():
+            engine = baseline.engine
+        flags = command_flags(command)
+        if typed.strip():
+            if not command.strip() and baseline is not None:
+                flags = dict(baseline.command)
+            flags.update(command_flags(typed, engine))
+        return cls(command=flags, logged=logged, engine=engine)
 
     def effective(self, *, with_log: bool = True) -> Flags:
         """The command's flags with what the engine said it ran laid over them."""
@@ -435,6 +483,12 @@ def mask_value(key: str, value: FlagValue) -> FlagValue:
     """A flag's value as it may be shown: `--api-key sk-...` and `HF_TOKEN=hf_...` hidden."""
     if isinstance(value, bool):
         return value
+    return _masked_text(key, value)
+
+
+# A campaign's attempts repeat the same flags: a page masks each pair once, not per attempt.
+@functools.lru_cache(maxsize=8192)
+def _masked_text(key: str, value: str) -> str:
     if is_secret_name(key) and value and value not in ("***", SECRET):
         return SECRET
     return mask_secrets(value)

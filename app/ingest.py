@@ -19,6 +19,7 @@ from app import lifecycle, repo
 from app.changes import record
 from app.db import is_postgres, libpq_dsn, session_scope
 from app.diagnosis import Diagnoser, Diagnosis, Throughput
+from app.flags import ArgsLineFinder, parse_logged_args
 from app.lifecycle import Actor, Refusal
 from app.models import (
     Attempt,
@@ -110,6 +111,8 @@ class AttemptTail:
         self.stop_event = threading.Event()
         # The source's last word on a writer, since the last byte (None: none, or unknown).
         self.writer_open: bool | None = None
+        self.args_finder = ArgsLineFinder()  # fed with the diagnosis, restored with it
+        self.args_taken: str | None = None  # the line last parsed into the attempt
         self.thread = threading.Thread(target=self._run, name=f"tail-{attempt_id}", daemon=True)
 
     def start(self) -> None:
@@ -172,10 +175,15 @@ class AttemptTail:
                 tail = TailState(attempt_id=self.attempt_id, source=attempt.source)
                 session.add(tail)
             diagnoser = Diagnoser(campaign.ready_pattern if campaign else None)
+            self.args_finder = ArgsLineFinder()
             stored = 0
             for chunk in repo.log_chunks(session, attempt_id=self.attempt_id):
                 diagnoser.skip(chunk.stream_offset - stored)  # a middle dropped past the cap
-                diagnoser.feed(zlib.decompress(chunk.data))
+                data = zlib.decompress(chunk.data)
+                diagnoser.feed(data)
+                if chunk.stream_offset > stored:
+                    self.args_finder.skip()
+                self.args_finder.feed(data)
                 stored = chunk.stream_offset + chunk.length
             if stored != tail.stored_bytes:
                 tail.stored_bytes = stored
@@ -255,6 +263,7 @@ class AttemptTail:
                     self.writer_open = None  # said of the file before these bytes
                     pending.append(event.data)
                     diagnoser.feed(event.data)
+                    self.args_finder.feed(event.data)
                     tail.offset = event.offset + len(event.data)
                     fed = True
                     if tail.state not in (TailStatus.connected, TailStatus.catching_up):
@@ -286,6 +295,13 @@ class AttemptTail:
                     tail.state, tail.last_error = event.state, event.message
                     tail.host_key, tail.known_host_key = event.host_key, event.known_host_key
             flush_chunk()
+            line = self.args_finder.line
+            if fed and line is not None and line != self.args_taken:
+                self.args_taken = line
+                logged = parse_logged_args(line)
+                stored = logged.to_json() if logged else None
+                if stored is not None and stored != attempt.logged_args:
+                    attempt.logged_args = stored
             if tail.stored_bytes > stored_before:
                 record(session, self.campaign_id, "log", attempt_id=self.attempt_id,
                        start_offset=stored_before, end_offset=tail.stored_bytes)  # fmt: skip

@@ -81,6 +81,9 @@ class Attempt(SQLModel, table=True):
     blocked_by: int | None = Field(default=None, foreign_key="attempt.id", ondelete="SET NULL")
     diagnosis: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     fingerprint: str | None = Field(default=None, index=True, max_length=64)
+    # The arguments the engine echoed in the log (sglang's server_args=, vLLM's non-default
+    # args:), parsed once by the ingest as the line arrives: pages never read the log for them.
+    logged_args: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     closed_at: datetime | None = None

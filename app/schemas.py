@@ -256,13 +256,44 @@ class RunOut(BaseModel):
     ended_at: datetime | None
 
 
+FlagValue = bool | str  # True: a switch given bare; otherwise the value's text
+
+
+class FlagsOut(BaseModel):
+    """An attempt's flags, secrets masked: `command` from its launch command (with the typed
+    flags laid over), `logged` as the engine echoed them in the log, when it has."""
+
+    command: dict[str, FlagValue] = Field(default_factory=dict)
+    logged: dict[str, FlagValue] | None = None
+    engine: str | None = None  # "sglang", "vllm", or None when neither says
+    typed: str = ""  # the `flags` typed beside the command (older attempts, the API)
+
+
+class FlagChangeOut(BaseModel):
+    baseline: FlagValue
+    attempt: FlagValue
+
+
+class FlagDiffOut(BaseModel):
+    """What differs from the campaign's baseline attempt; `basis` "log" when both engines'
+    echoes were compared (what ran, defaults resolved), "command" when the commands were."""
+
+    baseline_attempt_id: int
+    basis: str
+    added: dict[str, FlagValue]
+    removed: dict[str, FlagValue]
+    changed: dict[str, FlagChangeOut]
+    summary: str  # "only change: +enable_torch_symm_mem"
+
+
 class AttemptOut(BaseModel):
     id: int
     campaign_id: int
     title: str
     hypothesis: str
     command: str
-    flags: str
+    flags: FlagsOut = Field(default_factory=FlagsOut)
+    flag_diff: FlagDiffOut | None = None
     source: str | None
     status: Status
     lane: Lane

@@ -166,8 +166,11 @@ def summary(session: Session, link: ShareLink) -> Summary:
     detail = views.campaign_detail(session, campaign)
     notes = repo.list_notes(session, campaign_id=link.campaign_id)
     campaign_data = detail.model_dump(exclude={"attempts"})
-    # Connection details (the tail) are the owner's business.
-    attempts_data = [a.model_dump(exclude={"tail"}) for a in detail.attempts]
+    # Connection details (the tail) are the owner's business; of the flags, what differs
+    # from the baseline says the story, not the hundreds the engine echoed.
+    attempts_data = [
+        a.model_dump(exclude={"tail": True, "flags": {"logged"}}) for a in detail.attempts
+    ]
     mask: Mask = secrets_only
     if link.redact:
         texts = _strings([campaign_data, attempts_data, [n.body for n in notes]])
@@ -281,8 +284,11 @@ def to_markdown(result: Summary) -> str:
             lines.append(f"*Turning point: {shared.turning_point}.*")
         if attempt.hypothesis:
             lines.append(f"- Hypothesis: {_md_text(attempt.hypothesis)}")
-        if attempt.flags:
-            lines.append(f"- Flags: {_md_code(attempt.flags)}")
+        if attempt.flags.typed:
+            lines.append(f"- Flags: {_md_code(attempt.flags.typed)}")
+        if attempt.flag_diff is not None:
+            lines.append(f"- Against #{attempt.flag_diff.baseline_attempt_id}: "
+                         f"{_md_code(attempt.flag_diff.summary)}")  # fmt: skip
         if attempt.verdict:
             lines.append(f"- Verdict: {_md_text(attempt.verdict)}")
         diagnosis = attempt.diagnosis or {}

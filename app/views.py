@@ -12,6 +12,7 @@ from sqlmodel import Session
 from app import repo
 from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
+from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status
 from app.repo import stored_log
@@ -22,6 +23,9 @@ from app.schemas import (
     BaselineOut,
     CampaignDetailOut,
     CampaignOut,
+    FlagChangeOut,
+    FlagDiffOut,
+    FlagsOut,
     MetricOut,
     NoteOut,
     TailOut,
@@ -63,7 +67,8 @@ class AttemptFilter:
             str(part or "")
             for part in (
                 f"#{attempt.id}", attempt.title, diagnosis.get("root_cause"),
-                diagnosis.get("error_class"), attempt.verdict, attempt.hypothesis, attempt.flags,
+                diagnosis.get("error_class"), attempt.verdict, attempt.hypothesis,
+                " ".join(attempt.flags.command), attempt.flags.typed,
             )
         )  # fmt: skip
         return self.q.casefold() in text.casefold()
@@ -74,6 +79,73 @@ def lanes_newest_first(attempts: list[AttemptOut]) -> dict[str, list[AttemptOut]
     for attempt in reversed(attempts):
         lanes[attempt.lane.value].append(attempt)
     return lanes
+
+
+class _Flags:
+    """Flag sets and diffs of one view's attempts against the campaign's baseline attempt:
+    the attempt the baseline in force at its start was set from, else the campaign's first
+    attempt with flags (a campaign opens with its baseline run)."""
+
+    def __init__(self, session: Session, campaign_id: int, history: list[BaselineChange]) -> None:
+        self.history = history
+        ids = {change.attempt_id for change in history if change.attempt_id is not None}
+        self.baselines = {a.id: a for a in repo.attempts_by_ids(session, attempt_ids=ids)}
+        self.first = repo.first_attempt_with_flags(session, campaign_id=campaign_id)
+        self._sets: dict[int | None, FlagSet] = {}
+
+    def baseline_of(self, attempt: Attempt) -> Attempt | None:
+        when = attempt.started_at or attempt.created_at
+        in_force = None
+        for change in self.history:
+            if change.set_at > when:
+                break
+            in_force = change
+        if in_force is not None and in_force.attempt_id in self.baselines:
+            return self.baselines[in_force.attempt_id]
+        return self.first
+
+    def flag_set(self, attempt: Attempt, baseline: Attempt | None) -> FlagSet:
+        if attempt.id not in self._sets:
+            base = self.flag_set(baseline, None) if baseline is not None else None
+            self._sets[attempt.id] = FlagSet.of(
+                attempt.command,
+                LoggedArgs.from_json(attempt.logged_args),
+                typed=attempt.flags,
+                baseline=base,
+            )
+        return self._sets[attempt.id]
+
+    def views(self, attempt: Attempt) -> tuple[FlagsOut, FlagDiffOut | None]:
+        baseline = self.baseline_of(attempt)
+        if baseline is not None and baseline.id == attempt.id:
+            baseline = None
+        flags = self.flag_set(attempt, baseline)
+        out = FlagsOut(
+            command=masked(flags.command),
+            logged=masked(flags.logged.flags) if flags.logged else None,
+            engine=flags.engine,
+            typed=attempt.flags,
+        )
+        if baseline is None or baseline.id is None:
+            return out, None
+        diff = masked_diff(flag_diff(flags, self.flag_set(baseline, None)))
+        return out, FlagDiffOut(
+            baseline_attempt_id=baseline.id,
+            basis=diff.basis,
+            added=diff.added,
+            removed=diff.removed,
+            changed={k: FlagChangeOut(baseline=a, attempt=b) for k, (a, b) in diff.changed.items()},
+            summary=diff.summary(),
+        )
+
+
+def flag_views(
+    session: Session, campaign: Campaign, attempt: Attempt
+) -> tuple[FlagsOut, FlagDiffOut | None]:
+    """One attempt's flags and diff, stored or not (the Launch form's preview)."""
+    assert campaign.id is not None
+    history = repo.baseline_history(session, campaign_id=campaign.id)
+    return _Flags(session, campaign.id, history).views(attempt)
 
 
 def attempt_views(
@@ -96,6 +168,7 @@ def attempt_views(
     earlier_by_print = repo.ids_by_fingerprint(
         session, campaign_id=campaign.id, fingerprints=fingerprints
     )
+    flag_sets = _Flags(session, campaign.id, history)
 
     views = []
     for attempt in attempts:
@@ -116,6 +189,7 @@ def attempt_views(
             if other_id < attempt.id
         ]
         status = Status(attempt.status)
+        flags, diff = flag_sets.views(attempt)
         views.append(
             AttemptOut(
                 id=attempt.id,
@@ -123,7 +197,8 @@ def attempt_views(
                 title=attempt.title,
                 hypothesis=attempt.hypothesis,
                 command=attempt.command,
-                flags=attempt.flags,
+                flags=flags,
+                flag_diff=diff,
                 source=attempt.source,
                 status=status,
                 lane=lane_of(status),

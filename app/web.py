@@ -24,7 +24,16 @@ from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay
 from app.paths import resource_dir
 from app.rendering import RenderCache, is_htmx, make_templates, render
-from app.routes import api_attempts, api_campaigns, api_runs, events, frame_source, pages, shares
+from app.routes import (
+    api_attempts,
+    api_campaigns,
+    api_runs,
+    events,
+    frame_source,
+    launch_pages,
+    pages,
+    shares,
+)
 from app.runner.manager import RunManager
 from app.tailer import Tailer
 from app.tailing.factory import LogSources
@@ -216,4 +225,5 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.include_router(shares.owner_router)
     app.include_router(shares.public_router)
     app.include_router(pages.router)
+    app.include_router(launch_pages.router)
     return app

@@ -157,7 +157,7 @@ def _attempt(attempt_id: int, value: float, baseline: float) -> AttemptOut:
     return AttemptOut.model_validate(
         {
             "id": attempt_id, "campaign_id": 1, "title": "t", "hypothesis": "", "command": "",
-            "flags": "", "source": None, "status": "measured", "lane": "tested", "verdict": None,
+            "source": None, "status": "measured", "lane": "tested", "verdict": None,
             "retest_of": None, "blocked_by": None, "metric_value": value, "metric": None,
             "baseline": baseline, "delta_pct": 0.0, "delta_within_noise": True,
             "improved": False, "diagnosis": None, "same_root_cause_as": [], "tail": None,

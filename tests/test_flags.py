@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from app import demo_logs
 from app.flags import (
+    MAX_ARGS_LINE,
+    ArgsLineFinder,
     FlagSet,
     command_flags,
     find_logged_args,
@@ -174,13 +176,16 @@ def test_logs_are_compared_when_both_engines_echoed_their_arguments() -> None:
     # The typed commands differ in spelling only; the logs say what ran: one switch more,
     # a seed the engine drew itself left out.
     baseline = FlagSet.of(
-        LAUNCH, demo_logs.server_args({"random_seed": 11, "cuda_graph_max_bs": 128})
+        LAUNCH,
+        parse_logged_args(demo_logs.server_args({"random_seed": 11, "cuda_graph_max_bs": 128})),
     )
     attempt = FlagSet.of(
         "python -m sglang.launch_server --model /shared/kimi-k2.5-int4 --tp-size 8 "
         "--enable-torch-symm-mem",
-        demo_logs.server_args(
-            {"random_seed": 99, "enable_torch_symm_mem": True, "cuda_graph_max_bs": 64}
+        parse_logged_args(
+            demo_logs.server_args(
+                {"random_seed": 99, "enable_torch_symm_mem": True, "cuda_graph_max_bs": 64}
+            )
         ),
     )
     diff = flag_diff(attempt, baseline)
@@ -193,7 +198,9 @@ def test_logs_are_compared_when_both_engines_echoed_their_arguments() -> None:
 
 def test_one_log_only_compares_the_commands() -> None:
     baseline = FlagSet.of(LAUNCH)
-    attempt = FlagSet.of(LAUNCH, demo_logs.server_args({"enable_torch_symm_mem": True}))
+    attempt = FlagSet.of(
+        LAUNCH, parse_logged_args(demo_logs.server_args({"enable_torch_symm_mem": True}))
+    )
     diff = flag_diff(attempt, baseline)
     assert diff.basis == "command" and diff.empty
     assert diff.summary() == "no flag differs from the baseline"
@@ -304,3 +311,39 @@ def test_a_diff_is_symmetric_and_nothing_differs_from_itself(a: str, b: str) -> 
     forth, back = flag_diff(one, other), flag_diff(other, one)
     assert forth.added == back.removed and forth.removed == back.added
     assert {k: (y, x) for k, (x, y) in forth.changed.items()} == back.changed
+
+
+# --- found once, as the log arrives ---------------------------------------------------------
+
+
+def _found_in_pieces(data: bytes, cuts: list[int]) -> str | None:
+    finder = ArgsLineFinder()
+    start = 0
+    for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
+        finder.feed(data[start:cut])
+        start = cut
+    return finder.line
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=1 << 20), max_size=12))
+def test_the_args_line_is_found_however_the_log_is_cut(cuts: list[int]) -> None:
+    first = "[2026-02-27 13:21:27] " + demo_logs.server_args({"tp_size": 4})
+    second = "[2026-02-27 14:02:11] " + demo_logs.server_args({"enable_torch_symm_mem": True})
+    text = "\n".join(["boot", first, "crash", *demo_logs.startup({})[2:], second, "ready", ""])
+    assert _found_in_pieces(text.encode(), cuts) == second  # the latest launch's
+    assert find_logged_args(text) == parse_logged_args(second)
+    # Not ended yet: the line is not taken half-written.
+    assert _found_in_pieces(f"boot\n{first[:500]}".encode(), cuts) is None
+
+
+def test_a_line_past_the_cap_is_cut_and_a_gap_drops_the_open_line() -> None:
+    finder = ArgsLineFinder()
+    finder.feed(b"x\nserver_args=ServerArgs(" + b"a=1, " * (MAX_ARGS_LINE // 4))
+    finder.feed(b"tail)\n")
+    assert finder.line is not None and len(finder.line) == MAX_ARGS_LINE
+    finder = ArgsLineFinder()
+    finder.feed(b"server_args=ServerArgs(tp_size=")
+    finder.skip()  # the middle of the log was dropped here
+    finder.feed(b"8)\nnext\n")
+    assert finder.line is None

@@ -143,7 +143,8 @@ def test_edit_and_delete_a_campaign_and_an_attempt(
     edited = api.get(f"/api/attempts/{attempt['id']}").json()
     assert edited["title"] == "Torch symm mem, take 2" and edited["hypothesis"] == ""
     assert (
-        api.patch(f"/api/attempts/{attempt['id']}", json={"flags": "--x"}).json()["flags"] == "--x"
+        api.patch(f"/api/attempts/{attempt['id']}", json={"flags": "--x"}).json()["flags"]["typed"]
+        == "--x"
     )
 
     page = browser.get(f"/campaigns/{campaign['id']}").text

@@ -86,3 +86,56 @@ def test_data_from_0001_survives_the_upgrade_to_head(database_url: str) -> None:
     ]
     assert [n[0] for n in notes] == ["KeyError: 12"]
     assert noise == 1.0
+
+
+def test_0008_finds_the_args_line_of_logs_stored_before(database_url: str) -> None:
+    import json
+    import zlib
+
+    from app import demo_logs
+    from app.flags import parse_logged_args
+
+    migrate.upgrade(database_url, "0007")
+    engine = make_engine(database_url)
+    line = "[2026-02-27 13:21:27] " + demo_logs.server_args({"enable_torch_symm_mem": True})
+    log = f"boot\n{line}\nready\n".encode()
+    now = "2026-02-27 13:21:27"
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO campaign (id, name, metric, higher_is_better, description, noise_pct,"
+                " metric_label, created_at) VALUES (1, 'c', 'tok/s', true, '', 1, 'x', :now)"
+            ),
+            {"now": now},
+        )
+        for attempt_id in (1, 2):
+            connection.execute(
+                text(
+                    "INSERT INTO attempt (id, campaign_id, title, hypothesis, command, flags,"
+                    " status, created_at, updated_at)"
+                    " VALUES (:id, 1, 't', '', '', '', 'ready', :now, :now)"
+                ),
+                {"id": attempt_id, "now": now},
+            )
+        # Attempt 1's line spans two stored chunks; attempt 2's log has none.
+        cut = 100
+        for attempt_id, offset, piece in ((1, 0, log[:cut]), (1, cut, log[cut:]), (2, 0, b"x\n")):
+            connection.execute(
+                text(
+                    "INSERT INTO logchunk (attempt_id, stream_offset, length, data)"
+                    " VALUES (:a, :o, :n, :d)"
+                ),
+                {"a": attempt_id, "o": offset, "n": len(piece), "d": zlib.compress(piece)},
+            )
+    engine.dispose()
+
+    migrate.upgrade(database_url)
+
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT id, logged_args FROM attempt ORDER BY id")).all()
+    engine.dispose()
+    stored = [(r[0], json.loads(r[1]) if isinstance(r[1], str) else r[1]) for r in rows]
+    parsed = parse_logged_args(line)
+    assert parsed is not None and parsed.flags["enable_torch_symm_mem"] is True
+    assert stored == [(1, parsed.to_json()), (2, None)]

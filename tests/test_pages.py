@@ -164,7 +164,10 @@ def test_create_campaign_and_attempt_by_plain_forms(
     )
     assert added.status_code == 303 and added.headers["location"] == campaign_path
     attempts = api.get(f"/api/campaigns/{campaign_id}").json()["attempts"]
-    assert [(a["title"], a["flags"]) for a in attempts] == [("NCCL Tree", "NCCL_ALGO=Tree")]
+    assert [(a["title"], a["flags"]["typed"]) for a in attempts] == [
+        ("NCCL Tree", "NCCL_ALGO=Tree")
+    ]
+    assert attempts[0]["flags"]["command"] == {"NCCL_ALGO": "Tree"}
 
     with_htmx = browser.post(
         f"/campaigns/{campaign_id}/attempts",

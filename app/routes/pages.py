@@ -284,7 +284,7 @@ def edit_attempt(
     attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
 ) -> Response:
     form = PageForm(submitted, "edit-attempt", "attempt", attempt_id)
-    fields = ["title", "hypothesis", "command", "flags"]
+    fields = ["title", "hypothesis", "command"]  # the flags are read from the command
     with form:
         data = form.parse(AttemptUpdate, fields, **form.cleared(fields[1:]))
         actions.update_attempt(session, attempt_id, data)

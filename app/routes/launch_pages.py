@@ -1,0 +1,87 @@
+"""Pages for launched attempts: the campaign's Launch form (a preview of exactly what will
+run, then the launch), Stop and Retest on the attempt page. Plain forms, CSRF-checked."""
+
+import shlex
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sqlmodel import Session
+from starlette.responses import Response
+
+from app import actions, views
+from app.deps import SessionDep
+from app.forms import Form as PageForm
+from app.forms import FormState
+from app.models import Attempt
+from app.rendering import render
+from app.routes.pages import FormDep, OwnerForm, campaign_context, see_other
+from app.runner import launching
+from app.schemas import AttemptCreate, LaunchIn, RetestIn
+
+router = APIRouter(include_in_schema=False)
+
+LAUNCH_FIELDS = ["host", "command", "bench", "repeat", "keep"]
+
+
+def launch_preview(session: Session, campaign_id: int, data: AttemptCreate) -> dict[str, Any]:
+    """What the launch will do, shown before it does it: the command as the host's shell
+    gets it, the benchmark and its runs, and the flags that differ from the baseline."""
+    launch = data.launch
+    assert launch is not None
+    campaign = actions.require_campaign(session, campaign_id)
+    probe = Attempt(campaign_id=campaign_id, title=data.title, command=launch.command)
+    flag_diff = views.flag_views(session, campaign, probe)[1]
+    return {
+        "host": launch.host,
+        "command": launch.command,
+        "words": shlex.split(launch.command, posix=True) if _splits(launch.command) else None,
+        "bench": launch.bench,
+        "repeat": launch.repeat,
+        "warmup": launch.warmup,
+        "flag_diff": flag_diff,
+    }
+
+
+def _splits(command: str) -> bool:
+    try:
+        shlex.split(command)
+    except ValueError:
+        return False
+    return True
+
+
+@router.post("/campaigns/{campaign_id}/launch", dependencies=OwnerForm)
+def launch_attempt(
+    campaign_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "launch", "campaign", campaign_id)
+    launch = form.parse(LaunchIn, LAUNCH_FIELDS)
+    data = form.parse(AttemptCreate, ["title", "hypothesis"], launch=launch)
+    if submitted.get("action") != "launch":
+        with form:
+            context = campaign_context(session, campaign_id)
+            context["launch_preview"] = launch_preview(session, campaign_id, data)
+        context["forms"] = FormState("launch", {}, form.values)
+        return render(request, "pages/campaign.html", context)
+    with form:
+        attempt = launching.create_launched_attempt(session, campaign_id, data)
+        session.flush()
+    return see_other(f"/attempts/{attempt.id}")
+
+
+@router.post("/attempts/{attempt_id}/stop", dependencies=OwnerForm)
+def stop_attempt(attempt_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    form = PageForm(submitted, "stop", "attempt", attempt_id)
+    with form:
+        launching.request_stop(session, attempt_id)
+    return see_other(f"/attempts/{attempt_id}")
+
+
+@router.post("/attempts/{attempt_id}/relaunch", dependencies=OwnerForm)
+def relaunch_attempt(attempt_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    """Retest a launched attempt: the same command launched again, linked `retest of`."""
+    form = PageForm(submitted, "relaunch", "attempt", attempt_id)
+    with form:
+        attempt = launching.retest(session, attempt_id, RetestIn())
+        session.flush()
+    return see_other(f"/attempts/{attempt.id}")

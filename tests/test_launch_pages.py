@@ -1,0 +1,124 @@
+"""The page side of launching, over the test sshd with the runner's stand-in server: the
+Launch form previews exactly what will run before anything runs, a launch lands on the
+attempt page with its run's state, Stop stops it (proved: no process, port free), and
+Retest launches the same command again, linked as its retest."""
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.config import Settings
+from tests.conftest import OWNER_TOKEN, running
+from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign, wait_for
+from tests.runner_helpers import free_port, port_listening, server_command, session_processes
+from tests.sshd import Sshd
+from tests.test_pages import HX, has_root
+
+
+@pytest.fixture
+def dash(ssh_settings: Settings, tmp_path: Path) -> Iterator[tuple[httpx.Client, httpx.Client]]:
+    settings = ssh_settings.model_copy(update={"runs_root": str(tmp_path / "runs")})
+    with (
+        running(settings) as (live, api),
+        httpx.Client(base_url=live.url, timeout=30, headers={"Accept": "text/html"}) as page,
+    ):
+        assert page.get("/login", params={"token": OWNER_TOKEN}).status_code == 303
+        yield api, page
+
+
+def test_preview_then_launch_then_stop_then_retest(
+    dash: tuple[httpx.Client, httpx.Client], sshd: Sshd
+) -> None:
+    api, page = dash
+    campaign = make_campaign(api)
+    port = free_port()
+    baseline = make_attempt(api, campaign["id"], title="Baseline", command=server_command(port))
+    command = server_command(port, "--enable-torch-symm-mem")
+    html = page.get(f"/campaigns/{campaign['id']}").text
+    assert has_root(html, "launch")
+    form = {"csrf_token": csrf_of(html), "title": "Symm mem", "host": sshd.alias,
+            "command": command, "bench": "", "repeat": "2", "keep": "on"}  # fmt: skip
+
+    preview = page.post(f"/campaigns/{campaign['id']}/launch", data={**form, "action": "preview"})
+    assert preview.status_code == 200 and has_root(preview.text, "launch-preview")
+    shown = re.search(r'<div id="launch-preview".*?</div>', preview.text, re.S)
+    assert shown and f'<pre class="mono">{command}</pre>' in shown.group(0)
+    assert f"Against #{baseline['id']}: <code>only change: +enable_torch_symm_mem</code>" in (
+        shown.group(0)
+    )
+    assert 'value="launch"' in preview.text and f">{command}</textarea>" in preview.text
+    assert len(api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]) == 1  # nothing ran
+
+    refused = page.post(
+        f"/campaigns/{campaign['id']}/launch", data={**form, "repeat": "0", "action": "launch"}
+    )
+    assert refused.status_code == 422 and 'data-form="launch" data-field="repeat"' in refused.text
+
+    launched = page.post(f"/campaigns/{campaign['id']}/launch", data={**form, "action": "launch"})
+    assert launched.status_code == 303, launched.text
+    attempt_id = int(launched.headers["location"].rsplit("/", 1)[1])
+    ready = wait_for(  # no benchmark, kept: done at ready, its server left running
+        lambda: (a := attempt_of(api, attempt_id))["run"]["outcome"] == "ready" and a,
+        what="the launched server ready",
+    )
+    run = ready["run"]
+    for headers in ({}, HX):
+        html = page.get(f"/attempts/{attempt_id}", headers=headers).text
+        assert has_root(html, f"run-{attempt_id}") and has_root(html, f"stop-form-{attempt_id}")
+    card = page.get(f"/campaigns/{campaign['id']}").text
+    assert re.search(
+        rf'id="run-{attempt_id}" data-state="(ready|benchmarking|stopping|done)"', card
+    )
+
+    html = page.get(f"/attempts/{attempt_id}").text
+    stopped = page.post(f"/attempts/{attempt_id}/stop", data={"csrf_token": csrf_of(html)})
+    assert stopped.status_code == 303
+    final = wait_for(
+        lambda: (r := attempt_of(api, attempt_id)["run"])["stop_report"] and r,
+        what="the kept server stopped",
+    )
+    wait_for(lambda: not session_processes(run["pgid"]), timeout=15, what="an empty session")
+    assert not port_listening(port) and final["stop_report"]
+    no_csrf = page.post(f"/attempts/{attempt_id}/stop", data={})
+    assert no_csrf.status_code == 403
+
+    html = page.get(f"/attempts/{attempt_id}").text
+    assert not has_root(html, f"stop-form-{attempt_id}")  # nothing left to stop
+    again = page.post(f"/attempts/{attempt_id}/relaunch", data={"csrf_token": csrf_of(html)})
+    assert again.status_code == 303
+    retest_id = int(again.headers["location"].rsplit("/", 1)[1])
+    retest = attempt_of(api, retest_id)
+    assert retest["retest_of"] == attempt_id and retest["run"]["command"] == command
+    wait_for(lambda: attempt_of(api, retest_id)["run"]["outcome"] == "ready", what="retest up")
+    assert api.post(f"/api/attempts/{retest_id}/stop").status_code == 200
+    rerun = wait_for(
+        lambda: (r := attempt_of(api, retest_id)["run"])["stop_report"] and r,
+        what="the retest stopped",
+    )
+    wait_for(lambda: not session_processes(rerun["pgid"]), timeout=15, what="an empty session")
+
+
+def test_the_launch_form_previews_the_exact_command_in_chromium(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    campaign = make_campaign(api)
+    make_attempt(api, campaign["id"], title="Baseline", command="python -m sglang.launch_server")
+    page = open_page(f"/campaigns/{campaign['id']}")
+    command = "NCCL_ALGO=Tree python -m sglang.launch_server --enable-torch-symm-mem --port 30001"
+    page.fill("#launch input[name=title]", "Symm mem")
+    page.fill("#launch input[name=host]", "local")
+    page.fill("#launch textarea[name=command]", command)
+    assert page.locator('#launch button[value="launch"]').count() == 0  # a preview first
+    page.click('#launch button[value="preview"]')
+    preview = page.locator("#launch-preview")
+    preview.wait_for(timeout=10_000)
+    assert preview.locator("pre").first.inner_text() == command
+    assert "3 changes: +NCCL_ALGO=Tree, +enable_torch_symm_mem, +port=30001" in preview.inner_text()
+    # What was typed is kept, and Launch is offered now; nothing was launched by looking.
+    assert page.locator("#launch textarea[name=command]").input_value() == command
+    assert page.locator('#launch button[value="launch"]').count() == 1
+    assert len(api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]) == 1
