@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse
 from app.deps import is_owner, session_cookie
 from app.forms import FormState
 from app.markdown import render_markdown
+from app.numbers import fmt_delta, fmt_number
 from app.paths import resource_dir
 
 # htmx from its CDN, pinned, with Subresource Integrity (hashes of the npm packages' files).
@@ -22,19 +23,6 @@ HTMX_URL = "https://cdn.jsdelivr.net/npm/htmx.org@2.0.11/dist/htmx.min.js"
 HTMX_SRI = "sha384-2OatzQy1H+Zd/IIrjr1TcuDGqLXeHhbooAyJY1KdQMKnr4LZ22k31GBLdYKHmVjg"
 HTMX_SSE_URL = "https://cdn.jsdelivr.net/npm/htmx-ext-sse@2.2.4/dist/sse.min.js"
 HTMX_SSE_SRI = "sha384-A986SAtodyH8eg8x8irJnYUk7i9inVQqYigD6qZ9evobksGNIXfeFvDwLSHcp31N"
-
-
-# Past this a figure is written in scientific notation: a 309-digit "tok/s" helps nobody
-# and widens the page past any screen.
-PLAIN_UP_TO = 1e15
-
-
-def fmt_number(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return "—"
-    if abs(value) >= PLAIN_UP_TO:
-        return f"{value:.{max(digits, 3)}e}"
-    return f"{value:,.{digits}f}"
 
 
 def fmt_filesize(size: int | None) -> str:
@@ -46,14 +34,6 @@ def fmt_filesize(size: int | None) -> str:
             return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
         value /= 1024
     return f"{value:,.1f} GiB"
-
-
-def fmt_delta(pct: float | None) -> str:
-    if pct is None:
-        return ""
-    if abs(pct) >= PLAIN_UP_TO:
-        return f"{pct:+.3e} %"
-    return f"{pct:+.1f} %"
 
 
 def iso_utc(value: datetime | None) -> str:

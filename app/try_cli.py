@@ -8,6 +8,8 @@ from typing import Any
 import click
 import httpx
 
+from app.numbers import fmt_delta, fmt_number
+
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 # How a run ended, as the exit status says it: 0 measured or ready, 1 the server or the
 # benchmark failed, 2 refused or the infrastructure failed.
@@ -56,7 +58,11 @@ def _progress(attempt: dict[str, Any]) -> str:
     run = attempt["run"]
     said = run["state"]
     if run["state"] == "benchmarking":
-        said += f" ({run['bench_done']}/{run['bench_total']})"
+        warmup, done = run["warmup"], run["bench_done"]
+        if done < warmup:
+            said += f" (warm-up {done + 1} of {warmup}, not recorded)"
+        else:
+            said += f" (run {done - warmup + 1} of {run['bench_total'] - warmup})"
     if run.get("reason"):
         said += f": {run['reason']}"
     elif run["state"] == "starting" and run.get("last_line"):
@@ -122,10 +128,11 @@ def _drive(
     metric = attempt.get("metric")
     if metric:
         delta = attempt.get("delta_pct")
-        change = f", {delta:+.1f} % against the baseline" if delta is not None else ""
-        click.echo(f"  {metric['mean']:g} ± {metric['spread']:.3g} (n={metric['n']}){change}")
+        change = f", {fmt_delta(delta)} against the baseline" if delta is not None else ""
+        mean, spread = fmt_number(metric["mean"]), fmt_number(metric["spread"])
+        click.echo(f"  {mean} ± {spread} (n={metric['n']}){change}")
     outcome = run.get("outcome") or "infrastructure"
-    click.echo(f"  {attempt['status']}: {outcome}")
+    click.echo(f"  {attempt['status']}" + ("" if outcome == attempt["status"] else f": {outcome}"))
     return EXIT_BY_OUTCOME.get(outcome, EXIT_REFUSED)
 
 

@@ -60,7 +60,7 @@ def test_try_runs_the_loop_and_says_how_it_ended_by_its_exit_status(
         assert lines[0].startswith(f"{url}/attempts/")
         attempt_id = int(lines[0].rsplit("/", 1)[1])
         assert "  starting" in lines and any(line.startswith("  benchmarking (") for line in lines)
-        assert lines[-1] == "  measured: measured"
+        assert lines[-1] == "  measured"
         attempt = attempt_of(api, attempt_id)
         assert attempt["metric"]["n"] == 2 and attempt["campaign_id"] == campaign["id"]
         assert attempt["command"] == " ".join(server)
