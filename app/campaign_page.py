@@ -87,7 +87,8 @@ def cached_campaign_context(request: Request, session: Session, campaign_id: int
     (keyed by its newest event, as share pages are): most of a 1,000-attempt page's time,
     repeated for nobody when a team keeps it open. The rest is read for each request: the
     forms and their CSRF token, the notes, the share links."""
-    # First: the fragments rendered in this snapshot are at least as new as their key.
+    campaign = actions.require_campaign(session, campaign_id)  # a 404 for any id, however big
+    # Then: the fragments rendered in this snapshot are at least as new as their key.
     cursor = newest_event_id(session, campaign_id)
     cache: RenderCache[int, CampaignFragments] = request.app.state.page_renders
     fragments = cache.get(campaign_id, cursor)
@@ -99,7 +100,6 @@ def cached_campaign_context(request: Request, session: Session, campaign_id: int
         )
         cache.put(campaign_id, cursor, fragments)
         return {**context, "fragments": fragments}
-    campaign = actions.require_campaign(session, campaign_id)
     titles = repo.attempt_titles(session, campaign_id=campaign_id)
     notes = repo.list_notes(session, campaign_id=campaign_id, attempt_id=None)
     return {
