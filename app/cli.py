@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from app.config import Settings
-
 if TYPE_CHECKING:
+    from app.config import Settings
     from app.diagnosis import Diagnosis
 
-# The web stack (FastAPI, SQLAlchemy, Alembic, uvicorn) is imported inside the commands
-# that serve, so that `diagnose` starts without it.
+# The web stack (FastAPI, SQLAlchemy, Alembic, uvicorn) and the settings (pydantic, a
+# quarter of a second) are imported inside the commands that need them, so that `diagnose`
+# and `try` start without them.
 
 HOST_HELP = (
     "Interface to listen on. Defaults to 127.0.0.1, which means only this machine can "
@@ -100,6 +100,7 @@ def serve(host: str, port: int) -> None:
     import uvicorn
 
     from app import repo
+    from app.config import Settings
     from app.db import session_scope
     from app.logs import uvicorn_log_config
     from app.web import create_app
@@ -133,6 +134,7 @@ def db() -> None:
 def db_upgrade(revision: str) -> None:
     """Run the migrations on CAMPAIGN_DASH_DATABASE_URL."""
     from app import migrate
+    from app.config import Settings
 
     settings = Settings()
     with database_errors(settings.database_url):
@@ -163,6 +165,7 @@ def token_reset(host: str | None, port: int | None) -> None:
     """Generate a new owner token (ends every browser session) and print its login link."""
     from app import migrate, repo
     from app.auth import reset_owner_token
+    from app.config import Settings
     from app.db import make_engine, session_scope
 
     settings = Settings()
@@ -224,6 +227,7 @@ def _run_demo(workdir: Path, port: int, no_browser: bool, speed: float) -> None:
     import uvicorn
 
     from app import demo as demo_story
+    from app.config import Settings
     from app.logs import uvicorn_log_config
     from app.web import create_app
 
@@ -315,8 +319,13 @@ def try_(
               "warmup": warmup, "ready_timeout_s": ready_timeout, "keep": keep}  # fmt: skip
     if bench:
         launch["bench"] = bench
+    token = os.environ.get("CAMPAIGN_DASH_TOKEN")
+    if not token:
+        from app.config import Settings
+
+        token = Settings().token  # from .env
     code = run_try(
-        url=url, token=os.environ.get("CAMPAIGN_DASH_TOKEN") or Settings().token,
+        url=url, token=token,
         campaign=campaign, title=title, launch=launch, hypothesis=hypothesis,
         retest_of=retest_of,
     )  # fmt: skip

@@ -1,8 +1,9 @@
 """`campaign-dash try`: one attempt of the loop, asked of the running dashboard's API;
 prints the attempt's URL and its progress, exits by how it ended."""
 
+import json
 import shlex
-import time
+import threading
 from typing import Any
 
 import click
@@ -25,6 +26,9 @@ EXIT_BY_OUTCOME = {
     "infrastructure": EXIT_REFUSED,
     "stopped": EXIT_FAILED,
 }
+# The run's changes wake the CLI through the campaign's event stream (Wakeups); it also
+# looks this often in case an event is missed, and at POLL_S when the stream is not there.
+FALLBACK_POLL_S = 1.0
 POLL_S = 0.25
 
 
@@ -52,6 +56,59 @@ def _campaign_id(client: httpx.Client, campaign: str) -> int:
     if len(matches) > 1:
         raise Refused(f"{len(matches)} campaigns are named {campaign!r}: give its id")
     return int(matches[0])
+
+
+class Wakeups:
+    """The campaign's event stream (GET /api/campaigns/{id}/events), read in a thread: an
+    `attempt` event of ours wakes the progress loop at once instead of at its next look."""
+
+    def __init__(self, client: httpx.Client, campaign_id: int) -> None:
+        self.attempt_id: int | None = None  # until the POST answers, any attempt wakes
+        self.connected = threading.Event()
+        self._changed = threading.Event()
+        self._stream = httpx.Client(
+            base_url=client.base_url,
+            headers=client.headers,
+            timeout=httpx.Timeout(10.0, read=None),  # quiet between changes (heartbeats)
+        )
+        self._path = f"/api/campaigns/{campaign_id}/events"
+        self._thread = threading.Thread(target=self._read, name="wakeups", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            with self._stream.stream("GET", self._path) as response:
+                if response.status_code != 200:
+                    return
+                self.connected.set()
+                # What changed before the stream's cursor: one look now covers it.
+                self._changed.set()
+                event = None
+                for line in response.iter_lines():
+                    if line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("data:") and event == "attempt" and self._ours(line[5:]):
+                        self._changed.set()
+        except (httpx.HTTPError, RuntimeError):
+            pass  # closed, or the stream went away: the loop looks on its own
+        finally:
+            self.connected.clear()
+
+    def _ours(self, data: str) -> bool:
+        if self.attempt_id is None:
+            return True
+        try:
+            return bool(json.loads(data).get("id") == self.attempt_id)
+        except (ValueError, AttributeError):
+            return True
+
+    def wait(self) -> None:
+        """Until the attempt changed, or the fallback look is due."""
+        self._changed.wait(FALLBACK_POLL_S if self.connected.is_set() else POLL_S)
+        self._changed.clear()
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 def _progress(attempt: dict[str, Any]) -> str:
@@ -96,6 +153,18 @@ def _drive(
     hypothesis: str, retest_of: int | None,
 ) -> int:  # fmt: skip
     campaign_id = _campaign_id(client, campaign)
+    wakeups = Wakeups(client, campaign_id)
+    try:
+        return _launch_and_follow(client, base, campaign_id, title, launch, hypothesis,
+                                  retest_of, wakeups)  # fmt: skip
+    finally:
+        wakeups.close()
+
+
+def _launch_and_follow(
+    client: httpx.Client, base: str, campaign_id: int, title: str, launch: dict[str, Any],
+    hypothesis: str, retest_of: int | None, wakeups: Wakeups,
+) -> int:  # fmt: skip
     body: dict[str, Any] = {"title": title, "hypothesis": hypothesis, "launch": launch}
     if retest_of is not None:
         body["retest_of"] = retest_of
@@ -105,6 +174,7 @@ def _drive(
     if response.status_code != 201:
         raise Refused(f"{response.status_code}: {_detail(response)}")
     attempt = response.json()
+    wakeups.attempt_id = attempt["id"]
     click.echo(f"{base}/attempts/{attempt['id']}")
     shown = None
     try:
@@ -116,7 +186,7 @@ def _drive(
             run = attempt["run"]
             if run["state"] in ("done", "failed"):
                 break
-            time.sleep(POLL_S)
+            wakeups.wait()
             response = client.get(f"/api/attempts/{attempt['id']}")
             if response.status_code != 200:
                 raise Refused(f"{response.status_code}: {_detail(response)}")

@@ -9,7 +9,8 @@
 2. Overhead of one `campaign-dash try` (launch, ready, 1 warm-up + 3 benchmark runs, stop
    and proof) against the same steps by hand with OpenSSH in the same run: `setsid` launch,
    a /health poll every 0.1 s, the benchmark four times, `kill` of the group, a poll until
-   the port is free.
+   the port is free. Both are split into phases: the try's from its run's own record
+   (created, launched, ready, ended), the hand's from the clock between its steps.
 """
 
 import argparse
@@ -33,6 +34,18 @@ from tests.runner_helpers import bench_command, server_command
 from tests.sshd import start_sshd
 
 PY = sys.executable
+
+
+TRY_PHASES = ["CLI start-up, run asked for", "queue, preflight, launch",
+              "server start-up, ready noticed", "4 benchmarks, stop with proof",
+              "end noticed, CLI exit"]  # fmt: skip
+HAND_PHASES = ["launch", "ready (/health)", "4 benchmarks", "kill, port free"]
+
+
+def phases(names: list[str], marks: list[float]) -> str:
+    """Each phase's seconds, between consecutive marks."""
+    spans = zip(names, marks[:-1], marks[1:], strict=True)
+    return "; ".join(f"{name} {end - begin:.2f} s" for name, begin, end in spans)
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -112,7 +125,7 @@ def main() -> None:
         # 2. one try against the same steps by hand
         server_port = free_port()
         bench = bench_command(server_port, "--num-prompts", "4")
-        start = time.perf_counter()
+        start, began = time.perf_counter(), time.time()
         done = subprocess.run(
             [PY, "-m", "app", "try", "bench", "overhead", "--host", sshd.alias,
              "--bench", bench, "--repeat", "3", "--warmup", "1", "--url", url, "--",
@@ -120,31 +133,44 @@ def main() -> None:
             env=env, cwd=work, capture_output=True, text=True, check=False,
         )  # fmt: skip
         try_s = time.perf_counter() - start
+        exited = time.time()
         assert done.returncode == 0, done.stdout + done.stderr
+        ours = [a for a in api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]
+                if a["title"] == "overhead"]  # fmt: skip
+        run = api.get(f"/api/attempts/{ours[0]['id']}").json()["run"]
+        marks = [began, *(moment(run[k]) for k in ("created_at", "launched_at", "ready_at",
+                                                    "ended_at")), exited]  # fmt: skip
+        print("one try, by phase: " + phases(TRY_PHASES, marks))
     hand_port = free_port()
     log = work / "hand.log"
     start = time.perf_counter()
+    steps = [start]
     launched = subprocess.run(
         [*ssh, f"setsid sh -c {json.dumps(server_command(hand_port))} > {log} 2>&1 "
          f"< /dev/null & echo $!"], capture_output=True, text=True, check=True,
     )  # fmt: skip
     pid = int(launched.stdout.split()[-1])
+    steps.append(time.perf_counter())
     health = (f"{PY} -c \"import urllib.request,sys;"
               f"sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:{hand_port}/health',"
               f"timeout=2).status==200 else 1)\"")  # fmt: skip
     while subprocess.run([*ssh, health], capture_output=True, check=False).returncode != 0:
         time.sleep(0.1)
+    steps.append(time.perf_counter())
     bench_s = 0.0
     for _ in range(4):
         one = time.perf_counter()
         subprocess.run([*ssh, bench_command(hand_port, "--num-prompts", "4")],
                        capture_output=True, check=True)  # fmt: skip
         bench_s += time.perf_counter() - one
+    steps.append(time.perf_counter())
     subprocess.run([*ssh, f"kill -TERM -- -{pid}"], check=False)
     while subprocess.run([*ssh, f"ss -Htln 'sport = :{hand_port}' | grep -q ."],
                          check=False).returncode == 0:  # fmt: skip
         time.sleep(0.1)
     hand_s = time.perf_counter() - start
+    steps.append(start + hand_s)
+    print("by hand, by phase: " + phases(HAND_PHASES, steps))
     print(
         f"one try: {try_s:.2f} s; by hand with ssh: {hand_s:.2f} s (its 4 benchmark runs "
         f"{bench_s:.2f} s); overhead {try_s - hand_s:+.2f} s; ratio {try_s / hand_s:.2f}x"

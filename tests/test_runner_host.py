@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.config import Settings
-from app.runner.hosts import HostAnswerError, HostLink, check_host
+from app.runner.hosts import HostAnswerError, HostLink, HostPrograms, check_host
 from app.tailing.factory import LogSources
 from tests.helpers import wait_for
 from tests.runner_helpers import (
@@ -181,3 +181,52 @@ def test_a_command_is_one_argument_no_shell_of_the_caller_reads() -> None:
     assert check_host("gpu-box") == "gpu-box"
     with pytest.raises(ValueError, match="not a host"):
         check_host("gpu;rm -rf /")
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_job_s_orphans_are_its_wrapper_s_to_reap(host: HostLink, runs: Path) -> None:
+    # The leader leaves a child behind. Reparented to init, it would stay a zombie of the
+    # session until init reaps (this machine's init: about once a second) and stop() would
+    # wait that long for its proof; the wrapper reaps it as it ends.
+    pid_file = runs / "orphan.pid"
+    job = start(host, runs / "r7", f"sleep 30 & echo $! > {pid_file}; exit 0")
+    wait_for(lambda: job_of(host, runs / "r7")["exit"], what="the leader's end")
+    orphan = int(pid_file.read_text())
+    assert _parent(orphan) == job["wrapper_pid"]
+    report = host.call("stop", {"run_dir": str(runs / "r7"), "grace_s": 5})
+    assert report["stopped"] is True and report["signal"] == "SIGTERM"
+    assert session_processes(job["sid"]) == []  # no zombie either
+
+
+def test_wait_answers_when_the_benchmark_ends(host: HostLink, runs: Path) -> None:
+    port = free_port()
+    start(host, runs / "r8", server_command(port))
+    try:
+        start(host, runs / "r8", "sleep 0.5; exit 3", name="bench-1")
+        args = {"run_dir": str(runs / "r8"), "name": "bench-1", "output": True, "timeout": 10}
+        jobs = host.call("wait", args)["jobs"]
+        assert jobs["bench-1"]["exit"]["exit_code"] == 3  # it waited for the end, not 10 s
+        assert jobs["server"]["running"] is True
+    finally:
+        host.call("stop", {"run_dir": str(runs / "r8"), "port": port, "grace_s": 5})
+
+
+def test_the_runs_of_a_host_share_its_program(runs: Path) -> None:
+    sources = LogSources(Settings(_env_file=None))  # type: ignore[call-arg]
+    programs = HostPrograms(sources)
+    first, second = HostLink(sources, "local", programs), HostLink(sources, "local", programs)
+    one = start(first, runs / "a", "sleep 30")
+    first.close()  # a run's end leaves the host's program running for the next
+    two = start(second, runs / "b", "sleep 30")
+    try:
+        assert _parent(one["wrapper_pid"]) == _parent(two["wrapper_pid"])  # one program
+    finally:
+        programs.close_all()
+        local = HostLink(sources, "local")
+        for run_dir, job in ((runs / "a", one), (runs / "b", two)):
+            assert local.call("stop", {"run_dir": str(run_dir), "grace_s": 5})["stopped"]
+            assert session_processes(job["sid"]) == []
+        local.close()

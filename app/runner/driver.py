@@ -22,7 +22,9 @@ log = logging.getLogger(__name__)
 POLL_S = 0.05  # the database: what the tail of the log found (cheap, one row)
 HOST_POLL_S = 0.5  # the host: is the process still there
 HEALTH_POLL_S = 0.25
-BENCH_POLL_S = 0.1  # a benchmark's end: each look is one line over the kept channel
+# A benchmark's end: the host program waits for it and answers at once (its `wait`); this
+# long at most, so that a stop asked for meanwhile is heard.
+BENCH_WAIT_S = 0.5
 CATCH_UP_S = 5.0  # for the tail to read the last lines of a crashed server's log
 GIVE_UP_S = 600.0  # a host unreachable this long: the run fails as infrastructure
 FAILED_OUTCOMES = frozenset({"crashed", "ready_timeout", "bench_failed", "server_died"})
@@ -124,12 +126,19 @@ class RunDriver:
                 delay = min(delay * 2, 10.0)
 
     def _status(
-        self, run: Run, *names: str, output: bool = False, health: bool = False
-    ) -> dict[str, Any]:
-        args = {"run_dir": run.run_dir, "names": list(names) or ["server"], "output": output}
+        self, run: Run, *names: str, output: bool = False, health: bool = False,
+        wait_for: str | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The jobs' state now or, `wait_for` a job's name, once it ended (or BENCH_WAIT_S)."""
+        args: dict[str, Any] = {"run_dir": run.run_dir, "names": list(names) or ["server"],
+                                "output": output}  # fmt: skip
         if health and run.health_url:
             args["health_url"] = run.health_url
-        answer = self._ask("status", args)
+        if wait_for is None:
+            answer = self._ask("status", args)
+        else:
+            args.update(name=wait_for, timeout=BENCH_WAIT_S)
+            answer = self._ask("wait", args, timeout_s=BENCH_WAIT_S + 30.0)
         jobs: dict[str, Any] = answer["jobs"]
         jobs["health"] = answer.get("health")
         server = jobs.get("server")
@@ -380,7 +389,7 @@ class RunDriver:
                 self._ask("stop", {"run_dir": run.run_dir, "name": name, "grace_s": 5},
                           timeout_s=60)  # fmt: skip
                 raise
-            jobs = self._status(run, "server", name, output=True)
+            jobs = self._status(run, "server", name, output=True, wait_for=name)
             job, server = jobs[name], jobs["server"]
             if not server["running"]:
                 self._ask("stop", {"run_dir": run.run_dir, "name": name, "grace_s": 5},
@@ -388,7 +397,8 @@ class RunDriver:
                 self._server_died(run, server, name)
             if job.get("exit") is not None or job.get("lost"):
                 return job
-            self._pause(BENCH_POLL_S)
+            if self.shutdown.is_set():
+                raise Shutdown
 
     def _server_died(self, run: Run, server: dict[str, Any], name: str) -> None:
         diagnosis = self._caught_up(run, server)

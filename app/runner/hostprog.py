@@ -1,4 +1,4 @@
-"""The runner's program on the GPU host: start, status, preflight, health, stop.
+"""The runner's program on the GPU host: start, status, wait, preflight, health, stop.
 
 Standard library only and Python 3.6 compatible, like the follower: sent on stdin to
 `python3 - SUBCOMMAND JSON` over an SSH exec channel (or run locally as a subprocess for
@@ -11,6 +11,7 @@ stdout and stderr) and NAME.exit (how it ended, written by the wrapper).
 import errno
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -29,37 +30,95 @@ GPU_WAIT_S = 30.0
 GPU_SLACK_MIB = 256
 OUTPUT_TAIL_BYTES = 256 << 10
 
-# The wrapper stays outside the job's session: a SIGKILL of the whole session leaves it
-# alive to write how the job ended.
-WRAPPER = r"""
-import json, os, signal, subprocess, sys, time
-run_dir, name = sys.argv[1], sys.argv[2]
-with open(os.path.join(run_dir, name + ".spec")) as f:
-    spec = json.load(f)
-signal.signal(signal.SIGHUP, signal.SIG_IGN)
-log = open(spec["log_path"], "ab", buffering=0)
-child = subprocess.Popen(["/bin/sh", "-c", spec["command"]], stdin=subprocess.DEVNULL,
-                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                         cwd=spec.get("cwd") or None,
-                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
-def starttime(pid):
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _starttime(pid: int) -> Optional[str]:
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
         return None
-record = dict(spec, pid=child.pid, pgid=child.pid, sid=child.pid, wrapper_pid=os.getpid(),
-              leader_start=starttime(child.pid), started_at=time.time())
-def write(path, body):
+
+
+def _write_json(path: str, body: Answer) -> None:
     with open(path + ".tmp", "w") as f:
         json.dump(body, f)
     os.rename(path + ".tmp", path)
-write(os.path.join(run_dir, name + ".json"), record)
-code = child.wait()
-write(os.path.join(run_dir, name + ".exit"), {
-    "exit_code": code if code >= 0 else 128 - code, "signal": -code if code < 0 else None,
-    "ended_at": time.time()})
-"""
+
+
+def _become_subreaper() -> None:
+    """The job's orphans (a server's workers once it is gone) are reparented to the wrapper,
+    which reaps them at once: some inits reap only every second, and until then a zombie is
+    still a process of the job's session."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: init reaps them, and stop() waits for it
+
+
+def _detach(keep: int, stderr_path: str) -> None:
+    """The forked wrapper leaves the channel behind: its own session, stdin and stdout
+    /dev/null, no descriptor of the program's but `keep`."""
+    os.setsid()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    err = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(err, 2)
+    try:
+        fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 256))
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _wrapper(run_dir: str, name: str, ready_fd: int) -> None:
+    """The job's wrapper, forked from this program (no Python to start on a loaded host):
+    it stays outside the job's session, so a SIGKILL of the whole session leaves it alive
+    to write how the job ended; it ends when the job's last orphan has been reaped."""
+    base = os.path.join(run_dir, name)
+    _detach(ready_fd, base + ".wrapper.log")
+    _become_subreaper()
+    with open(base + ".spec") as f:
+        spec = json.load(f)
+    log = open(spec["log_path"], "ab", buffering=0)
+    child = subprocess.Popen(
+        ["/bin/sh", "-c", spec["command"]],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=spec.get("cwd") or None,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+    )
+    log.close()
+    record = dict(spec, pid=child.pid, pgid=child.pid, sid=child.pid, wrapper_pid=os.getpid(),
+                  leader_start=_starttime(child.pid), started_at=time.time())  # fmt: skip
+    _write_json(base + ".json", record)
+    os.write(ready_fd, b"1")
+    os.close(ready_fd)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == child.pid:
+            signalled = os.WIFSIGNALED(status)
+            code = 128 + os.WTERMSIG(status) if signalled else os.WEXITSTATUS(status)
+            ended = {"exit_code": code, "signal": os.WTERMSIG(status) if signalled else None,
+                     "ended_at": time.time()}  # fmt: skip
+            _write_json(base + ".exit", ended)
 
 
 def boot_id() -> Optional[str]:
@@ -130,7 +189,12 @@ def _job(run_dir: str, name: str) -> Answer:
         log_size=_size(record.get("log_path", "")),
     )
     # The wrapper gone without a word (killed, or the host rebooted): how it ended is lost.
-    answer["lost"] = ended is None and not members and not _alive(record.get("wrapper_pid"))
+    lost = ended is None and not members and not _alive(record.get("wrapper_pid"))
+    if lost:
+        # It writes NAME.exit just before it ends: gone since the first read, it has said.
+        ended = _read_json(base + ".exit")
+        answer["exit"], lost = ended, ended is None
+    answer["lost"] = lost
     return answer
 
 
@@ -188,29 +252,36 @@ def start(args: Answer) -> Answer:
         "boot_id": boot_id(),
         "shm_before": _shm_names(),
     }
-    with open(os.path.join(run_dir, "wrapper.py"), "w") as f:
-        f.write(WRAPPER)
     with open(base + ".spec", "w") as f:
         json.dump(spec, f)
-    _STARTED.append(
-        subprocess.Popen(
-            [sys.executable or "python3", os.path.join(run_dir, "wrapper.py"), run_dir, name],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=open(base + ".wrapper.log", "ab"),
-            start_new_session=True,
-            close_fds=True,
-        )
-    )
-    deadline = time.time() + STARTED_WAIT_S
-    while time.time() < deadline:
-        job = _job(run_dir, name)
-        if job["started"]:
-            return job
-        time.sleep(0.01)
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        code = 0
+        try:
+            _wrapper(run_dir, name, ready_w)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()  # into NAME.wrapper.log: start() shows it
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(ready_w)
+    _STARTED.append(pid)
+    # The wrapper says when the job's record is written (or ends without a word).
+    readable, _, _ = select.select([ready_r], [], [], STARTED_WAIT_S)
+    os.close(ready_r)
+    job = _job(run_dir, name)
+    if job["started"]:
+        return job
     return {
         "error": "the job did not start in %d s: %s"
         % (STARTED_WAIT_S, _tail(base + ".wrapper.log", 2000).strip() or "no word from its wrapper")
+        if not readable
+        else "the job did not start: %s"
+        % (_tail(base + ".wrapper.log", 2000).strip() or "its wrapper ended without a word")
     }
 
 
@@ -227,6 +298,32 @@ def status(args: Answer) -> Answer:
         # Asked in the same call: one round trip per look while a server starts.
         answer["health"] = health({"url": args["health_url"], "timeout": 2})
     return answer
+
+
+def wait(args: Answer) -> Answer:
+    """`status` once the job `name` has ended or the server stopped running, or after
+    `timeout` seconds: a benchmark's end is heard within milliseconds, in one round trip
+    instead of a look every 0.1 s."""
+    run_dir = run_dir_of(args)
+    name = args["name"]
+    exit_path = os.path.join(run_dir, name + ".exit")
+    server_exit = os.path.join(run_dir, "server.exit")
+    deadline = time.time() + min(float(args.get("timeout", 1.0)), 10.0)
+    pause = 0.005
+    next_full_look = 0.0
+    while time.time() < deadline:
+        # The files say most of it (cheap); /proc, which sees a job whose wrapper was
+        # killed, is read every 0.25 s.
+        if os.path.exists(exit_path) or os.path.exists(server_exit):
+            break
+        if time.time() >= next_full_look:
+            next_full_look = time.time() + 0.25
+            job, server = _job(run_dir, name), _job(run_dir, "server")
+            if job.get("lost") or not server.get("running"):
+                break
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    return status(dict(args, names=["server", name]))
 
 
 # --- what would poison a measurement ---------------------------------------------------
@@ -325,26 +422,32 @@ def gpus() -> Answer:
 
 
 def live_runs(root: str, skip: Optional[str]) -> List[Answer]:
-    """Servers launched by a runner that still have a process on this host."""
+    """Servers launched by a runner that still have a process on this host (/proc read
+    once, however many run directories the host has kept)."""
     root = os.path.abspath(os.path.expanduser(root))
     try:
         entries = sorted(os.listdir(root))
     except OSError:
         return []
+    live_sessions = {fields[4] for fields in _processes() if len(fields) > 5 and fields[1] != "Z"}
+    now_boot = boot_id()
     alive = []
     for entry in entries:
         if entry == skip:
             continue
-        job = _job(os.path.join(root, entry), "server")
-        if job.get("alive"):
-            alive.append(
-                {
-                    "run_dir": os.path.join(root, entry),
-                    "run_id": job.get("run_id"),
-                    "pid": job.get("pid"),
-                    "command": job.get("command"),
-                }
-            )
+        record = _read_json(os.path.join(root, entry, "server.json"))
+        if record is None or str(record.get("sid")) not in live_sessions:
+            continue
+        if record.get("boot_id") and now_boot and record["boot_id"] != now_boot:
+            continue  # launched before a reboot: that session id is someone else's now
+        alive.append(
+            {
+                "run_dir": os.path.join(root, entry),
+                "run_id": record.get("run_id"),
+                "pid": record.get("pid"),
+                "command": record.get("command"),
+            }
+        )
     return alive
 
 
@@ -412,13 +515,17 @@ def _signal_session(sid: int, sig: int) -> None:
 
 
 def _wait(condition: Any, seconds: float) -> bool:
+    """Look again and again until `condition()` or `seconds`: 5 ms apart at first (most
+    things here take a few ms: a process dying, a port released), then 50 ms."""
     deadline = time.time() + seconds
+    pause = 0.005
     while True:
         if condition():
             return True
         if time.time() >= deadline:
             return False
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def stop(args: Answer) -> Answer:
@@ -521,14 +628,25 @@ def _free_shm(job: Answer) -> Any:
 COMMANDS = {
     "start": start,
     "status": status,
+    "wait": wait,
     "preflight": preflight,
     "health": health,
     "stop": stop,
 }
 
 
-# Wrappers this program started: reaped as they end, so a long `serve` leaves no zombie.
-_STARTED = []  # type: List[subprocess.Popen]
+# Wrappers this program forked: reaped as they end, so a long `serve` leaves no zombie.
+_STARTED = []  # type: List[int]
+
+
+def _reap_wrappers() -> None:
+    for pid in list(_STARTED):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _STARTED.remove(pid)
 
 
 def answer(command: str, args: Answer) -> Answer:
@@ -550,7 +668,7 @@ def serve() -> None:
             reply = answer(request["command"], request.get("args") or {})
         except (ValueError, KeyError, TypeError) as error:
             reply = {"error": "bad request: %s" % error}
-        _STARTED[:] = [p for p in _STARTED if p.poll() is None]
+        _reap_wrappers()
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

@@ -1,7 +1,8 @@
 """Asking a host's runner program something: over the tails' SSH pool for an ssh alias,
-as a local subprocess for `local`. One program is kept running per host link and asked a
-line at a time (starting Python for every look costs a loaded host a second); a broken
-one is started again at the next question. Blocking: callers are the runner's threads."""
+as a local subprocess for `local`. Programs are kept running (HostPrograms, shared by the
+app's runs) and asked a line at a time: starting Python on the host for every look, or for
+every run, costs a loaded host a second. A broken one is started again at the next
+question. Blocking: callers are the runner's threads."""
 
 import json
 import os
@@ -109,35 +110,83 @@ class LocalSession:
             self._process.stdout.close()
 
 
-class HostLink:
-    """One host as the runner sees it."""
+class HostPrograms:
+    """The host programs kept running, per host, each lent to one call at a time: the next
+    run on a host is asked without starting Python there again. One idle past IDLE_S is
+    closed rather than trusted (its channel may have died quietly)."""
 
-    def __init__(self, sources: LogSources, host: str) -> None:
+    IDLE_S = 300.0
+
+    def __init__(self, sources: LogSources) -> None:
         self.sources = sources
+        self._idle: dict[str, list[tuple[float, Session]]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _open(self, host: str) -> Session:
+        if host == LOCAL:
+            return LocalSession()
+        url = parse_source(f"ssh://{host}/")
+        source = self.sources.ssh(SourceURL("ssh", "/", url.host, url.user, url.port))
+        return source.open_program(PROGRAM, ["serve"])
+
+    def borrow(self, host: str) -> Session:
+        stale = []
+        found = None
+        with self._lock:
+            idle = self._idle.get(host, [])
+            while idle and found is None:
+                since, session = idle.pop()
+                if session.closed or time.monotonic() - since > self.IDLE_S:
+                    stale.append(session)
+                else:
+                    found = session
+        for session in stale:
+            session.close()
+        return found or self._open(host)
+
+    def give_back(self, host: str, session: Session) -> None:
+        with self._lock:
+            keep = not session.closed and not self._closed
+            if keep:
+                self._idle.setdefault(host, []).append((time.monotonic(), session))
+        if not keep:
+            session.close()  # lent when the app stopped: not left running
+
+    def close_all(self) -> None:
+        with self._lock:
+            self._closed = True
+            sessions = [s for idle in self._idle.values() for _, s in idle]
+            self._idle.clear()
+        for session in sessions:
+            session.close()
+
+
+class HostLink:
+    """One host as the runner sees it; its programs are the app's (shared by its runs) or,
+    without `programs`, its own, closed with it."""
+
+    def __init__(
+        self, sources: LogSources, host: str, programs: HostPrograms | None = None
+    ) -> None:
         self.host = host
         self.is_local = host == LOCAL
-        self._session: Session | None = None
-        self._lock = threading.Lock()
+        self._owned = programs is None
+        self._programs = programs or HostPrograms(sources)
 
     def log_source(self, path: str) -> str:
         """The log source URL of a file on this host, for the ordinary tailer."""
         return f"file://{path}" if self.is_local else f"ssh://{self.host}{path}"
 
-    def _open(self) -> Session:
-        if self.is_local:
-            return LocalSession()
-        url = parse_source(f"ssh://{self.host}/")
-        source = self.sources.ssh(SourceURL("ssh", "/", url.host, url.user, url.port))
-        return source.open_program(PROGRAM, ["serve"])
-
     def call(self, command: str, args: dict[str, Any], *, timeout_s: float = 30.0) -> Any:
         """Run one subcommand of the host program; its JSON answer. Raises HostUnavailable
         when the host cannot be asked, HostAnswerError when the program says it failed."""
         line = json.dumps({"command": command, "args": args}).encode()
-        with self._lock:
-            if self._session is None or self._session.closed:
-                self._session = self._open()
-            reply = self._session.request(line, timeout_s)
+        session = self._programs.borrow(self.host)
+        try:
+            reply = session.request(line, timeout_s)
+        finally:
+            self._programs.give_back(self.host, session)
         try:
             answer = json.loads(reply)
         except ValueError:
@@ -147,7 +196,5 @@ class HostLink:
         return answer
 
     def close(self) -> None:
-        with self._lock:
-            if self._session is not None:
-                self._session.close()
-                self._session = None
+        if self._owned:
+            self._programs.close_all()

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from app.config import Settings
 from app.runner.driver import RunDriver
-from app.runner.hosts import HostLink
+from app.runner.hosts import HostLink, HostPrograms
 from app.runner.records import Records
 from app.tailing.factory import LogSources
 
@@ -25,6 +25,8 @@ class RunManager:
         self.settings = settings
         self.sources = sources
         self.records = Records(engine)
+        # Shared by the runs: a host's next run finds its program already started.
+        self.programs = HostPrograms(sources)
         self._drivers: dict[int, RunDriver] = {}
         self._lock = threading.Lock()
         self._shutdown = threading.Event()
@@ -66,7 +68,7 @@ class RunManager:
             driver = RunDriver(
                 run_id,
                 self.records,
-                HostLink(self.sources, snapshot.run.host),
+                HostLink(self.sources, snapshot.run.host, self.programs),
                 self._shutdown,
                 on_exit=self._ended,
                 runs_root=self.settings.runs_root,
@@ -94,3 +96,4 @@ class RunManager:
             driver.thread.join(timeout_s)
         if self._dispatcher.is_alive():
             self._dispatcher.join(timeout_s)
+        self.programs.close_all()
