@@ -187,11 +187,11 @@ def test_the_demo_page_mid_replay_and_at_the_end(
     page = open_page(f"/campaigns/{campaign(url)['id']}", base=url)
     page.wait_for_selector("#live-status.on", timeout=15_000)
     page.evaluate("window.__marker = 'no reload'")
-    page.locator(".card").nth(3).wait_for(timeout=60_000)
+    page.locator(".card").nth(3).wait_for(state="attached", timeout=60_000)
     Path("test-artifacts").mkdir(exist_ok=True)
     page.screenshot(path="test-artifacts/demo-mid-replay.png", full_page=True)
     wait_for(lambda: finished(url), timeout=120, what="the end of the story")
-    page.locator(".card").nth(len(EXPECTED) - 1).wait_for(timeout=15_000)
+    page.locator(".card").nth(len(EXPECTED) - 1).wait_for(state="attached", timeout=15_000)
     page.locator(".card.status-crashed .badge.same-cause").wait_for(timeout=15_000)
     # The end is said where the engineer looks: the campaign's notes, live.
     page.locator("#notes .note", has_text="The demo's replay has finished").wait_for(timeout=15_000)

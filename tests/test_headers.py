@@ -122,17 +122,17 @@ def test_pages_work_in_chromium_without_a_policy_violation(
 ) -> None:
     campaign, attempt, token = seeded(api)
 
-    # The campaign page: htmx loaded through its SRI, the stream live, the chart drawn, and
-    # each attempt on a row of its own in its lane (no inline grid-row any more).
+    # The campaign page: htmx loaded through its SRI, the stream live, the chart drawn, the
+    # attempt in play in its lane and the dead end in the fold below it, which opens.
     page = open_page(f"/campaigns/{campaign['id']}")
     errors, _ = watched(page)
     page.wait_for_selector("#live-status.on", timeout=10_000)
     assert page.evaluate("typeof window.htmx") == "object"
     assert page.locator("#chart circle.point").count() == 2
-    cards = page.locator(".timeline .card")
-    first, second = cards.nth(0).bounding_box(), cards.nth(1).bounding_box()
-    assert first and second and second["y"] >= first["y"] + first["height"]
-    assert second["x"] > first["x"]  # the eliminated lane is the second column
+    page.click("#eliminated-fold > summary")
+    in_play = page.locator(f"#attempt-{attempt['id']}").bounding_box()
+    dead_end = page.locator("#eliminated-fold .card.lane-eliminated").bounding_box()
+    assert in_play and dead_end and dead_end["y"] >= in_play["y"] + in_play["height"]
     make_attempt(api, campaign["id"], title="Arrives live")
     page.locator(".card .title", has_text="Arrives live").wait_for(timeout=10_000)
     assert violations(page) == [] and errors == []
