@@ -57,6 +57,10 @@ def record(
     if key in pending.written:
         return
     pending.written.add(key)
+    if campaign_id not in pending.campaigns:
+        # Before the insert: on PostgreSQL this takes the campaign's turn to write events.
+        notify_instances(session, campaign_id)  # other dashboards on PostgreSQL
+        pending.campaigns.add(campaign_id)
     session.add(
         LiveEvent(
             campaign_id=campaign_id,
@@ -67,9 +71,6 @@ def record(
             end_offset=end_offset,
         )
     )
-    if campaign_id not in pending.campaigns:
-        notify_instances(session, campaign_id)  # other dashboards on PostgreSQL
-        pending.campaigns.add(campaign_id)
 
 
 def follow_up(session: Session, attempt_id: int | None) -> None:

@@ -4,11 +4,13 @@ its live event and wakes the tailer through the one after-commit hook."""
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 from sqlmodel import col, select
 
 from app import changes, lifecycle, migrate
@@ -184,3 +186,52 @@ def test_the_hook_runs_once_per_commit_that_recorded_and_never_after_a_rollback(
     finally:
         engine.dispose()
         other.dispose()
+
+
+def test_a_campaigns_event_ids_commit_in_order(database_url: str) -> None:
+    """A reader that saw id N+1 committed must never see id N commit afterwards: on
+    PostgreSQL ids are handed out at insert, so the campaign's event writers take turns."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has one writer at a time: its ids come in commit order")
+    migrate.upgrade(database_url)
+    engine = make_engine(database_url)
+    try:
+        with session_scope(engine) as session:
+            campaign = Campaign(name="two writers")
+            session.add(campaign)
+            session.flush()
+            assert campaign.id is not None
+            campaign_id = campaign.id
+        first = session_scope(engine)
+        session = first.__enter__()
+        changes.record(session, campaign_id, "campaign")
+        session.flush()  # id handed out, not committed
+        second_done = threading.Event()
+
+        def second_writer() -> None:
+            with session_scope(engine) as other:
+                changes.record(other, campaign_id, "note", note_id=1)
+            second_done.set()
+
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        deadline = time.monotonic() + 10
+        with engine.connect() as probe:
+            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            while probe.execute(text(waiting)).scalar_one() == 0:
+                assert not second_done.is_set(), "the second writer committed ahead of the first"
+                assert time.monotonic() < deadline, "the second writer never waited its turn"
+                time.sleep(0.02)
+        assert not second_done.is_set()
+        first.__exit__(None, None, None)
+        thread.join(10)
+        assert second_done.is_set()
+        with session_scope(engine) as session:
+            rows = session.exec(
+                select(LiveEvent)
+                .where(LiveEvent.campaign_id == campaign_id)
+                .order_by(col(LiveEvent.id))
+            ).all()
+        assert [row.kind for row in rows] == ["campaign", "note"]
+    finally:
+        engine.dispose()
