@@ -14,6 +14,12 @@ class Message:
     id: str | None
 
 
+def sse_field(line: str) -> tuple[str, str]:
+    """One `name: value` line of a message (one leading space of the value dropped)."""
+    name, _, value = line.partition(":")
+    return name, value[1:] if value.startswith(" ") else value
+
+
 @dataclass
 class SSEReader:
     """Reads a stream in a thread; `next()` waits a bounded time for the next message."""
@@ -49,8 +55,7 @@ class SSEReader:
                     elif line.startswith(":"):
                         continue
                     else:
-                        name, _, value = line.partition(":")
-                        value = value[1:] if value.startswith(" ") else value
+                        name, value = sse_field(line)
                         if name == "event":
                             event = value
                         elif name == "data":

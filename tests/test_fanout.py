@@ -21,7 +21,7 @@ from app.db import session_scope
 from app.models import LiveEvent
 from tests.conftest import OWNER_TOKEN, LiveServer, running
 from tests.helpers import make_attempt, make_campaign
-from tests.sse import Message, SSEReader
+from tests.sse import Message, SSEReader, sse_field
 
 JSON_KINDS = {"attempt", "log", "note", "campaign"}
 
@@ -243,8 +243,7 @@ def parse_sse(text: str) -> list[Message]:
     for block in text.replace("\r\n", "\n").split("\n\n"):
         event, data, ident = "message", [], None
         for line in block.split("\n"):
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
+            name, value = sse_field(line)
             if name == "event":
                 event = value
             elif name == "data":
