@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
-from app.live import notify_instances
+from app.live import take_event_turn
 from app.models import LiveEvent
 
 # The app's hook rides on its engine, the one thing every unit of work is given: two apps
@@ -30,7 +30,7 @@ it must only set flags (publish, wake), never wait or query."""
 class _Pending:
     campaigns: set[int] = field(default_factory=set)
     attempts: set[int] = field(default_factory=set)
-    written: set[tuple[object, ...]] = field(default_factory=set)
+    events: dict[tuple[object, ...], LiveEvent] = field(default_factory=dict)
 
 
 def _pending(session: Session) -> _Pending:
@@ -51,25 +51,22 @@ def record(
     end_offset: int | None = None,
 ) -> None:
     """An event for live pages, in the same transaction as the change it reports. Events
-    carry ids, not state: the same one twice in a transaction is written once."""
+    carry ids, not state: the same one twice in a transaction is written once.
+
+    The row is inserted when the transaction commits, after its other changes: see
+    `_insert_events`."""
     pending = _pending(session)
     key = (campaign_id, kind, attempt_id, note_id, start_offset, end_offset)
-    if key in pending.written:
+    if key in pending.events:
         return
-    pending.written.add(key)
-    if campaign_id not in pending.campaigns:
-        # Before the insert: on PostgreSQL this takes the campaign's turn to write events.
-        notify_instances(session, campaign_id)  # other dashboards on PostgreSQL
-        pending.campaigns.add(campaign_id)
-    session.add(
-        LiveEvent(
-            campaign_id=campaign_id,
-            kind=kind,
-            attempt_id=attempt_id,
-            note_id=note_id,
-            start_offset=start_offset,
-            end_offset=end_offset,
-        )
+    pending.campaigns.add(campaign_id)
+    pending.events[key] = LiveEvent(
+        campaign_id=campaign_id,
+        kind=kind,
+        attempt_id=attempt_id,
+        note_id=note_id,
+        start_offset=start_offset,
+        end_offset=end_offset,
     )
 
 
@@ -83,6 +80,24 @@ def follow_up(session: Session, attempt_id: int | None) -> None:
 def on_commit(engine: Engine, hook: AfterCommit) -> None:
     """Every session on `engine` calls `hook` after a commit that recorded something."""
     engine.update_execution_options(**{_HOOK_OPTION: hook})
+
+
+@event.listens_for(Session, "before_commit")
+def _insert_events(session: Session) -> None:
+    """The transaction's events, inserted last. On PostgreSQL, ids are handed out at insert,
+    not at commit: a reader that saw id 11 committed could move past id 10, committed a
+    moment later. So a campaign's event writers take turns from the insert to the commit
+    (`take_event_turn`). Everything else is flushed before the turn is taken: a writer
+    holding a turn never waits for a row another writer holds while waiting for the turn."""
+    pending: _Pending | None = session.info.get(_PENDING)
+    if pending is None or not pending.events:
+        return
+    session.flush()
+    for campaign_id in sorted({e.campaign_id for e in pending.events.values()}):
+        take_event_turn(session, campaign_id)  # in one order: two writers never deadlock
+    session.add_all(pending.events.values())
+    pending.events = {}
+    session.flush()
 
 
 @event.listens_for(Session, "after_commit")

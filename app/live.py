@@ -341,13 +341,10 @@ CHANNEL = "campaign_dash_events"
 EVENTS_LOCK_SPACE = 0x6364  # advisory locks of one campaign's event writers
 
 
-def notify_instances(session: Any, campaign_id: int) -> None:
-    """On PostgreSQL, other dashboard instances hear of the event when it commits.
-
-    And the campaign's event writers take turns until they commit: PostgreSQL hands out ids
-    when rows are inserted, not when they commit, so without turns a reader could see id 11
-    committed, move its cursor past it, and never read id 10 committed a moment later.
-    (SQLite has one writer at a time: its ids already come in commit order.)"""
+def take_event_turn(session: Any, campaign_id: int) -> None:
+    """On PostgreSQL: wait for the campaign's turn to write events (an advisory lock held
+    until commit), and tell the other dashboard instances when it commits. SQLite has one
+    writer at a time: its ids already come in commit order."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:space, :campaign)"),
                         {"space": EVENTS_LOCK_SPACE, "campaign": campaign_id % 2**31})  # fmt: skip

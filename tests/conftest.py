@@ -109,10 +109,28 @@ class LiveServer:
         self._sock.close()
 
 
+def no_server_error(response: httpx.Response) -> None:
+    """No request of any test may meet a 500: bad input gets a 4xx, and a 500 a test did
+    not look at (a deadlock aborting a write) would pass unseen. (A 502 says a remote host
+    failed: some tests ask for it.)"""
+    if response.status_code != 500:
+        return
+    response.read()
+    raise AssertionError(
+        f"{response.request.method} {response.request.url} answered 500: {response.text[:500]}"
+    )
+
+
+SERVER_ERRORS = {"response": [no_server_error]}
+
+
 def owner_client(url: str) -> httpx.Client:
     """The owner, through the JSON API."""
     return httpx.Client(
-        base_url=url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}, timeout=30
+        base_url=url,
+        headers={"Authorization": f"Bearer {OWNER_TOKEN}"},
+        timeout=30,
+        event_hooks=SERVER_ERRORS,
     )
 
 
@@ -144,14 +162,16 @@ def api(server: LiveServer) -> Iterator[httpx.Client]:
 
 @pytest.fixture
 def anonymous(server: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=20) as client:
+    with httpx.Client(base_url=server.url, timeout=20, event_hooks=SERVER_ERRORS) as client:
         yield client
 
 
 @pytest.fixture
 def browser(server: LiveServer) -> Iterator[httpx.Client]:
     """The owner in a browser: logged in by the login link, holding the session cookie."""
-    with httpx.Client(base_url=server.url, timeout=20, headers={"Accept": "text/html"}) as client:
+    with httpx.Client(
+        base_url=server.url, timeout=20, headers={"Accept": "text/html"}, event_hooks=SERVER_ERRORS
+    ) as client:
         response = client.get("/login", params={"token": OWNER_TOKEN})
         assert response.status_code == 303
         yield client

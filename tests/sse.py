@@ -2,6 +2,7 @@
 
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 import httpx
@@ -71,16 +72,16 @@ class SSEReader:
     def next(
         self, timeout: float = 10.0, skip: tuple[str, ...] = ("heartbeat", "hello")
     ) -> Message:
+        deadline = time.monotonic() + timeout
         while True:
-            message = self._messages.get(timeout=timeout)
+            # Heartbeats come more often than the timeout: the wait is bounded in all.
+            message = self._messages.get(timeout=max(0.0, deadline - time.monotonic()))
             if message is None:
                 raise AssertionError("the stream ended")
             if message.event not in skip:
                 return message
 
     def until(self, predicate, timeout: float = 10.0) -> Message:  # type: ignore[no-untyped-def]
-        import time
-
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()

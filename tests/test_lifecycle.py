@@ -7,9 +7,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy
 from sqlalchemy import text
 from sqlmodel import col, select
 
@@ -188,50 +190,126 @@ def test_the_hook_runs_once_per_commit_that_recorded_and_never_after_a_rollback(
         other.dispose()
 
 
-def test_a_campaigns_event_ids_commit_in_order(database_url: str) -> None:
-    """A reader that saw id N+1 committed must never see id N commit afterwards: on
-    PostgreSQL ids are handed out at insert, so the campaign's event writers take turns."""
+@pytest.fixture
+def pg_engine(database_url: str) -> Iterator[Any]:
     if not database_url.startswith("postgresql"):
         pytest.skip("SQLite has one writer at a time: its ids come in commit order")
     migrate.upgrade(database_url)
     engine = make_engine(database_url)
-    try:
-        with session_scope(engine) as session:
-            campaign = Campaign(name="two writers")
-            session.add(campaign)
-            session.flush()
-            assert campaign.id is not None
-            campaign_id = campaign.id
-        first = session_scope(engine)
-        session = first.__enter__()
-        changes.record(session, campaign_id, "campaign")
-        session.flush()  # id handed out, not committed
-        second_done = threading.Event()
+    yield engine
+    engine.dispose()
 
-        def second_writer() -> None:
-            with session_scope(engine) as other:
-                changes.record(other, campaign_id, "note", note_id=1)
-            second_done.set()
 
-        thread = threading.Thread(target=second_writer)
+def _campaign_with_attempt(engine: Any) -> tuple[int, int]:
+    with session_scope(engine) as session:
+        campaign = Campaign(name="two writers")
+        session.add(campaign)
+        session.flush()
+        assert campaign.id is not None
+        attempt = Attempt(campaign_id=campaign.id, title="followed")
+        session.add(attempt)
+        session.flush()
+        assert attempt.id is not None
+        return campaign.id, attempt.id
+
+
+def _waiting_locks(engine: Any, locktype: str) -> int:
+    with engine.connect() as probe:
+        query = "SELECT count(*) FROM pg_locks WHERE locktype = :type AND NOT granted"
+        return int(probe.execute(text(query), {"type": locktype}).scalar_one())
+
+
+def test_a_campaigns_event_ids_commit_in_order(pg_engine: Any) -> None:
+    """A reader that saw id N+1 committed must never see id N commit afterwards: on
+    PostgreSQL ids are handed out at insert, so the campaign's event writers take turns
+    from the insert to the commit."""
+    campaign_id, _ = _campaign_with_attempt(pg_engine)
+    inserted, go = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def first_writer() -> None:
+        try:
+            with session_scope(pg_engine) as session:
+
+                @sqlalchemy.event.listens_for(session, "after_flush")
+                def hold(flushed: Any, _context: Any) -> None:
+                    if any(isinstance(row, LiveEvent) for row in flushed.new):
+                        inserted.set()  # its id is handed out; not committed yet
+                        assert go.wait(10)
+
+                changes.record(session, campaign_id, "campaign")
+        except BaseException as error:  # the main thread reports it
+            errors.append(error)
+
+    def second_writer() -> None:
+        with session_scope(pg_engine) as other:
+            changes.record(other, campaign_id, "note", note_id=1)
+
+    first = threading.Thread(target=first_writer)
+    first.start()
+    assert inserted.wait(10), "the first writer never inserted its event"
+    second = threading.Thread(target=second_writer)
+    second.start()
+    deadline = time.monotonic() + 10
+    while _waiting_locks(pg_engine, "advisory") == 0:
+        assert second.is_alive(), "the second writer committed ahead of the first"
+        assert time.monotonic() < deadline, "the second writer never waited its turn"
+        time.sleep(0.02)
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert not errors and not first.is_alive() and not second.is_alive()
+    with session_scope(pg_engine) as session:
+        rows = session.exec(
+            select(LiveEvent)
+            .where(LiveEvent.campaign_id == campaign_id)
+            .order_by(col(LiveEvent.id))
+        ).all()
+    assert [row.kind for row in rows] == ["campaign", "note"]
+
+
+def test_a_writer_holding_a_row_and_one_waiting_for_it_both_commit(pg_engine: Any) -> None:
+    """The owner's PATCH holds the attempt's row; the tailer, with its log event recorded,
+    waits for that row. The turn to write events is taken only at commit, after every
+    other change: neither waits for the other in a circle (PostgreSQL would abort one:
+    the owner's verdict, lost to "deadlock detected")."""
+    campaign_id, attempt_id = _campaign_with_attempt(pg_engine)
+    errors: list[BaseException] = []
+
+    def tailer() -> None:
+        try:
+            with session_scope(pg_engine) as session:
+                changes.record(session, campaign_id, "log", attempt_id=attempt_id,
+                               start_offset=0, end_offset=10)  # fmt: skip
+                attempt = session.get(Attempt, attempt_id)
+                assert attempt is not None
+                attempt.diagnosis = {"bytes_read": 10}
+                session.flush()  # waits for the owner's row
+        except BaseException as error:
+            errors.append(error)
+
+    with session_scope(pg_engine) as owner:
+        attempt = owner.get(Attempt, attempt_id)
+        assert attempt is not None
+        attempt.verdict = "works"
+        owner.flush()  # the row is the owner's now
+        thread = threading.Thread(target=tailer)
         thread.start()
         deadline = time.monotonic() + 10
-        with engine.connect() as probe:
-            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-            while probe.execute(text(waiting)).scalar_one() == 0:
-                assert not second_done.is_set(), "the second writer committed ahead of the first"
-                assert time.monotonic() < deadline, "the second writer never waited its turn"
-                time.sleep(0.02)
-        assert not second_done.is_set()
-        first.__exit__(None, None, None)
-        thread.join(10)
-        assert second_done.is_set()
-        with session_scope(engine) as session:
-            rows = session.exec(
-                select(LiveEvent)
-                .where(LiveEvent.campaign_id == campaign_id)
-                .order_by(col(LiveEvent.id))
-            ).all()
-        assert [row.kind for row in rows] == ["campaign", "note"]
-    finally:
-        engine.dispose()
+        while _waiting_locks(pg_engine, "transactionid") == 0:
+            assert thread.is_alive(), "the tailer did not wait for the owner's row"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        changes.record(owner, campaign_id, "attempt", attempt_id=attempt_id)
+    thread.join(10)
+    assert not errors and not thread.is_alive()
+    with session_scope(pg_engine) as session:
+        stored = session.get(Attempt, attempt_id)
+        assert stored is not None and stored.verdict == "works"
+        assert stored.diagnosis == {"bytes_read": 10}
+        kinds = session.exec(
+            select(LiveEvent.kind)
+            .where(LiveEvent.campaign_id == campaign_id)
+            .order_by(col(LiveEvent.id))
+        ).all()
+    assert list(kinds) == ["attempt", "log"]
