@@ -57,6 +57,10 @@ def create_campaign(session: Session, data: CampaignCreate) -> Campaign:
     return campaign
 
 
+# Given as "" or null, these are unset (the campaign goes back to the parser's own reading).
+CLEARABLE_CAMPAIGN_FIELDS = frozenset({"bench_pattern"})
+
+
 def update_campaign(session: Session, campaign_id: int, data: CampaignUpdate) -> Campaign:
     campaign = require_campaign(session, campaign_id)
     changes = data.model_dump(exclude_unset=True)
@@ -70,7 +74,7 @@ def update_campaign(session: Session, campaign_id: int, data: CampaignUpdate) ->
     except ValueError as error:
         raise Invalid(str(error)) from None
     for field, value in changes.items():
-        if value is not None:
+        if value is not None or field in CLEARABLE_CAMPAIGN_FIELDS:
             setattr(campaign, field, value)
     session.add(campaign)
     if new_baseline is not None and new_baseline != campaign.baseline:

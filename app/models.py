@@ -53,6 +53,9 @@ class Campaign(SQLModel, table=True):
     metric_label: str = Field(default="Output token throughput", max_length=100)
     # Readiness line of a server the engine does not know (a regex).
     ready_pattern: str | None = Field(default=None, max_length=500)
+    # A launched attempt's benchmark figure, when the benchmark is one the parser does not
+    # know (a regex over its printed output, one group around the figure).
+    bench_pattern: str | None = Field(default=None, max_length=500)
     created_at: datetime = Field(default_factory=utcnow)
 
 

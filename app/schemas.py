@@ -69,8 +69,29 @@ def check_ready_pattern(value: str | None) -> str | None:
     return value
 
 
+def check_bench_pattern(value: str | None) -> str | None:
+    """A regex with a group around the figure (`value` by name, else the first group)."""
+    import re
+
+    if value is None or not value.strip():
+        return None
+    if "\x00" in value:
+        raise ValueError("a benchmark pattern may not contain NUL bytes")
+    try:
+        compiled = re.compile(value)
+    except re.error as error:
+        raise ValueError(f"benchmark pattern {value!r} is not a regex: {error}") from None
+    if not compiled.groups:
+        raise ValueError(
+            f"benchmark pattern {value!r} has no group: put ( ) around the figure, "
+            r"as in 'Output token throughput \(tok/s\):\s+([\d.]+)'"
+        )
+    return value
+
+
 MetricLabel = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 ReadyPattern = Annotated[str, StringConstraints(max_length=500)]
+BenchPattern = Annotated[str, StringConstraints(max_length=500)]
 
 
 class CampaignCreate(Strict):
@@ -87,8 +108,11 @@ class CampaignCreate(Strict):
     metric_label: MetricLabel = "Output token throughput"
     # A regex for the readiness line of a server the engine does not know.
     ready_pattern: ReadyPattern | None = None
+    # A regex for a launched benchmark's figure, one group around it.
+    bench_pattern: BenchPattern | None = None
 
     _ready = field_validator("ready_pattern")(check_ready_pattern)
+    _bench = field_validator("bench_pattern")(check_bench_pattern)
 
     @field_validator("target")
     @classmethod
@@ -115,8 +139,10 @@ class CampaignUpdate(Strict):
     noise_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
     metric_label: MetricLabel | None = None
     ready_pattern: ReadyPattern | None = None
+    bench_pattern: BenchPattern | None = None  # "" or null: none (the known result blocks)
 
     _ready = field_validator("ready_pattern")(check_ready_pattern)
+    _bench = field_validator("bench_pattern")(check_bench_pattern)
 
 
 def _host(value: str) -> str:
@@ -333,6 +359,7 @@ class CampaignOut(BaseModel):
     noise_pct: float
     metric_label: str
     ready_pattern: str | None
+    bench_pattern: str | None
     created_at: datetime
     attempt_count: int
     baseline_history: list[BaselineOut]

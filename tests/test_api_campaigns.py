@@ -1,5 +1,7 @@
 """The campaign half of the JSON API contract, and who may call it."""
 
+import json
+
 import httpx
 import pytest
 
@@ -186,3 +188,30 @@ def test_log_settings_of_a_campaign(api: httpx.Client) -> None:
         f"/api/campaigns/{campaign['id']}", json={"metric_label": "Output token throughput"}
     )
     assert patched.json()["metric_label"] == "Output token throughput"
+
+
+def test_a_campaigns_benchmark_pattern_is_checked_set_and_cleared(api: httpx.Client) -> None:
+    pattern = r"Request throughput \(req/s\):\s+(?P<value>[\d.]+)"
+    campaign = make_campaign(api, bench_pattern=pattern)
+    assert campaign["bench_pattern"] == pattern
+    assert make_campaign(api)["bench_pattern"] is None
+    url = f"/api/campaigns/{campaign['id']}"
+    for bad, said in (
+        (r"req/s: ([\d.]+", "is not a regex: missing ), unterminated subpattern"),
+        (r"req/s: [\d.]+", "has no group: put ( ) around the figure"),
+        ("x" * 501, "at most 500 characters"),
+    ):
+        for response in (
+            api.post("/api/campaigns", json={"name": "x", "bench_pattern": bad}),
+            api.patch(url, json={"bench_pattern": bad}),
+        ):
+            assert response.status_code == 422, response.text
+            assert said in json.dumps(response.json()["detail"]), response.text
+    assert api.get(url).json()["bench_pattern"] == pattern  # refused: unchanged
+    assert api.patch(url, json={"name": "renamed"}).json()["bench_pattern"] == pattern
+    assert api.patch(url, json={"bench_pattern": r"tok/s ([\d.]+)"}).json()["bench_pattern"] == (
+        r"tok/s ([\d.]+)"
+    )
+    assert api.patch(url, json={"bench_pattern": ""}).json()["bench_pattern"] is None
+    api.patch(url, json={"bench_pattern": pattern})
+    assert api.patch(url, json={"bench_pattern": None}).json()["bench_pattern"] is None

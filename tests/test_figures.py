@@ -147,7 +147,8 @@ def _campaign(baseline: float) -> CampaignOut:
         {
             "id": 1, "name": "c", "metric": "tok/s", "higher_is_better": True,
             "baseline": baseline, "target": None, "description": "", "noise_pct": 1.0,
-            "metric_label": "x", "ready_pattern": None, "created_at": "2025-01-01T00:00:00Z",
+            "metric_label": "x", "ready_pattern": None, "bench_pattern": None,
+            "created_at": "2025-01-01T00:00:00Z",
             "attempt_count": 1, "baseline_history": [],
         }
     )  # fmt: skip

@@ -246,3 +246,24 @@ def test_a_page_open_on_a_deleted_attempt_is_told_to_reload(api: httpx.Client) -
     assert tab.until(lambda m: m.event == "reload").event == "reload"
     tab.close()
     assert api.get(url).status_code == 404
+
+
+def test_the_campaigns_benchmark_pattern_is_set_refused_in_place_and_cleared(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    action = f"/campaigns/{campaign['id']}/edit"
+    fields = form_defaults(browser.get(f"/campaigns/{campaign['id']}").text, action)
+    assert fields["bench_pattern"] == ""
+    refused = browser.post(action, data=fields | {"bench_pattern": "req/s: [0-9.]+"})
+    assert refused.status_code == 422
+    assert 'data-form="edit-campaign" data-field="bench_pattern"' in refused.text
+    assert "has no group: put ( ) around the figure" in refused.text
+    assert 'value="req/s: [0-9.]+"' in refused.text  # what was typed, kept
+    pattern = r"req/s: ([\d.]+)"
+    assert browser.post(action, data=fields | {"bench_pattern": pattern}).status_code == 303
+    assert api.get(f"/api/campaigns/{campaign['id']}").json()["bench_pattern"] == pattern
+    fields = form_defaults(browser.get(f"/campaigns/{campaign['id']}").text, action)
+    assert fields["bench_pattern"] == pattern
+    assert browser.post(action, data=fields | {"bench_pattern": ""}).status_code == 303
+    assert api.get(f"/api/campaigns/{campaign['id']}").json()["bench_pattern"] is None

@@ -148,8 +148,8 @@ def edit_campaign(
 ) -> Response:
     form = PageForm(submitted, "edit-campaign", "campaign", campaign_id)
     with form:
-        fields = ["name", "baseline", "target", "description", "noise_pct"]
-        data = form.parse(CampaignUpdate, fields, **form.cleared(["description"]))
+        fields = ["name", "baseline", "target", "description", "noise_pct", "bench_pattern"]
+        data = form.parse(CampaignUpdate, fields, **form.cleared(["description", "bench_pattern"]))
         actions.update_campaign(session, campaign_id, data)
     return see_other(f"/campaigns/{campaign_id}")
 

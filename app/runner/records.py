@@ -27,6 +27,7 @@ class Snapshot:
     diagnosis: dict[str, Any]
     tail_offset: int
     metric_label: str
+    bench_pattern: str | None  # the campaign's regex for a benchmark run's figure
 
 
 def set_attempt_status(session: Session, attempt: Attempt, new: Status) -> None:
@@ -67,6 +68,7 @@ class Records:
                 diagnosis=attempt.diagnosis or {},
                 tail_offset=tail.offset if tail and tail.source == attempt.source else 0,
                 metric_label=campaign.metric_label if campaign else "Output token throughput",
+                bench_pattern=campaign.bench_pattern if campaign else None,
             )
 
     def unfinished(self) -> list[int]:
