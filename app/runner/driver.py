@@ -8,10 +8,11 @@ import time
 from datetime import UTC
 from typing import Any
 
-from app.benchparse import ParseFailure, parse_output
+from app.benchparse import ParseFailure
 from app.diagnosis import diagnose_bytes
 from app.models import Run, RunState, Status
 from app.runner import hostprog
+from app.runner.benchfiles import ResultFile, result_file, run_figures
 from app.runner.commands import health_url, listen_port
 from app.runner.hosts import HostAnswerError, HostLink
 from app.runner.records import FINISHED, Records
@@ -353,16 +354,20 @@ class RunDriver:
         if run.state != RunState.benchmarking:
             run = self.records.update(self.run_id, state=RunState.benchmarking)
         total = run.warmup + run.repeat
+        assert run.bench is not None
+        spec = result_file(run.bench)
         for index in range(run.bench_done + 1, total + 1):
             name = f"bench-{index}"
             jobs = self._status(run, "server", name)
             if not jobs["server"]["running"]:
                 self._server_died(run, jobs["server"], name)
             if not jobs[name]["exists"]:
+                # The result file as it is before the run: its own record is what it adds.
                 self._ask("start", {"run_dir": run.run_dir, "name": name, "command": run.bench,
-                                    "run_id": run.run_key})  # fmt: skip
+                                    "run_id": run.run_key,
+                                    "watch": spec.watch() if spec else None})  # fmt: skip
             job = self._wait_for_bench(run, name)
-            entry = self._bench_entry(run, index, job)
+            entry = self._bench_entry(run, index, job, spec)
             run = self.records.bench_run(self.run_id, entry, entry.get("metric_recorded"))
             if entry["failure"]:
                 return self._stop(
@@ -416,13 +421,19 @@ class RunDriver:
         )
         raise Finished
 
-    def _bench_entry(self, run: Run, index: int, job: dict[str, Any]) -> dict[str, Any]:
-        """One finished benchmark run: its figures (app/benchparse), whether it counts, and
-        the campaign's metric (output tok/s) when it does."""
+    def _bench_entry(
+        self, run: Run, index: int, job: dict[str, Any], spec: ResultFile | None
+    ) -> dict[str, Any]:
+        """One finished benchmark run: its figures (its result file's, else its printed
+        block's: app/runner/benchfiles), whether it counts, and the campaign's metric (its
+        own pattern's figure, else output tok/s) when it does."""
         output = job.get("output") or ""
         ended = job.get("exit") or {}
         exit_code = ended.get("exit_code")
-        result = parse_output(output)
+        snapshot = self.records.load(self.run_id)
+        pattern = snapshot.bench_pattern if snapshot else None
+        read = run_figures(output, spec, job.get("result_file"), pattern)
+        result = read.result
         warmup = index <= run.warmup
         failure = invalid = None
         figures: dict[str, float] = {}
@@ -434,7 +445,7 @@ class RunDriver:
         elif isinstance(result, ParseFailure):
             failure = result.reason
         else:
-            figures, metric = result.figures, result.output_tok_s
+            figures, metric = result.figures, read.metric
             if not result.valid:
                 invalid = "; ".join(result.problems) + ": not a figure"
             elif metric is None:
@@ -444,6 +455,11 @@ class RunDriver:
             "warmup": warmup,
             "exit_code": exit_code,
             "figures": figures,
+            # Where the figures were read: "jsonl", "json" (a result file), "block", "pattern".
+            "source": None if isinstance(result, ParseFailure) else result.source,
+            "result_file": read.result_file,
+            "result_file_note": read.file_note,
+            "metric_from": "pattern" if pattern else "output_tok_s",
             "failed_requests": None if isinstance(result, ParseFailure) else result.failed,
             "invalid": invalid,
             "failure": failure,

@@ -1,13 +1,16 @@
-"""A stand-in for `python -m sglang.bench_serving`: sends requests to --port and prints
-bench_serving's result block, figures measured from the requests it made."""
+"""A stand-in for `python -m sglang.bench_serving` and `vllm bench serve`: sends requests to
+--port and prints bench_serving's result block, figures measured from the requests it made;
+writes sglang's `--output-file` JSONL line and vLLM's `--save-result` JSON as they do."""
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 
 
 def main() -> None:
@@ -16,7 +19,20 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--num-prompts", type=int, default=8)
     parser.add_argument("--output-file", default="")
+    parser.add_argument("--save-result", action="store_true")
+    parser.add_argument("--append-result", action="store_true")
+    parser.add_argument("--result-dir", default=None)
+    parser.add_argument("--result-filename", default=None)
+    parser.add_argument("--backend", default="vllm")
+    parser.add_argument("--model", default="models/standin-8b")
     parser.add_argument("--pause", type=float, default=0.0, help="seconds between requests")
+    parser.add_argument(
+        "--printed-scale", type=float, default=1.0,
+        help="the printed block's throughputs times this: a test can tell which it read",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-result-file", action="store_true", help="print the block, write no file"
+    )
     args = parser.parse_args()
     url = f"http://{args.host}:{args.port}/generate"
     ttfts, done, failed, tokens = [], 0, 0, 0
@@ -41,6 +57,7 @@ def main() -> None:
         )
         sys.exit(1)
     mean_ttft = statistics.fmean(ttfts)
+    shown = args.printed_scale
     lines = [
         "============ Serving Benchmark Result ============",
         f"{'Backend:':<40} sglang",
@@ -48,9 +65,9 @@ def main() -> None:
         f"{'Failed requests:':<40} {failed}",
         f"{'Benchmark duration (s):':<40} {duration:.2f}",
         f"{'Total generated tokens:':<40} {tokens}",
-        f"{'Request throughput (req/s):':<40} {done / duration:.2f}",
-        f"{'Output token throughput (tok/s):':<40} {tokens / duration:.2f}",
-        f"{'Total token throughput (tok/s):':<40} {2 * tokens / duration:.2f}",
+        f"{'Request throughput (req/s):':<40} {shown * done / duration:.2f}",
+        f"{'Output token throughput (tok/s):':<40} {shown * tokens / duration:.2f}",
+        f"{'Total token throughput (tok/s):':<40} {shown * 2 * tokens / duration:.2f}",
         "---------------Time to First Token----------------",
         f"{'Mean TTFT (ms):':<40} {mean_ttft:.2f}",
         f"{'Median TTFT (ms):':<40} {statistics.median(ttfts):.2f}",
@@ -62,9 +79,42 @@ def main() -> None:
         "==================================================",
     ]
     print("\n".join(lines))
-    if args.output_file:
+    record = {
+        "backend": args.backend,
+        "completed": done,
+        "failed": failed,
+        "duration": duration,
+        "total_output_tokens": tokens,
+        "request_throughput": done / duration,
+        "output_throughput": tokens / duration,
+        "total_token_throughput": 2 * tokens / duration,
+        "mean_ttft_ms": mean_ttft,
+        "median_ttft_ms": statistics.median(ttfts),
+        "p99_ttft_ms": max(ttfts),
+        "mean_itl_ms": mean_ttft / 8,
+    }
+    if args.no_result_file:
+        return
+    if args.output_file:  # sglang: one line appended per run
         with open(args.output_file, "a") as f:
-            f.write(json.dumps({"completed": done, "output_throughput": tokens / duration}) + "\n")
+            f.write(json.dumps(record) + "\n")
+    if args.save_result or args.append_result:
+        write_vllm_result(args, record)
+
+
+def write_vllm_result(args: argparse.Namespace, record: dict) -> None:
+    """Where and how `vllm bench serve` saves it: {label}-{rate}qps-{model}-{date}.json in
+    --result-dir (else the working directory) unless --result-filename names it; one object,
+    or with --append-result one more after a newline."""
+    now = datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = args.result_filename or f"{args.backend}-infqps-{args.model.split('/')[-1]}-{now}.json"
+    if args.result_dir:
+        os.makedirs(args.result_dir, exist_ok=True)
+        name = os.path.join(args.result_dir, name)
+    with open(name, "a+" if args.append_result else "w") as f:
+        if args.append_result and f.tell() != 0:
+            f.write("\n")
+        json.dump({"date": now, **record}, f)
 
 
 if __name__ == "__main__":
