@@ -1,5 +1,6 @@
 """Request and response bodies of the JSON API (the contract of PRODUCT.md)."""
 
+import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -71,8 +72,6 @@ def check_ready_pattern(value: str | None) -> str | None:
 
 def check_bench_pattern(value: str | None) -> str | None:
     """A regex with a group around the figure (`value` by name, else the first group)."""
-    import re
-
     if value is None or not value.strip():
         return None
     if "\x00" in value:
