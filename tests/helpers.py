@@ -181,3 +181,9 @@ def seed_long_campaign(engine: Any, attempts: int) -> dict[str, Any]:
                     session.add(Measurement(attempt_id=attempt.id, value=value))
         made["campaign_id"] = campaign.id
     return made
+
+
+# How long a browser test waits for what a person would see (a page, a live update): on the
+# 2-core CI host Chromium, uvicorn, the tailer and PostgreSQL share the cores, and a live
+# update that takes 1 s alone can take over 10 s there. Passing tests never wait this long.
+UI_WAIT_MS = 30_000

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
+from tests.helpers import UI_WAIT_MS, attempt_of, make_attempt, make_campaign, wait_for
 
 pytestmark = pytest.mark.browser
 DATA = Path(__file__).parent / "data"
@@ -36,15 +36,15 @@ def test_the_whole_journey_with_the_forms_defaults(
     page.fill("#new-campaign input[name=baseline]", "abc")
     submit(page, "#new-campaign", "Create campaign")
     error = page.locator('.field-error[data-form="new-campaign"][data-field="baseline"]')
-    error.wait_for(timeout=10_000)
+    error.wait_for(timeout=UI_WAIT_MS)
     assert "valid number" in error.inner_text()
     assert page.input_value("#new-campaign input[name=name]") == "EAGLE-3 on 8x RTX PRO 6000"
     shot(page, "01-campaign-baseline-mistyped")
     page.fill("#new-campaign input[name=baseline]", "82")
     submit(page, "#new-campaign", "Create campaign")
-    page.wait_for_url("**/campaigns/*", timeout=10_000)
+    page.wait_for_url("**/campaigns/*", timeout=UI_WAIT_MS)
     campaign_id = int(page.url.rsplit("/", 1)[1].split("?")[0])
-    page.wait_for_selector("#live-status.on", timeout=10_000)
+    page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
     shot(page, "02-campaign-created")
 
     # 2. An attempt whose log crashes while the page is open.
@@ -54,28 +54,28 @@ def test_the_whole_journey_with_the_forms_defaults(
     page.fill("#new-attempt input[name=source]", f"file://{log}")
     submit(page, "#new-attempt", "Add attempt")
     card = page.locator(".card", has_text="Torch symmetric memory")
-    card.wait_for(timeout=10_000)
-    page.wait_for_selector("#live-status.on", timeout=10_000)
+    card.wait_for(timeout=UI_WAIT_MS)
+    page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
     log.write_bytes(CRASH)
-    card.locator(".chip.status-crashed").wait_for(timeout=10_000)
+    card.locator(".chip.status-crashed").wait_for(timeout=UI_WAIT_MS)
     assert "KeyError: 12" in card.inner_text()
     shot(page, "03-attempt-crashed-live")
 
     # 3. Eliminate it from its page with a reason, nothing else touched.
     card.locator("a.title").click()
-    page.wait_for_url("**/attempts/*", timeout=10_000)
+    page.wait_for_url("**/attempts/*", timeout=UI_WAIT_MS)
     attempt_id = int(page.url.rsplit("/", 1)[1].split("#")[0])
     assert page.input_value("select[name=status]") == "crashed"
     page.select_option("select[name=status]", "eliminated")
     page.fill("textarea[name=verdict]", "SM120 is missing from the symmetric-memory arch table")
     submit(page, "#status-form", "Save")
-    page.locator("#attempt-detail .chip.status-eliminated").first.wait_for(timeout=10_000)
+    page.locator("#attempt-detail .chip.status-eliminated").first.wait_for(timeout=UI_WAIT_MS)
     assert attempt_of(api, attempt_id)["status"] == "eliminated"
     shot(page, "04-eliminated")
 
     # 4. Retest it: the button pre-fills the new attempt.
     page.get_by_role("link", name="Retest…").click()
-    page.wait_for_url("**/campaigns/*retest=*", timeout=10_000)
+    page.wait_for_url("**/campaigns/*retest=*", timeout=UI_WAIT_MS)
     assert page.input_value("#new-attempt input[name=title]").startswith("Retest: ")
     assert page.input_value("#new-attempt input[name=source]") == f"file://{log}"
     assert page.input_value("#new-attempt select[name=retest_of]") == str(attempt_id)
@@ -85,10 +85,10 @@ def test_the_whole_journey_with_the_forms_defaults(
     shot(page, "05-retest-prefilled")
     submit(page, "#new-attempt", "Add attempt")
     retest_card = page.locator(".card", has_text="Retest: Torch symmetric memory")
-    retest_card.wait_for(timeout=10_000)
-    retest_card.locator(".chip.status-ready").wait_for(timeout=10_000)
+    retest_card.wait_for(timeout=UI_WAIT_MS)
+    retest_card.locator(".chip.status-ready").wait_for(timeout=UI_WAIT_MS)
     retest_card.locator("a.title").click()
-    page.wait_for_url("**/attempts/*", timeout=10_000)
+    page.wait_for_url("**/attempts/*", timeout=UI_WAIT_MS)
     retest_id = int(page.url.rsplit("/", 1)[1].split("#")[0])
     assert attempt_of(api, retest_id)["retest_of"] == attempt_id
 
@@ -96,7 +96,7 @@ def test_the_whole_journey_with_the_forms_defaults(
     page.fill("#measure-form input[name=value]", "fast")
     submit(page, "#measure-form", "Add run")
     error = page.locator('.field-error[data-form="measure"][data-field="value"]')
-    error.wait_for(timeout=10_000)
+    error.wait_for(timeout=UI_WAIT_MS)
     assert page.input_value("#measure-form input[name=value]") == "fast"
     shot(page, "06-measurement-mistyped")
     for value in ("90.5", "91.5"):
@@ -104,14 +104,14 @@ def test_the_whole_journey_with_the_forms_defaults(
         submit(page, "#measure-form", "Add run")
         page.locator("#measure-form input[name=value]").and_(
             page.locator(":not([aria-invalid])")
-        ).wait_for(timeout=10_000)
+        ).wait_for(timeout=UI_WAIT_MS)
     wait_for(lambda: (attempt_of(api, retest_id)["metric"] or {}).get("n") == 2, what="2 runs")
 
     # 6. Adopt it as the new baseline (the box is ticked by default).
     page.select_option("select[name=status]", "adopted")
     page.fill("textarea[name=verdict]", "CUDA 13 brings SM120 to the table")
     submit(page, "#status-form", "Save")
-    page.locator("#attempt-detail .chip.status-adopted").first.wait_for(timeout=10_000)
+    page.locator("#attempt-detail .chip.status-adopted").first.wait_for(timeout=UI_WAIT_MS)
     assert api.get(f"/api/campaigns/{campaign_id}").json()["baseline"] == 91.0
     shot(page, "07-adopted")
 
@@ -119,7 +119,7 @@ def test_the_whole_journey_with_the_forms_defaults(
     page.goto(page.url.split("/attempts/")[0] + f"/campaigns/{campaign_id}")
     submit(page, "#shares", "Create link")
     link = page.locator(".new-share a")
-    link.wait_for(timeout=10_000)
+    link.wait_for(timeout=UI_WAIT_MS)
     url = link.get_attribute("href")
     assert url
     shot(page, "08-share-created")
@@ -163,7 +163,7 @@ def test_a_change_between_the_render_and_the_stream_is_not_missed(
         else:
             page.goto(f"{server.url}/attempts/{attempt['id']}")
             chip = page.locator("#attempt-detail .chip.status-crashed").first
-        chip.wait_for(timeout=10_000)
+        chip.wait_for(timeout=UI_WAIT_MS)
         assert not pending, "the crash was committed before the stream started"
         if view == "attempt":
             wait_for(
@@ -186,14 +186,14 @@ def test_logs_complete_when_attached_show_their_crash_at_once(
         page.fill("#new-attempt input[name=source]", f"file://{log}")
         submit(page, "#new-attempt", "Add attempt")
         card = page.locator(".card", has_text=f"complete {n}")
-        card.locator(".chip.status-crashed").wait_for(timeout=5_000)
+        card.locator(".chip.status-crashed").wait_for(timeout=UI_WAIT_MS)
 
 
 def test_the_new_attempt_choices_gain_attempts_live(api: httpx.Client, open_page) -> None:  # type: ignore[no-untyped-def]
     campaign = make_campaign(api)
     first = make_attempt(api, campaign["id"], title="first")
     page = open_page(f"/campaigns/{campaign['id']}")
-    page.wait_for_selector("#live-status.on", timeout=10_000)
+    page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
     # A choice the reader made is kept when the list grows.
     page.select_option("#new-attempt select[name=blocked_by]", str(first["id"]))
     second = make_attempt(api, campaign["id"], title="second")
@@ -225,5 +225,5 @@ def test_a_share_page_misses_no_change_between_its_render_and_its_stream(
     page = open_page(f"/s/{token}", logged_in=False)
     page.context.route("**/events?*", change_first)
     page.reload()
-    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=10_000)
+    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=UI_WAIT_MS)
     assert changed == [True], "the change landed between the render and the stream"

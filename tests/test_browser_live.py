@@ -8,14 +8,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.helpers import make_attempt, make_campaign
+from tests.helpers import UI_WAIT_MS, make_attempt, make_campaign
 
 pytestmark = pytest.mark.browser
 DATA = Path(__file__).parent / "data"
 
 
 def mark(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_selector("#live-status.on", timeout=10_000)
+    page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
     page.evaluate("window.__marker = 'no reload'")
 
 
@@ -42,31 +42,31 @@ def test_campaign_page_follows_attempts_notes_and_crashes_live(
     # A crash appended to the log: the card turns crashed and shows the root cause.
     log.write_bytes((DATA / "seed_torch_symm_mem.log").read_bytes())
     card = page.locator(f"#attempt-{first['id']}")
-    card.locator(".chip.status-crashed").wait_for(timeout=10_000)
+    card.locator(".chip.status-crashed").wait_for(timeout=UI_WAIT_MS)
     assert "KeyError: 12" in card.inner_text()
     assert "unsupported_arch" in card.inner_text()
 
     # A note posted through the API appears.
     api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": "PCIe only: **no NVLink**"})
-    page.locator("#notes strong", has_text="no NVLink").wait_for(timeout=10_000)
+    page.locator("#notes strong", has_text="no NVLink").wait_for(timeout=UI_WAIT_MS)
 
     # A status change moves the card to the eliminated lane: a row of the dead ends' fold.
     api.patch(
         f"/api/attempts/{first['id']}", json={"status": "eliminated", "verdict": "arch table"}
     )
     dead_end = f"#eliminated-fold #attempt-{first['id']}.lane-eliminated"
-    page.locator(dead_end).wait_for(state="attached", timeout=10_000)
+    page.locator(dead_end).wait_for(state="attached", timeout=UI_WAIT_MS)
     page.click("#eliminated-fold > summary")
     assert "arch table" in page.locator(dead_end).inner_text()
 
     # A new attempt appears in the tested lane.
     make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
-    page.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=10_000)
+    page.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=UI_WAIT_MS)
 
     # The second page saw all of it too.
-    second.locator(dead_end).wait_for(state="attached", timeout=10_000)
-    second.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=10_000)
-    second.locator("#notes strong", has_text="no NVLink").wait_for(timeout=10_000)
+    second.locator(dead_end).wait_for(state="attached", timeout=UI_WAIT_MS)
+    second.locator(".card .title", has_text="CUDA 13 upgrade").wait_for(timeout=UI_WAIT_MS)
+    second.locator("#notes strong", has_text="no NVLink").wait_for(timeout=UI_WAIT_MS)
     assert still_marked(page) and still_marked(second)
     page.screenshot(path="test-artifacts/campaign-live.png", full_page=True)
 
@@ -77,14 +77,16 @@ def test_attempt_page_tail_grows_live(api: httpx.Client, open_page, tmp_path: Pa
     log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
     attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
     page = open_page(f"/attempts/{attempt['id']}")
-    page.locator(f"#log-{attempt['id']}", has_text="Load weight begin.").wait_for(timeout=10_000)
+    page.locator(f"#log-{attempt['id']}", has_text="Load weight begin.").wait_for(
+        timeout=UI_WAIT_MS
+    )
     mark(page)
     with log.open("ab") as out:
         out.write(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
     page.locator(f"#log-{attempt['id']}", has_text="fired up and ready to roll").wait_for(
         timeout=10_000
     )
-    page.locator(".chip.status-ready").first.wait_for(timeout=10_000)
+    page.locator(".chip.status-ready").first.wait_for(timeout=UI_WAIT_MS)
     api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": "ready in *33 s*"})
     page.locator(f"#notes-list-attempt-{attempt['id']} em", has_text="33 s").wait_for(
         timeout=10_000
@@ -104,15 +106,15 @@ def test_hostile_log_lines_and_notes_stay_text(
     log.write_bytes(hostile.encode() + b"\nRuntimeError: " + hostile.encode() + b"\n")
     attempt = make_attempt(api, campaign["id"], title=hostile[:150], source=f"file://{log}")
     page = open_page(f"/attempts/{attempt['id']}")
-    page.locator(f"#log-{attempt['id']}", has_text="<script>").wait_for(timeout=10_000)
+    page.locator(f"#log-{attempt['id']}", has_text="<script>").wait_for(timeout=UI_WAIT_MS)
     mark(page)
     api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": hostile})
-    page.locator(f"#notes-list-attempt-{attempt['id']} .note").wait_for(timeout=10_000)
+    page.locator(f"#notes-list-attempt-{attempt['id']} .note").wait_for(timeout=UI_WAIT_MS)
     with log.open("ab") as out:
         out.write(b"<img src=y onerror=\"alert('x5')\">\n")
-    page.locator(f"#log-{attempt['id']}", has_text="alert('x5')").wait_for(timeout=10_000)
+    page.locator(f"#log-{attempt['id']}", has_text="alert('x5')").wait_for(timeout=UI_WAIT_MS)
     campaign_page = open_page(f"/campaigns/{campaign['id']}")
-    campaign_page.wait_for_selector("#live-status.on", timeout=10_000)
+    campaign_page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
     for shown in (page, campaign_page):
         assert shown.locator("script:not([src])").count() == 0
         assert shown.locator("img").count() == 0
@@ -142,7 +144,7 @@ def test_a_failing_stream_shows_offline_then_recovers(
         page.context.unroute("**/events?*")
         page.wait_for_selector("#live-status.on", timeout=60_000)
         make_attempt(api, campaign["id"], title="after the outage")
-        page.locator(".card .title", has_text="after the outage").wait_for(timeout=10_000)
+        page.locator(".card .title", has_text="after the outage").wait_for(timeout=UI_WAIT_MS)
         assert still_marked(page)
     finally:
         replacement.stop()
@@ -160,7 +162,7 @@ def test_a_share_link_in_a_fresh_context_updates_live(api: httpx.Client, open_pa
     api.patch(
         f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "122 allreduces"}
     )
-    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=10_000)
+    page.locator(f"#attempt-{attempt['id']}.lane-eliminated").wait_for(timeout=UI_WAIT_MS)
     assert "-34.1 %" in page.inner_text(f"#attempt-{attempt['id']}")
     assert still_marked(page)
     page.screenshot(path="test-artifacts/share-live.png", full_page=True)
@@ -184,11 +186,13 @@ def test_offline_without_the_cdn_the_pages_stay_live(
 
     with log.open("ab") as out:
         out.write(b"<img src=x onerror=alert(1)> The server is fired up and ready to roll!\n")
-    detail.locator(f"#log-{attempt['id']}", has_text="ready to roll").wait_for(timeout=10_000)
+    detail.locator(f"#log-{attempt['id']}", has_text="ready to roll").wait_for(timeout=UI_WAIT_MS)
     assert detail.locator("img").count() == 0 and detail.dialogs == []
 
     make_attempt(api, campaign["id"], title="EAGLE-3 speculative decoding")
-    page.locator(".card .title", has_text="EAGLE-3 speculative decoding").wait_for(timeout=10_000)
+    page.locator(".card .title", has_text="EAGLE-3 speculative decoding").wait_for(
+        timeout=UI_WAIT_MS
+    )
     api.patch(
         f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "dead end"}
     )
@@ -196,7 +200,7 @@ def test_offline_without_the_cdn_the_pages_stay_live(
         state="attached", timeout=10_000
     )
     api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": "<b>x</b> **PCIe only**"})
-    page.locator("#notes strong", has_text="PCIe only").wait_for(timeout=10_000)
+    page.locator("#notes strong", has_text="PCIe only").wait_for(timeout=UI_WAIT_MS)
     assert page.locator("#notes b").count() == 0  # sanitized on the server, swapped as is
 
     assert still_marked(page) and still_marked(detail)

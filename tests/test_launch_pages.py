@@ -12,7 +12,7 @@ import pytest
 
 from app.config import Settings
 from tests.conftest import OWNER_TOKEN, running
-from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign, wait_for
+from tests.helpers import UI_WAIT_MS, attempt_of, csrf_of, make_attempt, make_campaign, wait_for
 from tests.runner_helpers import free_port, port_listening, server_command, session_processes
 from tests.sshd import Sshd
 from tests.test_pages import HX, has_root
@@ -115,7 +115,7 @@ def test_the_launch_form_previews_the_exact_command_in_chromium(
     assert page.locator('#launch button[value="launch"]').count() == 0  # a preview first
     page.click('#launch button[value="preview"]')
     preview = page.locator("#launch-preview")
-    preview.wait_for(timeout=10_000)
+    preview.wait_for(timeout=UI_WAIT_MS)
     assert preview.locator("pre").first.inner_text() == command
     assert "3 changes: +NCCL_ALGO=Tree, +enable_torch_symm_mem, +port=30001" in preview.inner_text()
     # What was typed is kept, and Launch is offered now; nothing was launched by looking.
