@@ -32,5 +32,9 @@ class Settings(BaseSettings):
     # Where launched runs keep their files on each host (~ is the host's home): one folder
     # per run with its log, its process record and its exit status.
     runs_root: str = "~/.campaign-dash/runs"
+    # How long a stop waits for the GPU memory to be back to what it was before the launch:
+    # a process's is freed as it ends (0.2 s after a SIGKILL, on an H200), so what is still
+    # held after this is held by something else, and the stop is not proven.
+    gpu_release_seconds: float = 30.0
     # Host keys the owner trusted from the dashboard are written here, never elsewhere.
     trusted_hosts_file: Path = Path("campaign-dash.known_hosts")

@@ -1,8 +1,12 @@
 """Shared by the runner's tests: stand-in commands, host links, process checks."""
 
+import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.sshd import free_port
 
@@ -15,6 +19,45 @@ def server_command(port: int, *extra: str) -> str:
 
 def bench_command(port: int, *extra: str) -> str:
     return f"{sys.executable} {STANDIN / 'bench.py'} --port {port} " + " ".join(extra)
+
+
+class StandInGPUs:
+    """The stand-in nvidia-smi's state (tests/standin/nvidia_smi.py): GPUs, and the processes
+    that hold their memory while they live. `install` puts it on a PATH as `nvidia-smi`."""
+
+    def __init__(self, directory: Path, *gpus: dict[str, Any]) -> None:
+        self.directory = directory
+        (directory / "apps").mkdir(parents=True, exist_ok=True)
+        self.gpus = list(gpus) or [{"index": 0, "memory_total": 143771, "memory_used": 0}]
+        for gpu in self.gpus:
+            gpu.setdefault("uuid", f"GPU-{gpu['index']:08x}-39c3-6e6a-ceb6-3d4d06d7e93f")
+        self.write()
+
+    def write(self, fail: dict[str, Any] | None = None) -> None:
+        body = json.dumps({"gpus": self.gpus, "fail": fail})
+        (self.directory / "gpus.json.tmp").write_text(body)
+        os.replace(self.directory / "gpus.json.tmp", self.directory / "gpus.json")
+
+    def install(self, bin_dir: Path) -> Path:
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        program = bin_dir / "nvidia-smi"
+        argv = [sys.executable, str(STANDIN / "nvidia_smi.py"), "--state", str(self.directory)]
+        program.write_text(f'#!/bin/sh\nexec {shlex.join(argv)} "$@"\n')
+        program.chmod(0o755)
+        return program
+
+    def hold(
+        self, pid: int, mib: int | str, *, gpu: int = 0, visible: bool = True, name: str = ""
+    ) -> None:
+        """Process `pid` holds `mib` of the GPU's memory until it ends; `visible` False: it
+        is in another PID namespace (nvidia-smi in a container does not list it)."""
+        app = {"pid": pid, "gpu": gpu, "used_memory": mib, "visible": visible,
+               "process_name": name}  # fmt: skip
+        (self.directory / "apps" / f"{pid}.json").write_text(json.dumps(app))
+
+    def gpu_state_args(self, mib: int) -> tuple[str, ...]:
+        """The stand-in server's options to hold `mib` on GPU 0 while it runs."""
+        return ("--gpu-state", str(self.directory), "--gpu-mib", str(mib))
 
 
 def session_processes(sid: int) -> list[str]:
@@ -30,4 +73,11 @@ def port_listening(port: int) -> bool:
     return bool(out.stdout.strip())
 
 
-__all__ = ["bench_command", "free_port", "port_listening", "server_command", "session_processes"]
+__all__ = [
+    "StandInGPUs",
+    "bench_command",
+    "free_port",
+    "port_listening",
+    "server_command",
+    "session_processes",
+]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+# What sshd gives a session without SetEnv; the fixture puts its own bin folder first.
+SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def free_port() -> int:
@@ -57,6 +59,12 @@ class Sshd:
     def trusted_hosts(self) -> Path:
         return self.directory / "trusted_hosts"
 
+    @property
+    def bin(self) -> Path:
+        """First on the PATH of the sessions' commands: a test's stand-in programs
+        (its nvidia-smi) go here. Empty at first, like a host without them."""
+        return self.directory / "bin"
+
     def trust(self) -> None:
         key = (self.directory / "host_key.pub").read_text().split()
         self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {key[0]} {key[1]}\n")
@@ -87,6 +95,7 @@ def start_sshd(directory: Path, *, max_sessions: int = 10) -> Sshd:
     keygen(directory / "client_key")
     shutil.copy(directory / "client_key.pub", directory / "authorized_keys")
     Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory
+    (directory / "bin").mkdir(exist_ok=True)
     port = free_port()
     (directory / "sshd_config").write_text(
         f"Port {port}\n"
@@ -98,6 +107,7 @@ def start_sshd(directory: Path, *, max_sessions: int = 10) -> Sshd:
         "UsePAM no\nStrictModes no\nPermitRootLogin yes\nLogLevel ERROR\n"
         f"MaxSessions {max_sessions}\nMaxStartups 100:30:200\n"
         "ClientAliveInterval 0\n"
+        f'SetEnv "PATH={directory / "bin"}:{SESSION_PATH}"\n'
     )
     process = subprocess.Popen(
         [SSHD, "-D", "-e", "-f", str(directory / "sshd_config")],

@@ -2,6 +2,10 @@
 `measured` with N measurements; each way a server fails ends with its own outcome, no
 process of its session left and its port free; two launches on one host never overlap."""
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +17,7 @@ from app.config import Settings
 from tests.conftest import running
 from tests.helpers import attempt_of, make_campaign, wait_for
 from tests.runner_helpers import (
+    StandInGPUs,
     bench_command,
     free_port,
     port_listening,
@@ -24,7 +29,19 @@ from tests.sshd import Sshd
 
 @pytest.fixture
 def runner_settings(ssh_settings: Settings, tmp_path: Path) -> Settings:
-    return ssh_settings.model_copy(update={"runs_root": str(tmp_path / "runs")})
+    # GPU memory not back within 1 s is not coming back in these tests: a stand-in's is
+    # freed as its process ends.
+    return ssh_settings.model_copy(
+        update={"runs_root": str(tmp_path / "runs"), "gpu_release_seconds": 1.0}
+    )
+
+
+@pytest.fixture
+def gpus(sshd: Sshd, tmp_path: Path) -> StandInGPUs:
+    """One stand-in H200 on the host: its nvidia-smi on the PATH of the sshd's sessions."""
+    gpus = StandInGPUs(tmp_path / "gpus")
+    gpus.install(sshd.bin)
+    return gpus
 
 
 @pytest.fixture
@@ -239,3 +256,84 @@ def test_bad_launches_are_refused_with_a_clear_error(dash: httpx.Client) -> None
         f"{dash.base_url}{url}", json={"title": "t", "launch": {"host": "local", "command": "x"}}
     )
     assert stranger.status_code == 401
+
+
+def test_a_launch_is_refused_while_a_compute_process_holds_the_gpu(
+    dash: httpx.Client, sshd: Sshd, gpus: StandInGPUs
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        gpus.hold(holder.pid, 10758)
+        attempt = launch(dash, campaign["id"], sshd.alias, server_command(port))
+        final = ended(dash, attempt["id"])
+    finally:
+        holder.kill()
+        holder.wait()
+    run = final["run"]
+    assert (run["state"], run["outcome"]) == ("failed", "refused")
+    assert run["reason"] == (
+        f"refused: GPUs busy: pid {holder.pid} sleep holds 10758 MiB on GPU 0; "
+        "GPU 0 has 10758 of 143771 MiB in use"
+    )
+    assert run["pid"] is None and final["status"] == "proposed"
+    assert not port_listening(port)
+
+
+def test_a_stop_proves_the_gpu_memory_is_back(
+    dash: httpx.Client, sshd: Sshd, gpus: StandInGPUs
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    command = server_command(port, *gpus.gpu_state_args(40000))
+    attempt = launch(dash, campaign["id"], sshd.alias, command, keep=True)
+    run = ended(dash, attempt["id"])["run"]
+    assert (run["state"], run["outcome"]) == ("done", "ready")
+    assert run["gpu_note"] is None  # checked: the host has nvidia-smi
+    holding = subprocess.run(
+        [sshd.bin / "nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert holding.stdout == "40000\n"  # the kept server holds its memory
+    assert dash.post(f"/api/attempts/{attempt['id']}/stop").status_code == 200
+    final = wait_for(
+        lambda: (r := attempt_of(dash, attempt["id"])["run"])["stop_report"] and r,
+        what="the kept server stopped",
+    )
+    report = final["stop_report"]
+    assert report["stopped"] is True and report["gpu_memory_back"] is True
+    assert report["gpu_left"] == [] and report["gpu"]["devices"][0]["used_mib"] == 0
+    assert final["state"] == "done" and "NOT proven" not in (final["reason"] or "")
+    assert_clean(final, port)
+
+
+def test_a_stop_whose_gpu_memory_is_not_back_is_not_proven(
+    dash: httpx.Client, sshd: Sshd, gpus: StandInGPUs, tmp_path: Path
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    orphan_file = tmp_path / "orphan.pid"
+    command = server_command(port, *gpus.gpu_state_args(40000), "--gpu-orphan", str(orphan_file))
+    attempt = launch(dash, campaign["id"], sshd.alias, command)
+    try:
+        final = ended(dash, attempt["id"])
+        orphan = int(orphan_file.read_text())
+        run = final["run"]
+        assert (run["state"], run["outcome"]) == ("failed", "ready")
+        assert run["reason"] == (
+            "stopped by SIGTERM; NOT proven stopped: GPU memory not back to what it was "
+            f"before the launch: pid {orphan} {sys.executable} holds 40000 MiB on GPU 0; "
+            "GPU 0 has 40000 MiB in use, 0 before the launch"
+        )
+        assert run["stop_report"]["stopped"] is True  # its session is empty: not enough
+        assert run["stop_report"]["gpu_memory_back"] is False
+        assert_clean(run, port)
+        # What it left would poison the next launch's figures: refused.
+        again = launch(dash, campaign["id"], sshd.alias, server_command(free_port()))
+        refused = ended(dash, again["id"])["run"]
+        assert refused["outcome"] == "refused"
+        assert f"pid {orphan} {sys.executable} holds 40000 MiB on GPU 0" in refused["reason"]
+    finally:
+        if orphan_file.exists():
+            os.kill(int(orphan_file.read_text()), signal.SIGKILL)

@@ -2,7 +2,10 @@
 of its own, its exit status written when it ends, preflight refusals, stop that proves it."""
 
 import os
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ from app.runner.hosts import HostAnswerError, HostLink, HostPrograms, check_host
 from app.tailing.factory import LogSources
 from tests.helpers import wait_for
 from tests.runner_helpers import (
+    StandInGPUs,
     bench_command,
     free_port,
     port_listening,
@@ -42,6 +46,31 @@ def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HostLink]:
 @pytest.fixture
 def runs(tmp_path: Path) -> Path:
     return tmp_path / "runs"
+
+
+@pytest.fixture
+def gpus(
+    host: HostLink, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> StandInGPUs:
+    """The stand-in nvidia-smi, first on the PATH the host's program sees: the sshd
+    sessions', or this process's for `local` (its program is started at the first call)."""
+    gpus = StandInGPUs(tmp_path / "gpus")
+    if host.is_local:
+        gpus.install(tmp_path / "bin")
+        monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    else:
+        sshd: Sshd = request.getfixturevalue("sshd")
+        gpus.install(sshd.bin)
+    return gpus
+
+
+@pytest.fixture
+def holder() -> Iterator[subprocess.Popen[bytes]]:
+    """A process of this test's to hold stand-in GPU memory while it lives."""
+    process = subprocess.Popen(["sleep", "60"])
+    yield process
+    process.kill()
+    process.wait()
 
 
 def start(host: HostLink, run_dir: Path, command: str, name: str = "server") -> dict[str, Any]:
@@ -230,3 +259,130 @@ def test_the_runs_of_a_host_share_its_program(runs: Path) -> None:
             assert local.call("stop", {"run_dir": str(run_dir), "grace_s": 5})["stopped"]
             assert session_processes(job["sid"]) == []
         local.close()
+
+
+H200 = {"index": "0", "uuid": "GPU-00000000-39c3-6e6a-ceb6-3d4d06d7e93f", "used_mib": 0,
+        "total_mib": 143771, "mig": False}  # fmt: skip
+
+
+def test_preflight_refuses_gpus_a_compute_process_holds(
+    host: HostLink, runs: Path, gpus: StandInGPUs, holder: subprocess.Popen[bytes]
+) -> None:
+    port = free_port()
+    clear = host.call("preflight", {"port": port, "runs_root": str(runs)})
+    assert clear["ok"] is True and clear["problems"] == []
+    assert clear["gpu"] == {"present": True, "devices": [H200], "processes": []}
+    gpus.hold(holder.pid, 10758)
+    busy = host.call("preflight", {"port": port, "runs_root": str(runs)})
+    assert busy["ok"] is False
+    assert busy["problems"] == [
+        f"GPUs busy: pid {holder.pid} sleep holds 10758 MiB on GPU 0; "
+        "GPU 0 has 10758 of 143771 MiB in use"
+    ]
+    assert busy["gpu"]["processes"] == [
+        {"pid": holder.pid, "name": "sleep", "used_mib": 10758, "gpu": "0"}
+    ]
+    holder.kill()
+    holder.wait()  # the driver frees a process's memory as it ends
+    assert host.call("preflight", {"port": port, "runs_root": str(runs)})["ok"] is True
+
+
+def test_preflight_counts_gpu_memory_held_by_a_process_nvidia_smi_cannot_list(
+    host: HostLink, runs: Path, gpus: StandInGPUs, holder: subprocess.Popen[bytes]
+) -> None:
+    # nvidia-smi in a container lists no process of another PID namespace (seen on an H200:
+    # `unshare --pid` and the 10 GiB holder vanished from --query-compute-apps).
+    gpus.hold(holder.pid, 20000, visible=False)
+    busy = host.call("preflight", {"runs_root": str(runs)})
+    assert busy["gpu"]["processes"] == []
+    assert busy["problems"] == [
+        "GPUs busy: GPU 0 has 20000 of 143771 MiB in use by no process nvidia-smi lists here"
+    ]
+
+
+def test_preflight_reads_what_nvidia_smi_says_instead_of_a_figure(
+    host: HostLink, runs: Path, tmp_path: Path, gpus: StandInGPUs,
+    holder: subprocess.Popen[bytes],
+) -> None:  # fmt: skip
+    # A GB10's unified memory: "[N/A]" for memory in use; a MIG GPU in a container:
+    # "[Insufficient Permissions]"; a process's memory under WDDM: "[N/A]".
+    gpus.gpus = [
+        {"index": 0, "memory_total": 128000, "memory_figure": "[N/A]"},
+        {"index": 1, "memory_total": 81920, "memory_figure": "[Insufficient Permissions]",
+         "mig": "Enabled"},
+        {"index": 2, "memory_total": 81920, "memory_used": 2048, "mig": "Enabled"},
+    ]  # fmt: skip
+    StandInGPUs.__init__(gpus, gpus.directory, *gpus.gpus)
+    idle = host.call("preflight", {"runs_root": str(runs)})
+    assert [d["used_mib"] for d in idle["gpu"]["devices"]] == [None, None, 2048]
+    assert [d["mig"] for d in idle["gpu"]["devices"]] == [False, True, True]
+    assert idle["gpu"]["note"] == (
+        "GPU 0 says [N/A] for its memory in use: checked by its compute processes only; "
+        "GPU 1 says [Insufficient Permissions] for its memory in use: checked by its compute "
+        "processes only"
+    )
+    assert idle["problems"] == [
+        "GPUs busy: GPU 2 has 2048 of 81920 MiB in use by no process nvidia-smi lists here "
+        "(MIG: all its instances)"
+    ]
+    # A process name is free text, commas and all.
+    gpus.hold(holder.pid, "[N/A]", name="/opt/env,v2/bin/python3")
+    busy = host.call("preflight", {"runs_root": str(runs)})
+    assert busy["problems"][0].startswith(
+        f"GPUs busy: pid {holder.pid} /opt/env,v2/bin/python3 holds memory on GPU 0; "
+    )
+
+
+def test_preflight_refuses_when_nvidia_smi_fails(
+    host: HostLink, runs: Path, gpus: StandInGPUs
+) -> None:
+    message = (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+        "Make sure that the latest NVIDIA driver is installed and running."
+    )
+    gpus.write(fail={"status": 9, "message": message})
+    refused = host.call("preflight", {"runs_root": str(runs)})
+    assert refused["ok"] is False
+    assert refused["problems"] == [f"GPUs not checked: nvidia-smi failed: exit status 9: {message}"]
+
+
+def test_stop_proves_gpu_memory_back_to_what_it_was_before_the_launch(
+    host: HostLink, runs: Path, gpus: StandInGPUs
+) -> None:
+    port = free_port()
+    before = host.call("preflight", {"port": port, "runs_root": str(runs)})["gpu"]
+    job = start(host, runs / "g1", server_command(port, *gpus.gpu_state_args(40000)))
+    wait_for(lambda: healthy(host, port), what="/health")
+    during = host.call("preflight", {"runs_root": str(runs), "skip_run": "g1"})["gpu"]
+    [server] = during["processes"]  # the server, a process of the job's session
+    assert str(server.pop("pid")) in session_processes(job["sid"])
+    assert server == {"name": sys.executable, "used_mib": 40000, "gpu": "0"}
+    report = host.call("stop", {"run_dir": str(runs / "g1"), "port": port, "grace_s": 5,
+                                "gpu_before": before})  # fmt: skip
+    assert report["stopped"] is True and report["port_free"] is True
+    assert report["gpu_memory_back"] is True and report["gpu_left"] == []
+    assert report["gpu"]["devices"] == [H200] and report["gpu"]["processes"] == []
+
+
+def test_a_stop_whose_gpu_memory_is_not_back_says_what_holds_it(
+    host: HostLink, runs: Path, gpus: StandInGPUs, tmp_path: Path
+) -> None:
+    port = free_port()
+    before = host.call("preflight", {"port": port, "runs_root": str(runs)})["gpu"]
+    orphan_file = tmp_path / "orphan.pid"
+    command = server_command(port, *gpus.gpu_state_args(40000), "--gpu-orphan", str(orphan_file))
+    job = start(host, runs / "g2", command)
+    wait_for(lambda: healthy(host, port), what="/health")
+    orphan = int(orphan_file.read_text())
+    try:
+        report = host.call("stop", {"run_dir": str(runs / "g2"), "port": port, "grace_s": 5,
+                                    "gpu_before": before, "gpu_wait_s": 0.5})  # fmt: skip
+        # The session is empty, the port free: the helper that left the session is not.
+        assert report["stopped"] is True and session_processes(job["sid"]) == []
+        assert report["gpu_memory_back"] is False
+        assert report["gpu_left"] == [
+            f"pid {orphan} {sys.executable} holds 40000 MiB on GPU 0",
+            "GPU 0 has 40000 MiB in use, 0 before the launch",
+        ]
+    finally:
+        os.kill(orphan, signal.SIGKILL)

@@ -48,8 +48,10 @@ class RunDriver:
         shutdown: threading.Event,
         on_exit: Any = None,
         runs_root: str = hostprog.RUNS_ROOT,
+        gpu_release_s: float = hostprog.GPU_WAIT_S,
     ) -> None:
         self.runs_root = runs_root
+        self.gpu_release_s = gpu_release_s
         self.run_id = run_id
         self.records = records
         self.host = host
@@ -481,20 +483,26 @@ class RunDriver:
         report = self._ask(
             "stop",
             {"run_dir": run.run_dir, "name": "server", "port": run.port, "grace_s": run.grace_s,
-             "gpu_before": (run.preflight or {}).get("gpu")},
-            timeout_s=run.grace_s + 90,
+             "gpu_before": (run.preflight or {}).get("gpu"), "gpu_wait_s": self.gpu_release_s},
+            timeout_s=run.grace_s + self.gpu_release_s + 60,
         )  # fmt: skip
         said = [reason] if reason else []
+        # Proof, or the run failed: the next launch on this host would be measured against
+        # what was left (its port, its GPU memory).
+        unproven = []
         if not report.get("stopped"):
-            state = RunState.failed
             left = ", ".join(f"{p['pid']} ({p['comm']})" for p in report.get("left", []))
-            said.append(f"NOT stopped: processes left: {left}")
+            unproven.append(f"processes left: {left}")
         elif report.get("signal"):
             said.append(f"stopped by {report['signal']}")
         if report.get("port_free") is False:
-            said.append(f"port {run.port} still in use")
+            unproven.append(f"port {run.port} still in use")
         if report.get("gpu_memory_back") is False:
-            said.append("GPU memory not back to what it was before the launch")
+            holders = "; ".join(report.get("gpu_left") or [])
+            unproven.append(f"GPU memory not back to what it was before the launch: {holders}")
+        if unproven:
+            state = RunState.failed
+            said.append("NOT proven stopped: " + "; ".join(unproven))
         ended = report.get("exit") or {}
         if "exit_code" not in fields and ended.get("exit_code") is not None:
             fields["exit_code"] = ended["exit_code"]

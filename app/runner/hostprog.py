@@ -521,40 +521,115 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
+GPU_QUERY = "--query-gpu=index,uuid,memory.used,memory.total,mig.mode.current"
+APP_QUERY = "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"
+
+
+def _smi_rows(smi: str, query: str, width: int) -> List[List[str]]:
+    """One CSV query's rows, each cut into `width` cells: the process name, the one free-text
+    cell, keeps any comma of its own (it is second: the cells after it are split off)."""
+    done = subprocess.run(
+        [smi, query, "--format=csv,noheader,nounits"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        timeout=20,
+    )
+    if done.returncode != 0:
+        said = done.stdout.strip().splitlines()
+        raise OSError("exit status %d%s" % (done.returncode, ": " + said[-1] if said else ""))
+    rows = []
+    for line in done.stdout.splitlines():
+        first, _, rest = line.partition(",")
+        cells = [first, *rest.rsplit(",", width - 2)] if rest else [first]
+        if len(cells) == width:  # a warning line ("WARNING: infoROM is corrupted") is not
+            rows.append([cell.strip() for cell in cells])
+    return rows
+
+
+def _mib(cell: str) -> Optional[int]:
+    """A figure in MiB, or None for what nvidia-smi says instead: "[N/A]" (a GB10's unified
+    memory, a process's under WDDM), "[Not Supported]", "[Insufficient Permissions]" (a MIG
+    GPU seen from a container)."""
+    figure = cell[:-3].strip() if cell.endswith("MiB") else cell
+    return int(figure) if figure.isdigit() else None
+
+
 def gpus() -> Answer:
-    """GPU memory in use and compute processes, by nvidia-smi; `present` False without it."""
+    """GPU memory in use and compute processes, by nvidia-smi; `present` False without it,
+    `error` when it fails (a driver it cannot reach, a field it does not know)."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return {"present": False, "note": "nvidia-smi not found on the host: GPUs not checked"}
     try:
-        memory = subprocess.check_output(
-            [smi, "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits"],
-            universal_newlines=True,
-            timeout=20,
-        )
-        apps = subprocess.check_output(
-            [
-                smi,
-                "--query-compute-apps=pid,process_name,used_memory",
-                "--format=csv,noheader,nounits",
-            ],
-            universal_newlines=True,
-            timeout=20,
-        )
+        device_rows = _smi_rows(smi, GPU_QUERY, 5)
+        app_rows = _smi_rows(smi, APP_QUERY, 4)
     except (OSError, subprocess.SubprocessError) as error:
         return {"present": True, "error": "nvidia-smi failed: %s" % error}
-    devices = []
-    for line in memory.strip().splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3 and parts[1].isdigit():
-            total = int(parts[2]) if parts[2].isdigit() else None
-            devices.append({"index": parts[0], "used_mib": int(parts[1]), "total_mib": total})
+    devices, notes = [], []
+    for index, uuid, used, total, mig in device_rows:
+        device = {"index": index, "uuid": uuid, "used_mib": _mib(used), "total_mib": _mib(total),
+                  "mig": mig == "Enabled"}  # fmt: skip
+        if device["used_mib"] is None:
+            notes.append("GPU %s says %s for its memory in use: checked by its compute "
+                         "processes only" % (index, used))  # fmt: skip
+        devices.append(device)
+    if not devices:
+        return {"present": True, "error": "nvidia-smi listed no GPU"}
+    by_uuid = {d["uuid"]: d["index"] for d in devices}
     processes = []
-    for line in apps.strip().splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 3 and parts[0].isdigit():
-            processes.append({"pid": int(parts[0]), "name": parts[1], "used_mib": parts[2]})
-    return {"present": True, "devices": devices, "processes": processes}
+    for pid, name, used, uuid in app_rows:
+        processes.append({"pid": int(pid) if pid.isdigit() else None, "name": name,
+                          "used_mib": _mib(used), "gpu": by_uuid.get(uuid, uuid)})  # fmt: skip
+    answer = {"present": True, "devices": devices, "processes": processes}
+    if notes:
+        answer["note"] = "; ".join(notes)
+    return answer
+
+
+def _holder(process: Answer) -> str:
+    held = "%d MiB" % process["used_mib"] if process["used_mib"] is not None else "memory"
+    who = "pid %d" % process["pid"] if process["pid"] is not None else "a process"
+    return "%s %s holds %s on GPU %s" % (who, process["name"], held, process["gpu"])
+
+
+# An idle GPU shows a few MiB in use (one driving a display, some hundreds); a server's
+# weights and KV cache are gigabytes.
+BUSY_MIB = 1024
+
+
+def gpus_busy(gpu: Answer) -> List[str]:
+    """What holds the GPUs, each said with its pid and memory. Memory in use with no process
+    listed counts too: nvidia-smi in a container does not list another PID namespace's."""
+    said = [_holder(p) for p in gpu["processes"]]
+    for device in gpu["devices"]:
+        used = device["used_mib"]
+        if used is not None and used > BUSY_MIB:
+            listed = any(p["gpu"] == device["index"] for p in gpu["processes"])
+            said.append(
+                "GPU %s has %d of %s MiB in use%s%s"
+                % (device["index"], used, device["total_mib"],
+                   "" if listed else " by no process nvidia-smi lists here",
+                   " (MIG: all its instances)" if device["mig"] else "")
+            )  # fmt: skip
+    return said
+
+
+def gpu_left(before: Answer, now: Answer) -> List[str]:
+    """What holds GPU memory that was free before the launch: compute processes that were
+    not there, GPUs using more than they did (GPU_SLACK_MIB spared). Empty: it is back."""
+    if now.get("error"):
+        return ["cannot tell: %s" % now["error"]]
+    known = {p["pid"] for p in before.get("processes", []) if p["pid"] is not None}
+    left = [_holder(p) for p in now.get("processes", []) if p["pid"] not in known]
+    used_before = {d.get("uuid", d["index"]): d["used_mib"] for d in before.get("devices", [])}
+    for device in now.get("devices", []):
+        was = used_before.get(device["uuid"], used_before.get(device["index"]))
+        used = device["used_mib"]
+        if used is not None and was is not None and used > was + GPU_SLACK_MIB:
+            left.append("GPU %s has %d MiB in use, %d before the launch"
+                        % (device["index"], used, was))  # fmt: skip
+    return left
 
 
 def live_runs(root: str, skip: Optional[str]) -> List[Answer]:
@@ -597,14 +672,14 @@ def preflight(args: Answer) -> Answer:
         )
         problems.append("port %d is already in use%s" % (port, " by " + who if who else ""))
     gpu = gpus()
-    if gpu.get("processes"):
-        problems.append(
-            "GPUs busy: "
-            + ", ".join(
-                "pid %d %s (%s MiB)" % (p["pid"], p["name"], p["used_mib"])
-                for p in gpu["processes"]
-            )
-        )
+    if gpu.get("error"):
+        # Neither free nor busy as far as anyone can tell, and a stop could not prove its
+        # memory back: a driver nvidia-smi cannot reach would fail the server anyway.
+        problems.append("GPUs not checked: %s" % gpu["error"])
+    elif gpu.get("present"):
+        busy = gpus_busy(gpu)
+        if busy:
+            problems.append("GPUs busy: " + "; ".join(busy))
     runs = live_runs(args.get("runs_root") or RUNS_ROOT, args.get("skip_run"))
     for run in runs:
         problems.append(
@@ -690,25 +765,32 @@ def stop(args: Answer) -> Answer:
     port = args.get("port")
     if port:
         report["port_free"] = _wait(lambda: not listeners(int(port)), PORT_WAIT_S)
-    before = args.get("gpu_before") or {}
-    gpu = gpus()
-    if gpu.get("present") and before.get("devices"):
-        used_before = {d["index"]: d["used_mib"] for d in before["devices"]}
-
-        def back() -> bool:
-            now = gpus()
-            gpu.update(now)
-            return all(
-                d["used_mib"] <= used_before.get(d["index"], 0) + GPU_SLACK_MIB
-                for d in now.get("devices", [])
-            )
-
-        report["gpu_memory_back"] = _wait(back, GPU_WAIT_S)
-    report["gpu"] = gpu
+    report.update(
+        _gpu_proof(args.get("gpu_before") or {}, float(args.get("gpu_wait_s", GPU_WAIT_S)))
+    )
     report["shm_removed"], report["shm_left"] = _free_shm(job)
     _wait(lambda: _read_json(os.path.join(run_dir, name + ".exit")) is not None, 2.0)
     report["exit"] = _read_json(os.path.join(run_dir, name + ".exit"))
     return report
+
+
+def _gpu_proof(before: Answer, wait_s: float) -> Answer:
+    """Whether GPU memory is back to what it was before the launch (`before`, preflight's
+    look), looking again until `wait_s`: the driver frees a process's memory as it ends
+    (within 0.2 s of a SIGKILL, on an H200), so what stays longer is held by something else."""
+    gpu = gpus()
+    if not gpu.get("present") or not before.get("devices"):
+        return {"gpu": gpu}
+    holders = gpu_left(before, gpu)
+
+    def back() -> bool:
+        nonlocal gpu, holders
+        gpu = gpus()
+        holders = gpu_left(before, gpu)
+        return not holders
+
+    proven = not holders or _wait(back, wait_s)
+    return {"gpu": gpu, "gpu_memory_back": proven, "gpu_left": holders}
 
 
 def _shm_names() -> List[str]:

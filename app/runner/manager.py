@@ -72,6 +72,7 @@ class RunManager:
                 self._shutdown,
                 on_exit=self._ended,
                 runs_root=self.settings.runs_root,
+                gpu_release_s=self.settings.gpu_release_seconds,
             )
             self._drivers[run_id] = driver
         driver.start()

@@ -18,6 +18,21 @@ def say(line: str) -> None:
     sys.stdout.flush()
 
 
+def hold_gpu_memory(state: str, mib: int, orphan_pid_file: str) -> None:
+    holder = os.getpid()
+    if orphan_pid_file:
+        orphan = subprocess.Popen(
+            [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"],
+            start_new_session=True,
+        )
+        with open(orphan_pid_file, "w") as f:
+            f.write(str(orphan.pid))
+        holder = orphan.pid
+    app = {"pid": holder, "gpu": 0, "used_memory": mib}
+    with open(os.path.join(state, "apps", f"{holder}.json"), "w") as f:
+        json.dump(app, f)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=30000)
@@ -34,6 +49,13 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=1)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--ready-file", default="")
+    # The stand-in nvidia-smi's state (tests/standin/nvidia_smi.py): the server holds
+    # --gpu-mib of GPU 0 from loading its weights until it ends.
+    parser.add_argument("--gpu-state", default="")
+    parser.add_argument("--gpu-mib", type=int, default=0)
+    # A helper that leaves the server's session (setsid) and holds the GPU memory instead,
+    # outliving a stop of the session: its pid goes to this file.
+    parser.add_argument("--gpu-orphan", default="")
     args = parser.parse_args()
 
     say(
@@ -47,6 +69,8 @@ def main() -> None:
         for _ in range(args.children)
     ]
     say("Load weight begin. avail mem=79.10 GB")
+    if args.gpu_state:
+        hold_gpu_memory(args.gpu_state, args.gpu_mib, args.gpu_orphan)
     time.sleep(args.start_delay)
     if args.mode == "crash":
         say("Scheduler hit an exception: Traceback (most recent call last):")
