@@ -249,6 +249,9 @@ class Run(SQLModel, table=True):
     preflight: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     stop_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     stop_requested: bool = False
+    # The dashboard driving it (app/runner/lease.py): its instance id, and until when.
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     launched_at: datetime | None = None
     ready_at: datetime | None = None

@@ -273,6 +273,7 @@ class RunOut(BaseModel):
     stop_report: dict[str, Any] | None
     stop_requested: bool
     stoppable: bool  # a Stop button makes sense: its server may still run
+    driven_by: str | None  # `host:pid` of the dashboard driving it, of those on its database
     elapsed_s: float | None  # since the launch, up to its end
     last_line: str | None  # of the log, while it starts
     created_at: datetime

@@ -139,3 +139,57 @@ def test_0008_finds_the_args_line_of_logs_stored_before(database_url: str) -> No
     parsed = parse_logged_args(line)
     assert parsed is not None and parsed.flags["enable_torch_symm_mem"] is True
     assert stored == [(1, parsed.to_json()), (2, None)]
+
+
+def test_0010_leaves_runs_unfinished_before_it_for_the_first_dashboard_to_claim(
+    database_url: str,
+) -> None:
+    from app.runner.lease import instance_id
+    from app.runner.records import Records
+
+    migrate.upgrade(database_url, "0009")
+    engine = make_engine(database_url)
+    now = "2026-12-01 13:21:27"
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO campaign (id, name, metric, higher_is_better, description, noise_pct,"
+                " metric_label, created_at) VALUES (1, 'c', 'tok/s', true, '', 1, 'x', :now)"
+            ),
+            {"now": now},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO attempt (id, campaign_id, title, hypothesis, command, flags,"
+                " status, created_at, updated_at)"
+                " VALUES (1, 1, 't', '', '', '', 'running', :now, :now)"
+            ),
+            {"now": now},
+        )
+        for run_id, state in ((1, "benchmarking"), (2, "done")):
+            connection.execute(
+                text(
+                    "INSERT INTO run (id, attempt_id, host, command, repeat, warmup,"
+                    " ready_timeout_s, grace_s, keep, state, run_key, bench_done,"
+                    " stop_requested, created_at, updated_at) VALUES (:id, 1, 'gpu-box',"
+                    " 'python -m sglang.launch_server', 3, 1, 1200, 30, false, :state, :key,"
+                    " 2, false, :now, :now)"
+                ),
+                {"id": run_id, "state": state, "key": f"1-{run_id}", "now": now},
+            )
+    engine.dispose()
+
+    migrate.upgrade(database_url)
+
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT id, state, bench_done, lease_owner, lease_expires_at FROM run ORDER BY id")
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        (1, "benchmarking", 2, None, None),
+        (2, "done", 2, None, None),
+    ]
+    records = Records(engine, instance_id())
+    assert records.claim(1) is True and records.claim(2) is False  # the ended one: nothing to drive
+    engine.dispose()

@@ -1,9 +1,13 @@
-"""Two dashboards on one PostgreSQL database: events cross instances, each log is followed once."""
+"""Two dashboards on one PostgreSQL database: events cross instances, each log is followed
+once, each launched run is driven by one of them (and by the other once that one is killed)."""
 
 import json
 import os
+import signal
+import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +15,7 @@ from app.config import Settings
 from app.db import libpq_dsn
 from app.ingest import TAIL_LOCK_SPACE
 from app.tailer import RESCAN_S
+from tests.cli import Served, clean_env, free_port, interrupt, launch, wait_until_serving
 from tests.conftest import (
     OWNER_TOKEN,
     PG_URL_ENV,
@@ -19,8 +24,10 @@ from tests.conftest import (
     _drop_pg_database,
     owner_client,
 )
-from tests.helpers import make_attempt, make_campaign, stored_log, wait_for
+from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
+from tests.runner_helpers import bench_command, port_listening, server_command, session_processes
 from tests.sse import SSEReader
+from tests.sshd import Sshd
 
 
 @pytest.fixture
@@ -125,3 +132,95 @@ def test_closing_on_one_dashboard_stops_the_other_following(
     assert stored_log(api_a, attempt["id"]) == b"before close\n"
     assert api_a.get(f"/api/attempts/{attempt['id']}").json()["tail"]["state"] == "stopped"
     assert not follower_lock_held(pg_settings, attempt["id"])
+
+
+@pytest.fixture
+def served_pair(
+    pg_settings: Settings, sshd: Sshd, tmp_path: Path
+) -> Iterator[list[tuple[Served, str]]]:
+    """Two `campaign-dash serve` processes on one PostgreSQL database and one GPU host
+    (the test sshd): processes of their own, so that one can be killed with SIGKILL."""
+    env = {
+        **clean_env(),
+        "CAMPAIGN_DASH_DATABASE_URL": pg_settings.database_url,
+        "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN,
+        "CAMPAIGN_DASH_SSH_CONFIG": str(sshd.ssh_config),
+        "CAMPAIGN_DASH_SSH_KNOWN_HOSTS": str(sshd.known_hosts),
+        "CAMPAIGN_DASH_TRUSTED_HOSTS_FILE": str(sshd.trusted_hosts),
+        "CAMPAIGN_DASH_SSH_AGENT": "false",
+        "CAMPAIGN_DASH_RUNS_ROOT": str(tmp_path / "runs"),
+    }
+    pair: list[tuple[Served, str]] = []
+    try:
+        for _ in range(2):
+            port = free_port()
+            pair.append((launch(env, tmp_path, port), f"http://127.0.0.1:{port}"))
+            wait_until_serving(pair[-1][0], port)
+        yield pair
+    finally:
+        for served, _ in pair:
+            if served.returncode is None:
+                interrupt(served)
+
+
+def _run(url: str, attempt_id: int) -> dict[str, Any]:
+    with owner_client(url) as api:
+        run: dict[str, Any] = attempt_of(api, attempt_id)["run"]
+    return run
+
+
+def test_a_launched_run_is_driven_by_one_dashboard_and_taken_over_when_it_is_killed(
+    served_pair: list[tuple[Served, str]], sshd: Sshd
+) -> None:
+    urls = {served.pid: url for served, url in served_pair}
+    by_pid = {served.pid: served for served, _ in served_pair}
+    server_port = free_port()
+    with owner_client(served_pair[0][1]) as api:
+        campaign = make_campaign(api)
+        # About 3 s a benchmark run: long enough for each dashboard to look (every 5 s)
+        # while the other drives it.
+        bench = bench_command(server_port, "--num-prompts", "4", "--pause", "0.8")
+        launch_spec = {"host": sshd.alias, "command": server_command(server_port),
+                       "bench": bench, "repeat": 3, "warmup": 1}  # fmt: skip
+        body = {"title": "Torch symmetric memory", "launch": launch_spec}
+        response = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body)
+        assert response.status_code == 201, response.text
+        attempt_id = response.json()["id"]
+
+    def driver_seen_by_both() -> str | None:
+        seen = {_run(url, attempt_id)["driven_by"] for url in urls.values()}
+        if None in seen:
+            return None  # not claimed yet (the two looks are moments apart)
+        assert len(seen) == 1, seen
+        return seen.pop()
+
+    driver = wait_for(driver_seen_by_both, what="a dashboard driving the run")
+    host, _, pid = driver.rpartition(":")
+    assert host == socket.gethostname() and int(pid) in by_pid
+    holder = by_pid.pop(int(pid))
+    [other] = by_pid.values()
+    # Both alive through two benchmark runs (over 5 s, a rescan of each): never two drivers.
+    while _run(urls[other.pid], attempt_id)["bench_done"] < 3:
+        assert driver_seen_by_both() == driver
+    holder.send_signal(signal.SIGKILL)  # no shutdown, no release of its lease
+    holder.wait()
+    run = _run(urls[other.pid], attempt_id)
+    assert run["state"] == "benchmarking" and run["driven_by"] == driver  # as it left it
+    taken_over = f"{socket.gethostname()}:{other.pid}"
+    wait_for(
+        lambda: _run(urls[other.pid], attempt_id)["driven_by"] in (taken_over, None),
+        timeout=15,
+        what="the other dashboard taking the run over",
+    )
+    final = wait_for(
+        lambda: (r := _run(urls[other.pid], attempt_id))["state"] in ("done", "failed") and r,
+        timeout=60,
+        what="the run completed by the other dashboard",
+    )
+    assert (final["state"], final["outcome"]) == ("done", "measured"), final
+    assert [r["index"] for r in final["bench_runs"]] == [1, 2, 3, 4]  # none lost, none twice
+    assert final["driven_by"] is None  # ended: nobody's
+    with owner_client(urls[other.pid]) as api:
+        assert attempt_of(api, attempt_id)["metric"]["n"] == 3
+    wait_for(lambda: not session_processes(final["pgid"]), timeout=10, what="an empty session")
+    assert not port_listening(server_port)

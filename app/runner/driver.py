@@ -15,7 +15,7 @@ from app.runner import hostprog
 from app.runner.benchfiles import ResultFile, result_file, run_figures
 from app.runner.commands import health_url, listen_port
 from app.runner.hosts import HostAnswerError, HostLink
-from app.runner.records import FINISHED, Records
+from app.runner.records import FINISHED, LeaseLost, Records
 from app.tailing.sources import HostUnavailable
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class RunDriver:
         self.host = host
         self.shutdown = shutdown
         self.wake = threading.Event()
+        self.lease_lost = threading.Event()  # set by the manager: another dashboard drives it
         self.on_exit = on_exit
         self.thread = threading.Thread(target=self._main, name=f"run-{run_id}", daemon=True)
 
@@ -70,6 +71,8 @@ class RunDriver:
             self._drive()
         except Shutdown:
             pass
+        except LeaseLost:
+            log.warning("run %s is driven by another dashboard now: left to it", self.run_id)
         except Exception as error:
             log.exception("run %s failed", self.run_id)
             try:
@@ -89,8 +92,13 @@ class RunDriver:
     def _pause(self, seconds: float) -> None:
         self.wake.wait(seconds)
         self.wake.clear()
+        self._check_shutdown()
+
+    def _check_shutdown(self) -> None:
         if self.shutdown.is_set():
             raise Shutdown
+        if self.lease_lost.is_set():
+            raise LeaseLost(self.run_id)
 
     def _run(self) -> Run:
         snapshot = self.records.load(self.run_id)
@@ -99,8 +107,7 @@ class RunDriver:
         return snapshot.run
 
     def _check_stop(self) -> None:
-        if self.shutdown.is_set():
-            raise Shutdown
+        self._check_shutdown()
         if self._run().stop_requested:
             raise Stopped
 
@@ -311,7 +318,10 @@ class RunDriver:
 
     def _crashed(self, run: Run, job: dict[str, Any] | None) -> Run:
         if job is None:
-            job = self._status(run)["server"]
+            # The log said so first: its exit status follows within moments (the
+            # traceback is printed before the process ends), and the host says when.
+            args = {"run_dir": run.run_dir, "name": "server", "timeout": CATCH_UP_S}
+            job = self._ask("wait", args, timeout_s=CATCH_UP_S + 30.0)["jobs"]["server"]
         diagnosis = self._caught_up(run, job)
         ended = job.get("exit") or {}
         exit_code = ended.get("exit_code")
@@ -404,8 +414,7 @@ class RunDriver:
                 self._server_died(run, server, name)
             if job.get("exit") is not None or job.get("lost"):
                 return job
-            if self.shutdown.is_set():
-                raise Shutdown
+            self._check_shutdown()
 
     def _server_died(self, run: Run, server: dict[str, Any], name: str) -> None:
         diagnosis = self._caught_up(run, server)

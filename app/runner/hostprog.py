@@ -38,7 +38,7 @@ RESULT_FILE_BYTES = 16 << 20
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def _starttime(pid: int) -> Optional[str]:
+def start_time(pid: int) -> Optional[str]:
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(")", 1)[1].split()[19]
@@ -107,7 +107,7 @@ def _wrapper(run_dir: str, name: str, ready_fd: int) -> None:
     )
     log.close()
     record = dict(spec, pid=child.pid, pgid=child.pid, sid=child.pid, wrapper_pid=os.getpid(),
-                  leader_start=_starttime(child.pid), started_at=time.time())  # fmt: skip
+                  leader_start=start_time(child.pid), started_at=time.time())  # fmt: skip
     _write_json(base + ".json", record)
     os.write(ready_fd, b"1")
     os.close(ready_fd)

@@ -2,8 +2,9 @@
 for and, at the dashboard's start, for every run it left unfinished (found again).
 
 The app's after-commit hook only calls `look()` (it must not query): a dispatcher thread
-then reads which runs are unfinished, starts a driver for each new one and wakes the rest
-(a stop asked for, a queue that moved)."""
+then reads which runs are unfinished, starts a driver for each new one whose lease it can
+claim (app/runner/lease.py: dashboards on one database never drive a run both), renews the
+leases of its own and wakes them (a stop asked for, a queue that moved)."""
 
 import logging
 import threading
@@ -13,18 +14,22 @@ from sqlalchemy import Engine
 from app.config import Settings
 from app.runner.driver import RunDriver
 from app.runner.hosts import HostLink, HostPrograms
+from app.runner.lease import instance_id
 from app.runner.records import Records
 from app.tailing.factory import LogSources
 
 log = logging.getLogger(__name__)
-RESCAN_S = 5.0  # runs another dashboard on the same database asked for
+# Runs another dashboard on the same database asked for, or let go; and the renewal of
+# this one's leases, well inside their LEASE_S.
+RESCAN_S = 5.0
 
 
 class RunManager:
     def __init__(self, engine: Engine, settings: Settings, sources: LogSources) -> None:
         self.settings = settings
         self.sources = sources
-        self.records = Records(engine)
+        self.instance = instance_id()
+        self.records = Records(engine, self.instance)
         # Shared by the runs: a host's next run finds its program already started.
         self.programs = HostPrograms(sources)
         self._drivers: dict[int, RunDriver] = {}
@@ -53,8 +58,21 @@ class RunManager:
                 log.exception("looking at the runs failed")
 
     def _sync(self) -> None:
+        self._renew()
         for run_id in self.records.unfinished():
             self._ensure(run_id)
+
+    def _renew(self) -> None:
+        with self._lock:
+            driving = {i: d for i, d in self._drivers.items() if d.thread.is_alive()}
+        held = self.records.renew(list(driving))
+        for run_id, driver in driving.items():
+            if run_id not in held:
+                # Taken over while this dashboard could not renew (the database away
+                # longer than the lease): its driver leaves the run to the new holder.
+                log.warning("run %s: its lease was taken by another dashboard", run_id)
+                driver.lease_lost.set()
+                driver.wake.set()
 
     def _ensure(self, run_id: int) -> None:
         with self._lock:
@@ -62,8 +80,10 @@ class RunManager:
             if driver is not None and driver.thread.is_alive():
                 driver.wake.set()
                 return
+            if self._shutdown.is_set() or not self.records.claim(run_id):
+                return  # another dashboard drives it
             snapshot = self.records.load(run_id)
-            if snapshot is None or self._shutdown.is_set():
+            if snapshot is None:
                 return
             driver = RunDriver(
                 run_id,
@@ -78,6 +98,11 @@ class RunManager:
         driver.start()
 
     def _ended(self, run_id: int) -> None:
+        # Left unfinished (the dashboard stops): another dashboard may take it at once.
+        try:
+            self.records.release([run_id])
+        except Exception:  # the database away: the lease expires instead
+            log.exception("releasing the lease of run %s failed", run_id)
         # A run queued behind this one on its host looks again now.
         with self._lock:
             self._drivers.pop(run_id, None)
@@ -86,7 +111,8 @@ class RunManager:
             driver.wake.set()
 
     def stop_all(self, timeout_s: float = 5.0) -> None:
-        """The dashboard stops; the servers do not: the next start picks their runs up."""
+        """The dashboard stops; the servers do not: the next start, or another dashboard on
+        the database, picks their runs up (each driver lets its lease go as it ends)."""
         self._shutdown.set()
         self._look.set()
         with self._lock:

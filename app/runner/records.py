@@ -1,11 +1,13 @@
 """What the runner writes: each step of a run in a short transaction of its own, with the
-attempt's status changes (all in `set_attempt_status`) and a live event for its pages."""
+attempt's status changes (all in `set_attempt_status`) and a live event for its pages; and
+the run's lease (app/runner/lease.py): each step is written only while this dashboard
+holds it."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, or_, update
 from sqlmodel import Session, col, select
 
 from app import lifecycle
@@ -13,6 +15,7 @@ from app.changes import record
 from app.db import session_scope
 from app.lifecycle import Actor
 from app.models import Attempt, Campaign, Measurement, Run, RunState, Status, TailState, utcnow
+from app.runner import lease
 
 FINISHED = (RunState.done, RunState.failed)
 
@@ -36,12 +39,30 @@ def set_attempt_status(session: Session, attempt: Attempt, new: Status) -> None:
     lifecycle.apply(session, attempt, new, by=Actor.runner)
 
 
+class LeaseLost(Exception):
+    """Another dashboard drives this run now: this one's lease expired and was taken."""
+
+
 class Records:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, owner: str) -> None:
         self.engine = engine
+        self.owner = owner  # this dashboard's instance id: the lease holder it writes as
+
+    def _renew(self, session: Session, run_ids: list[int]) -> set[int]:
+        """The runs among `run_ids` whose lease this dashboard still holds, renewed. As the
+        first write of a transaction it also fences the rest of it: the row is locked until
+        commit (PostgreSQL) or the database is (SQLite), so no claim comes in between."""
+        held = set()
+        for run_id in run_ids:
+            renewed = update(Run).where(col(Run.id) == run_id, col(Run.lease_owner) == self.owner)
+            if session.exec(renewed.values(lease_expires_at=lease.expiry(utcnow()))).rowcount:
+                held.add(run_id)
+        return held
 
     def _write(self, run_id: int, change: Callable[[Session, Run, Attempt], None]) -> Run:
         with session_scope(self.engine) as session:
+            if not self._renew(session, [run_id]):
+                raise LeaseLost(run_id)
             run = session.get(Run, run_id)
             assert run is not None
             attempt = session.get(Attempt, run.attempt_id)
@@ -75,6 +96,44 @@ class Records:
         with session_scope(self.engine, snapshot=True) as session:
             query = select(Run.id).where(col(Run.state).not_in(FINISHED)).order_by(col(Run.id))
             return [i for i in session.exec(query) if i is not None]
+
+    def claim(self, run_id: int) -> bool:
+        """Take the lease of an unfinished run when nobody holds it, its holder let it
+        expire, or its holder was a process of this machine that has ended."""
+        now = utcnow()
+        free = or_(
+            col(Run.lease_owner).is_(None),
+            col(Run.lease_owner) == self.owner,
+            col(Run.lease_expires_at) < now,
+        )
+        with session_scope(self.engine) as session:
+            if self._take(session, run_id, free, now):
+                return True
+            holder = session.exec(select(Run.lease_owner).where(col(Run.id) == run_id)).first()
+            # Taken only from the holder just read: a claim by a third dashboard wins.
+            gone = holder is not None and lease.holder_gone(holder)
+            return gone and self._take(session, run_id, col(Run.lease_owner) == holder, now)
+
+    def _take(self, session: Session, run_id: int, free: Any, now: Any) -> bool:
+        taken = (
+            update(Run)
+            .where(col(Run.id) == run_id, col(Run.state).not_in(FINISHED), free)
+            .values(lease_owner=self.owner, lease_expires_at=lease.expiry(now))
+        )
+        return bool(session.exec(taken).rowcount)
+
+    def renew(self, run_ids: list[int]) -> set[int]:
+        """Renew the leases of the runs this dashboard drives; the ones it still holds."""
+        with session_scope(self.engine) as session:
+            return self._renew(session, run_ids)
+
+    def release(self, run_ids: list[int] | None = None) -> None:
+        """Give up the leases of these runs (all this dashboard holds, without): another
+        dashboard takes them at its next look, not after the expiry."""
+        owned = col(Run.lease_owner) == self.owner
+        where = owned if run_ids is None else owned & col(Run.id).in_(run_ids)
+        with session_scope(self.engine) as session:
+            session.exec(update(Run).where(where).values(lease_owner=None, lease_expires_at=None))
 
     def blocking_run(self, run_id: int) -> Run | None:
         """The earlier unfinished run on the same host this one waits for: one run per host
@@ -155,6 +214,8 @@ class Records:
                 setattr(run, name, value)
             if state in FINISHED:
                 run.ended_at = run.ended_at or utcnow()
+                # Ended: whichever dashboard is asked to stop a kept server drives that.
+                run.lease_owner = run.lease_expires_at = None
             if attempt_status is not None:
                 set_attempt_status(session, attempt, attempt_status)
 

@@ -7,6 +7,7 @@ from sqlmodel import Session
 from app.diagnosis.lines import decode
 from app.models import Run, RunState, TailState, utcnow
 from app.repo import stored_log
+from app.runner.lease import shown
 from app.schemas import RunOut
 
 LAST_LINE_BYTES = 8 << 10
@@ -62,6 +63,7 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
         stop_report=run.stop_report,
         stop_requested=run.stop_requested,
         stoppable=(active and not run.stop_requested) or kept_alive,
+        driven_by=shown(run.lease_owner) if run.lease_owner else None,
         elapsed_s=elapsed,
         last_line=last_line(session, run, tail) if run.state in SHOWS_LAST_LINE else None,
         created_at=run.created_at,
