@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.sshd import free_port
+from tests.cli import clean_env
+from tests.conftest import OWNER_TOKEN
+from tests.sshd import Sshd, free_port
 
 STANDIN = Path(__file__).resolve().parent / "standin"
 
@@ -19,6 +21,20 @@ def server_command(port: int, *extra: str) -> str:
 
 def bench_command(port: int, *extra: str) -> str:
     return f"{sys.executable} {STANDIN / 'bench.py'} --port {port} " + " ".join(extra)
+
+
+def served_env(sshd: Sshd, database_url: str, runs_root: Path) -> dict[str, str]:
+    """A `campaign-dash serve` environment whose GPU host is the test sshd."""
+    return {
+        **clean_env(),
+        "CAMPAIGN_DASH_DATABASE_URL": database_url,
+        "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN,
+        "CAMPAIGN_DASH_SSH_CONFIG": str(sshd.ssh_config),
+        "CAMPAIGN_DASH_SSH_KNOWN_HOSTS": str(sshd.known_hosts),
+        "CAMPAIGN_DASH_TRUSTED_HOSTS_FILE": str(sshd.trusted_hosts),
+        "CAMPAIGN_DASH_SSH_AGENT": "false",
+        "CAMPAIGN_DASH_RUNS_ROOT": str(runs_root),
+    }
 
 
 class StandInGPUs:
@@ -78,6 +94,7 @@ __all__ = [
     "bench_command",
     "free_port",
     "port_listening",
+    "served_env",
     "server_command",
     "session_processes",
 ]

@@ -15,7 +15,7 @@ from app.config import Settings
 from app.db import libpq_dsn
 from app.ingest import TAIL_LOCK_SPACE
 from app.tailer import RESCAN_S
-from tests.cli import Served, clean_env, free_port, interrupt, launch, wait_until_serving
+from tests.cli import Served, free_port, interrupt, launch, wait_until_serving
 from tests.conftest import (
     OWNER_TOKEN,
     PG_URL_ENV,
@@ -25,7 +25,13 @@ from tests.conftest import (
     owner_client,
 )
 from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
-from tests.runner_helpers import bench_command, port_listening, server_command, session_processes
+from tests.runner_helpers import (
+    bench_command,
+    port_listening,
+    served_env,
+    server_command,
+    session_processes,
+)
 from tests.sse import SSEReader
 from tests.sshd import Sshd
 
@@ -140,16 +146,7 @@ def served_pair(
 ) -> Iterator[list[tuple[Served, str]]]:
     """Two `campaign-dash serve` processes on one PostgreSQL database and one GPU host
     (the test sshd): processes of their own, so that one can be killed with SIGKILL."""
-    env = {
-        **clean_env(),
-        "CAMPAIGN_DASH_DATABASE_URL": pg_settings.database_url,
-        "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN,
-        "CAMPAIGN_DASH_SSH_CONFIG": str(sshd.ssh_config),
-        "CAMPAIGN_DASH_SSH_KNOWN_HOSTS": str(sshd.known_hosts),
-        "CAMPAIGN_DASH_TRUSTED_HOSTS_FILE": str(sshd.trusted_hosts),
-        "CAMPAIGN_DASH_SSH_AGENT": "false",
-        "CAMPAIGN_DASH_RUNS_ROOT": str(tmp_path / "runs"),
-    }
+    env = served_env(sshd, pg_settings.database_url, tmp_path / "runs")
     pair: list[tuple[Served, str]] = []
     try:
         for _ in range(2):

@@ -13,25 +13,22 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.cli import clean_env, free_port, launch, serving, wait_until_serving
-from tests.conftest import OWNER_TOKEN, owner_client
+from tests.cli import free_port, launch, serving, wait_until_serving
+from tests.conftest import owner_client
 from tests.helpers import attempt_of, make_campaign, wait_for
-from tests.runner_helpers import bench_command, port_listening, server_command, session_processes
+from tests.runner_helpers import (
+    bench_command,
+    port_listening,
+    served_env,
+    server_command,
+    session_processes,
+)
 from tests.sshd import Sshd
 
 
 @pytest.fixture
 def env(sshd: Sshd, tmp_path: Path) -> dict[str, str]:
-    return {
-        **clean_env(),
-        "CAMPAIGN_DASH_DATABASE_URL": f"sqlite:///{tmp_path / 'dash.db'}",
-        "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN,
-        "CAMPAIGN_DASH_SSH_CONFIG": str(sshd.ssh_config),
-        "CAMPAIGN_DASH_SSH_KNOWN_HOSTS": str(sshd.known_hosts),
-        "CAMPAIGN_DASH_TRUSTED_HOSTS_FILE": str(sshd.trusted_hosts),
-        "CAMPAIGN_DASH_SSH_AGENT": "false",
-        "CAMPAIGN_DASH_RUNS_ROOT": str(tmp_path / "runs"),
-    }
+    return served_env(sshd, f"sqlite:///{tmp_path / 'dash.db'}", tmp_path / "runs")
 
 
 def try_(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
