@@ -2,7 +2,8 @@
 
 Speed comes from never looking at most lines: one Hyperscan pass per 1 MiB window finds
 rare literals (errors, tracebacks, readiness); only lines around those hits are decoded
-and kept. Throughput figures are summarized by kind: every figure of a kind's first lines
+and kept. The newlines behind line numbers are counted on a helper thread during that
+pass. Throughput figures are summarized by kind: every figure of a kind's first lines
 (the first 100 of a periodic serving statistic, the first 10,000 of a benchmark's results),
 then the last line of that kind in each window. A line longer than `MAX_LINE_BYTES` is read
 as its first `MAX_LINE_BYTES` bytes, however it arrives.
@@ -12,6 +13,7 @@ Everything here depends on the bytes alone, never on how they were split into ch
 import math
 import re
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import hyperscan
@@ -30,6 +32,11 @@ PERIODIC_LINES = 100  # of a serving statistic printed all along (sglang's decod
 # Of a benchmark's results, each one a run the engineer asked for: all of them, in practice.
 BENCHMARK_LINES = 10_000
 MAX_READY_LINES = 100
+# Line numbers need every newline counted, and bytes.count is a byte loop that holds the GIL,
+# about as slow as the Hyperscan pass, which lets go of it: a helper thread counts a segment
+# while the scan runs. Below this size handing the count over costs more than it saves.
+OVERLAP_BYTES = 64 << 10
+_NEWLINE_COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scan-newlines")
 
 # Rare literals that make a line worth reading. Few and short on purpose: Hyperscan's
 # speed falls with every literal, and each of these covers a family ("illed": Killed, killed).
@@ -163,6 +170,18 @@ class _Summary:
     first: list[Figure] = field(default_factory=list)
     first_lines: int = 0
     window_last: dict[int, list[Figure]] = field(default_factory=dict)
+
+
+def _count_beside(buffer: bytes, start: int, end: int) -> Future[int] | None:
+    """The newlines of buffer[start:end], counted on the helper thread; None where that costs
+    more than it saves (a small segment) or cannot be (the interpreter is exiting while a
+    daemon thread still feeds a scanner)."""
+    if end - start < OVERLAP_BYTES:
+        return None
+    try:
+        return _NEWLINE_COUNTER.submit(buffer.count, b"\n", start, end)
+    except RuntimeError:
+        return None
 
 
 def compile_database(ready_pattern: str | None) -> hyperscan.Database:
@@ -303,14 +322,19 @@ class Scanner:
     def _on_match(self, ident: int, _from: int, to: int, _flags: int, _context: object) -> None:
         self._hits.append((ident, to))
 
+    def _scan(self, buffer: bytes, start: int, end: int) -> int:
+        """Hyperscan's hits in buffer[start:end] into `_hits`; returns its newline count."""
+        counted = _count_beside(buffer, start, end)  # first: it runs once the scan lets go
+        view = memoryview(buffer)[start:end]  # no copy
+        self._database.scan(view, match_event_handler=self._on_match)  # type: ignore[type-var]
+        return counted.result() if counted else buffer.count(b"\n", start, end)
+
     def _process_segment(
         self, buffer: bytes, start: int, end: int, offset: int, window: int, cut: bool
     ) -> None:
         self._hits = []
-        view = memoryview(buffer)[start:end]  # no copy
-        self._database.scan(view, match_event_handler=self._on_match)  # type: ignore[type-var]
+        newlines = self._scan(buffer, start, end)
         first_number = self.lines_seen + 1
-        newlines = buffer.count(b"\n", start, end)
         interesting: set[int] = set()
         ready_starts: set[int] = set()
         kinds = {DENSE_KIND}
