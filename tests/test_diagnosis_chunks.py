@@ -102,6 +102,21 @@ def test_line_numbers_are_the_log_lines_whatever_the_chunks(data: st.DataObject)
     assert scanner.lines_seen == len(newlines)
 
 
+@given(
+    data=st.data(),
+    pieces=st.lists(
+        st.sampled_from([b"\n", b"\n\n\n", b"x", b"a line of a log " * 8]), max_size=500
+    ),
+)
+def test_count_newlines_is_bytes_count(data: st.DataObject, pieces: list[bytes]) -> None:
+    """Sparse newlines (counted through bytes.replace) and dense ones (past the short-line
+    limit, by bytes.count), over any bounds."""
+    buffer = b"".join(pieces)
+    start = data.draw(st.integers(min_value=0, max_value=len(buffer)))
+    end = data.draw(st.integers(min_value=start, max_value=len(buffer)))
+    assert scanner_module.count_newlines(buffer, start, end) == buffer.count(b"\n", start, end)
+
+
 def test_without_the_helper_thread_the_count_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     """A daemon thread can still feed a scanner while the interpreter exits, when the helper
     takes no more work: the segment's newlines are then counted inline."""
