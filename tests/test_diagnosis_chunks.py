@@ -105,13 +105,17 @@ def test_line_numbers_are_the_log_lines_whatever_the_chunks(data: st.DataObject)
 @given(
     data=st.data(),
     pieces=st.lists(
-        st.sampled_from([b"\n", b"\n\n\n", b"x", b"a line of a log " * 8]), max_size=500
+        st.sampled_from([b"\n", b"\n\n\n", b"x", b"a line of a log " * 8, b"a long line " * 2000]),
+        max_size=100,
     ),
+    repeats=st.integers(min_value=1, max_value=50),
 )
-def test_count_newlines_is_bytes_count(data: st.DataObject, pieces: list[bytes]) -> None:
-    """Sparse newlines (counted through bytes.replace) and dense ones (past the short-line
-    limit, by bytes.count), over any bounds."""
-    buffer = b"".join(pieces)
+def test_count_newlines_is_bytes_count(
+    data: st.DataObject, pieces: list[bytes], repeats: int
+) -> None:
+    """Sparse newlines (counted through bytes.replace, piece by piece) and dense ones (past
+    the short-line limit, by bytes.count), over any bounds."""
+    buffer = b"".join(pieces) * repeats
     start = data.draw(st.integers(min_value=0, max_value=len(buffer)))
     end = data.draw(st.integers(min_value=start, max_value=len(buffer)))
     assert scanner_module.count_newlines(buffer, start, end) == buffer.count(b"\n", start, end)
