@@ -360,6 +360,8 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
       1  the log shows a crash
       2  the log could not be read, or bad usage
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from app.diagnosis import Diagnoser
 
     try:
@@ -371,8 +373,11 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
         raise Unreadable("cannot read standard input: it is closed")
     try:
         stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
-        with stream:
-            while chunk := stream.read(READ_CHUNK):
+        # Reading lets go of the GIL: the next chunk is read while this one is diagnosed.
+        with stream, ThreadPoolExecutor(max_workers=1) as reader:
+            ahead = reader.submit(stream.read, READ_CHUNK)
+            while chunk := ahead.result():
+                ahead = reader.submit(stream.read, READ_CHUNK)
                 diagnoser.feed(chunk)
     except OSError as error:
         raise Unreadable(f"cannot read {name}: {error.strerror or error}") from None
