@@ -9,13 +9,13 @@ import re
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.rendering import HTMX_SRI, HTMX_SSE_SRI, HTMX_SSE_URL, HTMX_URL
+from app.rendering import HTMX_SRI, HTMX_URL
 
 # Nothing inline: an injected <script> or style="..." does not run, even if escaping failed.
 PAGE_POLICY = "; ".join(
     [
         "default-src 'none'",
-        f"script-src 'self' {HTMX_URL} {HTMX_SSE_URL} '{HTMX_SRI}' '{HTMX_SSE_SRI}'",
+        f"script-src 'self' {HTMX_URL} '{HTMX_SRI}'",
         "style-src 'self'",
         "img-src 'self'",
         "connect-src 'self'",  # htmx requests and the live event streams

@@ -18,11 +18,10 @@ from app.markdown import render_markdown
 from app.numbers import fmt_delta, fmt_number
 from app.paths import resource_dir
 
-# htmx from its CDN, pinned, with Subresource Integrity (hashes of the npm packages' files).
+# htmx from its CDN, pinned, with Subresource Integrity (the hash of the npm package's file).
+# Live pages swap their fragments with static/app.js, not htmx's SSE extension.
 HTMX_URL = "https://cdn.jsdelivr.net/npm/htmx.org@2.0.11/dist/htmx.min.js"
 HTMX_SRI = "sha384-2OatzQy1H+Zd/IIrjr1TcuDGqLXeHhbooAyJY1KdQMKnr4LZ22k31GBLdYKHmVjg"
-HTMX_SSE_URL = "https://cdn.jsdelivr.net/npm/htmx-ext-sse@2.2.4/dist/sse.min.js"
-HTMX_SSE_SRI = "sha384-A986SAtodyH8eg8x8irJnYUk7i9inVQqYigD6qZ9evobksGNIXfeFvDwLSHcp31N"
 
 
 def fmt_filesize(size: int | None) -> str:
@@ -48,9 +47,7 @@ def make_templates() -> Jinja2Templates:
     # Templates are files of the release: checking each one's mtime at every include cost
     # a stat per card (a thousand on a large campaign's page).
     env.auto_reload = False
-    env.globals.update(
-        HTMX_URL=HTMX_URL, HTMX_SRI=HTMX_SRI, HTMX_SSE_URL=HTMX_SSE_URL, HTMX_SSE_SRI=HTMX_SSE_SRI
-    )
+    env.globals.update(HTMX_URL=HTMX_URL, HTMX_SRI=HTMX_SRI)
     env.filters.update(
         number=fmt_number,
         filesize=fmt_filesize,

@@ -13,8 +13,8 @@
     });
   }
 
-  // htmx's SSE extension retries a closed stream (a proxy's 502, a restart) with
-  // exponential backoff; pages of a whole team retrying in step would hammer the server,
+  // A closed stream (a proxy's 502, a restart) is retried with exponential backoff;
+  // pages of a whole team retrying in step would hammer the server,
   // so each reconnection also waits a random part of that backoff (jitter).
   var failures = 0;
   var lastEventId = "";
@@ -62,39 +62,46 @@
       real.addEventListener("reload", function () { window.location.reload(); });
     }, delay);
   }
-  if (window.htmx) { htmx.createEventSource = function (url) { return new JitteredEventSource(url); }; }
-
-  // Offline (an air-gapped lab, no CDN), htmx never loads: the page stays live on the same
-  // stream, swapping in the same server-rendered fragments the templates name (outerHTML).
-  function followWithoutHtmx(root) {
-    var names = {};
-    root.querySelectorAll("[sse-swap]").forEach(function (el) { names[el.getAttribute("sse-swap")] = true; });
+  // A live page's stream: each message is named after the fragment it brings, and replaces
+  // the element of that `sse-swap` name (or, `hx-swap="beforeend"`, a log's new lines are
+  // appended to it). The element is looked up when the message comes, so two messages for
+  // one element in a row both land; htmx's SSE extension listened on the element itself
+  // and lost a message that came before the new element had settled. Without htmx (an
+  // air-gapped lab, no CDN) the same code keeps the page live.
+  function follow(root) {
     var source = new JitteredEventSource(root.getAttribute("sse-connect"));
-    Object.keys(names).forEach(function (name) {
-      source.addEventListener(name, function (event) { swapFragment(name, event.data); });
-    });
+    var heard = {};
+    function listen(scope) {
+      scope.querySelectorAll("[sse-swap]").forEach(function (el) {
+        var name = el.getAttribute("sse-swap");
+        if (heard[name]) { return; }
+        heard[name] = true;  // a card that appears later brings its name with it
+        source.addEventListener(name, function (event) { swapFragment(name, event.data); listen(root); });
+      });
+    }
+    listen(root);
     var closeOn = root.getAttribute("sse-close");
     if (closeOn) {
       source.addEventListener(closeOn, function () { source.close(); setLive(false); });
     }
     source.onerror = function () {
-      if (source.readyState === 2) { source.close(); followWithoutHtmx(root); }
+      if (source.readyState === 2) { source.close(); follow(root); }
     };
   }
   function swapFragment(name, html) {
     document.querySelectorAll('[sse-swap="' + CSS.escape(name) + '"]').forEach(function (el) {
-      if (el.getAttribute("hx-swap") === "beforeend") {
-        // A log's new lines: appended, as htmx does with the same attribute.
-        var lines = document.createElement("template");
-        lines.innerHTML = html;
-        el.appendChild(lines.content);
-        return;
-      }
-      var kept = keptChoices(el);
       var template = document.createElement("template");
       template.innerHTML = html;
-      el.replaceWith(template.content);
-      restoreChoices(kept);
+      var added = Array.prototype.slice.call(template.content.children);
+      if (el.getAttribute("hx-swap") === "beforeend") {
+        el.appendChild(template.content);  // a log's new lines
+      } else {
+        var kept = keptChoices(el);
+        el.replaceWith(template.content);
+        restoreChoices(kept);
+      }
+      // The fragment's own forms and links are htmx's to enhance, as on a page load.
+      if (window.htmx) { added.forEach(function (node) { htmx.process(node); }); }
     });
     localizeTimes(document);
     keepLogsAtEnd(document);
@@ -127,12 +134,6 @@
       }
     });
   }
-  // The swap follows this event at once, and the old element it fires on leaves the page
-  // (its later events reach no listener): restore right after, from a timer.
-  document.addEventListener("htmx:sseBeforeMessage", function (event) {
-    var kept = keptChoices(event.target);
-    if (kept.length) { window.setTimeout(function () { restoreChoices(kept); }, 0); }
-  });
 
   // A stream that says nothing for three heartbeats is as good as dead: say so.
   var lastHeard = Date.now();
@@ -159,7 +160,7 @@
       ];
     }
     if (document.querySelector("[data-live]")) { setLive(false); }
-    if (!window.htmx) { document.querySelectorAll("[sse-connect]").forEach(followWithoutHtmx); }
+    document.querySelectorAll("[sse-connect]").forEach(follow);
     window.__pageLoadedAt = window.__pageLoadedAt || Date.now();
   });
   // The campaign's timeline. Filtering by status and text, by the rules of the server's GET
@@ -277,6 +278,4 @@
     localizeTimes(event.target);
     keepLogsAtEnd(document);
   });
-  document.addEventListener("htmx:sseMessage", function () { keepLogsAtEnd(document); });
-  document.addEventListener("htmx:sseMessage", function () { lastHeard = Date.now(); setLive(true); });
 })();

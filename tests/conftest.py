@@ -211,7 +211,6 @@ def ssh_api(ssh_settings: Settings) -> Iterator[httpx.Client]:
 HTMX_FILES = {
     # CDN path the pages load -> (npm package, file inside it)
     "htmx.org@2.0.11/dist/htmx.min.js": ("htmx.org@2.0.11", "dist/htmx.min.js"),
-    "htmx-ext-sse@2.2.4/dist/sse.min.js": ("htmx-ext-sse@2.2.4", "dist/sse.min.js"),
 }
 
 

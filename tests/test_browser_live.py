@@ -3,12 +3,14 @@
 Each test sets a JS marker first; it surviving proves the page was never reloaded.
 """
 
+import re
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.helpers import UI_WAIT_MS, make_attempt, make_campaign
+from tests.sse import SSEReader
 
 pytestmark = pytest.mark.browser
 DATA = Path(__file__).parent / "data"
@@ -204,3 +206,49 @@ def test_offline_without_the_cdn_the_pages_stay_live(
     assert page.locator("#notes b").count() == 0  # sanitized on the server, swapped as is
 
     assert still_marked(page) and still_marked(detail)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["campaign page", "share page"])
+def test_changes_in_quick_succession_all_reach_the_page(
+    api: httpx.Client,
+    anonymous: httpx.Client,
+    open_page,
+    shared: bool,  # type: ignore[no-untyped-def]
+) -> None:
+    """A swap replaces its element; the next message for the same element can come a
+    moment later (a crash's log, then its status): the page applies every message a reader
+    of the same stream gets, in order. (htmx's SSE extension listened on the element itself
+    and registered the new one only after its settle delay: a message in between was lost,
+    and the page kept showing the change before.)"""
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], title="quick succession")
+    card = f"attempt-{attempt['id']}"
+    if shared:
+        token = api.post(f"/api/campaigns/{campaign['id']}/shares", json={}).json()["token"]
+        page = open_page(f"/s/{token}", logged_in=False)
+        reader = SSEReader(anonymous, f"/s/{token}/events")
+    else:
+        page = open_page(f"/campaigns/{campaign['id']}")
+        reader = SSEReader(api, f"/api/campaigns/{campaign['id']}/events?view=campaign")
+    mark(page)
+    page.evaluate(
+        """card => { window.__verdicts = [];
+          new MutationObserver(records => records.forEach(r => r.addedNodes.forEach(node => {
+            const swapped = node.id === card ? node : node.querySelector?.("#" + card);
+            const text = swapped?.querySelector(".verdict")?.textContent || "";
+            const verdict = text.match(/verdict \\d+\\./);
+            if (verdict) { window.__verdicts.push(verdict[0]); }
+          }))).observe(document.body, {childList: true, subtree: true}); }""",
+        card,
+    )
+    for n in range(1, 31):
+        response = api.patch(f"/api/attempts/{attempt['id']}", json={"verdict": f"verdict {n}."})
+        assert response.status_code == 200, response.text
+    sent: list[str] = []
+    while "verdict 30." not in sent:
+        message = reader.next(timeout=UI_WAIT_MS / 1000)
+        sent += re.findall(r"verdict \d+\.", message.data)[:1]
+    reader.close()
+    page.locator(f"#{card}", has_text="verdict 30.").wait_for(timeout=UI_WAIT_MS)
+    assert page.evaluate("window.__verdicts") == sent
+    assert still_marked(page)
