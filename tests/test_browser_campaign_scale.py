@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import OWNER_TOKEN, LiveServer
-from tests.helpers import UI_WAIT_MS, seed_long_campaign
+from tests.helpers import seed_long_campaign
 from tests.test_campaign_page import cards
 
 pytestmark = pytest.mark.browser
@@ -185,7 +185,7 @@ def test_live_updates_keep_the_filter_and_the_fold(
 ) -> None:
     made = seed_long_campaign(server.app.state.engine, 1000)
     page = open_page(f"/campaigns/{made['campaign_id']}")
-    page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
+    page.wait_for_selector("#live-status.on", timeout=20_000)
     page.evaluate("window.__marker = 'no reload'")
     page.click("#eliminated-fold > summary")
     page.select_option("#filters select[name=status]", "running")
@@ -195,7 +195,7 @@ def test_live_updates_keep_the_filter_and_the_fold(
 
     # A note: that card alone is swapped in, and still shown under the filter.
     api.post(f"/api/attempts/{chosen}/notes", json={"body": "watching the warm-up"})
-    page.locator(f"#attempt-{chosen} .badge", has_text="1 note").wait_for(timeout=UI_WAIT_MS)
+    page.locator(f"#attempt-{chosen} .badge", has_text="1 note").wait_for(timeout=20_000)
     assert shown_ids(page) == running
 
     # A verdict: the timeline comes anew; the dead end is filed in the fold, which stays
