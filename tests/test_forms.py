@@ -84,6 +84,22 @@ def refused_field(html: str, form: str, field: str) -> str:
     return match.group(1)
 
 
+def test_a_measurement_typed_as_its_placeholder_shows_is_taken(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api, baseline=9916.4)
+    attempt = make_attempt(api, campaign["id"])
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    field = re.search(r'<input name="value"[^>]*placeholder="([^"]*)"', page)
+    assert field, "the measurement field shows an example"
+    answer = browser.post(
+        f"/attempts/{attempt['id']}/measurements",
+        data={"csrf_token": csrf_of(page), "value": field.group(1)},
+    )
+    assert answer.status_code == 303, (field.group(1), answer.text[:300])
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["metric"]["mean"] == 9916.4
+
+
 def test_a_mistyped_measurement_is_refused_beside_its_field(
     browser: httpx.Client, api: httpx.Client
 ) -> None:
