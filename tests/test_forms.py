@@ -141,6 +141,24 @@ def test_campaign_figures_that_make_no_sense_are_refused_in_place(browser: httpx
     assert browser.get("/api/campaigns").json() == []
 
 
+def test_emptying_the_target_field_removes_the_target(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api, target=120)
+    path = f"/campaigns/{campaign['id']}"
+    fields = form_defaults(browser.get(path).text, f"{path}/edit")
+    assert fields["target"] == "120.0"
+    assert browser.post(f"{path}/edit", data=fields | {"target": ""}).status_code == 303
+    stored = api.get(f"/api/campaigns/{campaign['id']}").json()
+    assert stored["target"] is None and stored["baseline"] == 82.0
+    assert "no target" in browser.get(path).text
+    # Left as it was, the field keeps the target.
+    api.patch(f"/api/campaigns/{campaign['id']}", json={"target": 100})
+    fields = form_defaults(browser.get(path).text, f"{path}/edit")
+    assert browser.post(f"{path}/edit", data=fields).status_code == 303
+    assert api.get(f"/api/campaigns/{campaign['id']}").json()["target"] == 100
+
+
 def test_edit_and_delete_a_campaign_and_an_attempt(
     browser: httpx.Client, api: httpx.Client, tmp_path: Path
 ) -> None:

@@ -149,7 +149,12 @@ def edit_campaign(
     form = PageForm(submitted, "edit-campaign", "campaign", campaign_id)
     with form:
         fields = ["name", "baseline", "target", "description", "noise_pct", "bench_pattern"]
-        data = form.parse(CampaignUpdate, fields, **form.cleared(["description", "bench_pattern"]))
+        # An emptied target field removes the target.
+        typed_target = form.data.get("target")
+        emptied = isinstance(typed_target, str) and typed_target.strip() == ""
+        no_target = {"target": None} if emptied else {}
+        cleared = form.cleared(["description", "bench_pattern"])
+        data = form.parse(CampaignUpdate, fields, **cleared, **no_target)
         actions.update_campaign(session, campaign_id, data)
     return see_other(f"/campaigns/{campaign_id}")
 
