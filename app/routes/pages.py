@@ -289,9 +289,14 @@ def edit_attempt(
     attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
 ) -> Response:
     form = PageForm(submitted, "edit-attempt", "attempt", attempt_id)
-    fields = ["title", "hypothesis", "command"]  # the flags are read from the command
+    fields = ["title", "hypothesis", "command", "source"]  # the flags are read from the command
     with form:
-        data = form.parse(AttemptUpdate, fields, **form.cleared(fields[1:]))
+        data = form.parse(AttemptUpdate, fields, **form.cleared(["hypothesis", "command"]))
+        if data.source == actions.require_attempt(session, attempt_id).source:
+            data = data.model_copy(update={"source": None})  # shown as it is: not attached anew
+        refusal = log_source_refusal(request.app.state.settings, data.source)
+        if refusal:
+            raise form.refuse({"source": refusal})
         actions.update_attempt(session, attempt_id, data)
     return _attempt_answer(request, session, attempt_id)
 
