@@ -57,8 +57,9 @@ def create_campaign(session: Session, data: CampaignCreate) -> Campaign:
     return campaign
 
 
-# Given as "" or null, these are unset (the campaign goes back to the parser's own reading).
-CLEARABLE_CAMPAIGN_FIELDS = frozenset({"bench_pattern"})
+# Given as null (the bench pattern also as ""), these are unset: the target removed, the
+# bench pattern back to the parser's own reading.
+CLEARABLE_CAMPAIGN_FIELDS = frozenset({"bench_pattern", "target"})
 
 
 def update_campaign(session: Session, campaign_id: int, data: CampaignUpdate) -> Campaign:

@@ -20,7 +20,7 @@ class Point:
     x: float
     y: float
     attempt: AttemptOut
-    css: str  # up, down, noise
+    css: str  # up, down, noise; unjudged: no baseline to judge it against
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,10 @@ class Chart:
     @property
     def empty(self) -> bool:
         return not self.points
+
+    @property
+    def judged(self) -> bool:
+        return any(point.css != "unjudged" for point in self.points)
 
     @property
     def dense(self) -> bool:
@@ -86,7 +90,10 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
     for index, attempt in enumerate(measured):
         x = LEFT + step * (index + 0.5)
         assert attempt.metric_value is not None
-        css = "noise" if attempt.delta_within_noise else ("up" if attempt.improved else "down")
+        if attempt.improved is None:
+            css = "unjudged"
+        else:
+            css = "noise" if attempt.delta_within_noise else "up" if attempt.improved else "down"
         points.append(Point(round(x, 2), round(y_of(attempt.metric_value), 2), attempt, css))
         if attempt.baseline is not None:
             y = round(y_of(attempt.baseline), 2)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -18,6 +20,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from app.config import Settings
     from app.diagnosis import Diagnosis
 
@@ -42,6 +46,40 @@ def base_url(settings: Settings, host: str, port: int) -> str:
 
 def login_url(settings: Settings, host: str, port: int, token: str) -> str:
     return f"{base_url(settings, host, port)}/login?token={token}"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The dashboard's socket, bound before anything is printed or stored: a port another
+    program holds is one line, not a login link to that program and a stored `served_at`
+    that later links would follow."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {error.strerror or error}"
+        ) from None
+    return sock
+
+
+def run_server(app: FastAPI, sock: socket.socket, log_level: str) -> None:
+    import uvicorn
+
+    from app.logs import uvicorn_log_config
+
+    config = uvicorn.Config(app, log_level=log_level, log_config=uvicorn_log_config())
+    server = uvicorn.Server(config)
+    # uvicorn re-raises the Ctrl-C it shut down on; uvicorn.run swallows it too.
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
+    if not server.started:
+        sys.exit(3)  # uvicorn.run's STARTUP_FAILURE: the app's startup failed
 
 
 @contextmanager
@@ -97,14 +135,12 @@ def main() -> None:
 )
 def serve(host: str, port: int) -> None:
     """Migrate the database to head, then serve the dashboard."""
-    import uvicorn
-
     from app import repo
     from app.config import Settings
     from app.db import session_scope
-    from app.logs import uvicorn_log_config
     from app.web import create_app
 
+    sock = listen(host, port)
     settings = Settings()
     generated = prepare_database(settings)
     if generated:
@@ -116,7 +152,7 @@ def serve(host: str, port: int) -> None:
         app = create_app(settings, migrate_on_start=False)
         with session_scope(app.state.engine) as session:
             repo.set_secret(session, name=SERVED_AT, value=base_url(settings, host, port))
-    uvicorn.run(app, host=host, port=port, log_level="info", log_config=uvicorn_log_config())
+    run_server(app, sock, "info")
 
 
 @main.group()

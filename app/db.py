@@ -1,10 +1,12 @@
 """Engine and sessions; SQLite tuned for one writer and many readers, PostgreSQL as is."""
 
+import errno
 import fcntl
 import os
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -12,6 +14,9 @@ from sqlmodel import Session
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 STARTUP_LOCK_KEY = 0x63640002  # advisory lock: one dashboard at a time prepares the database
+# What one dashboard at a time does among those on one database, per row id: a log followed.
+TAIL_LOCK_SPACE = 0x63640001
+_LOCK_SPACES = (TAIL_LOCK_SPACE,)
 
 
 def is_sqlite(url: str) -> bool:
@@ -69,6 +74,57 @@ def _sqlite_file_lock(path: str | None) -> Iterator[None]:
 
 def sqlite_lock_path(database_path: str) -> str:
     return database_path + ".lock"
+
+
+class Held(Protocol):
+    def close(self) -> None: ...
+
+
+class _Unshared:
+    """A database no other process can open (in memory): nothing to hold."""
+
+    def close(self) -> None:
+        return None
+
+
+class _ByteLock:
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+
+    def close(self) -> None:
+        os.close(self.descriptor)  # the lock ends with its open file description
+
+
+def try_exclusive(url: str, space: int, key: int) -> Held | None:
+    """This process's hold on `key` of `space`, or None while another dashboard on the
+    database holds it. Either ends when closed or when the process dies, so another
+    dashboard takes over."""
+    if is_postgres(url):
+        import psycopg
+
+        connection = psycopg.connect(libpq_dsn(url), autocommit=True)
+        row = connection.execute("SELECT pg_try_advisory_lock(%s, %s)", (space, key)).fetchone()
+        if row and row[0]:
+            return connection  # a session lock: held while the connection is open
+        connection.close()
+        return None
+    path = make_url(url).database if is_sqlite(url) else None
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return _Unshared()
+    # One byte of the lock file per key, locked as an open file description's (Linux's
+    # OFD locks): a classic POSIX lock would be dropped when the startup lock closes its
+    # descriptor of the same file.
+    descriptor = os.open(sqlite_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
+    offset = key * len(_LOCK_SPACES) + _LOCK_SPACES.index(space)
+    request = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+    try:
+        fcntl.fcntl(descriptor, fcntl.F_OFD_SETLK, request)
+    except OSError as error:
+        os.close(descriptor)
+        if error.errno in (errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return _ByteLock(descriptor)
 
 
 # Requests do their database work in anyio's worker threads (this many, set by the app's

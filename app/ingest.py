@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from app import lifecycle, repo
 from app.changes import record
-from app.db import is_postgres, libpq_dsn, session_scope
+from app.db import TAIL_LOCK_SPACE, Held, session_scope, try_exclusive
 from app.diagnosis import Diagnoser, Diagnosis, Throughput
 from app.flags import ArgsLineFinder, parse_logged_args
 from app.lifecycle import Actor, Refusal
@@ -36,7 +36,6 @@ from app.tailing.status import TailStatus
 log = logging.getLogger(__name__)
 
 BATCH_BYTES = 1 << 20
-TAIL_LOCK_SPACE = 0x63640001  # advisory lock namespace of campaign-dash tails
 PRUNE_EVERY = 500  # commits
 KEEP_EVENTS = 20_000
 DIAGNOSIS_WINDOW = 256 << 10  # bytes kept around the root cause when the middle is dropped
@@ -127,7 +126,7 @@ class AttemptTail:
 
     def _run(self) -> None:
         lock = self._exclusive()
-        if lock is False:
+        if lock is None:
             return
         try:
             while not self.stop_event.is_set():
@@ -138,28 +137,18 @@ class AttemptTail:
                     log.exception("tail of attempt %s failed; resuming", self.attempt_id)
                     self.stop_event.wait(2.0)
         finally:
-            if lock is not None:
-                lock.close()
+            lock.close()
 
-    def _exclusive(self) -> Any:
-        """Several dashboards on one PostgreSQL database: one of them follows each attempt
-        (a session advisory lock, held while following). None: nothing to hold (SQLite);
-        False: stopped before the lock was had."""
+    def _exclusive(self) -> Held | None:
+        """Several dashboards on one database: one of them follows each attempt (a lock
+        held while following), another takes over if it goes away. None: stopped first."""
         url = self.engine.url.render_as_string(hide_password=False)
-        if not is_postgres(url):
-            return None
-        import psycopg
-
         while not self.stop_event.is_set():
-            connection = psycopg.connect(libpq_dsn(url), autocommit=True)
-            row = connection.execute(
-                "SELECT pg_try_advisory_lock(%s, %s)", (TAIL_LOCK_SPACE, self.attempt_id)
-            ).fetchone()
-            if row and row[0]:
-                return connection
-            connection.close()  # another instance follows it; take over if it goes away
+            lock = try_exclusive(url, TAIL_LOCK_SPACE, self.attempt_id)
+            if lock is not None:
+                return lock
             self.stop_event.wait(5.0)
-        return False
+        return None
 
     def _resume(self) -> tuple[TailState, Diagnoser, str | None]:
         with session_scope(self.engine) as session:

@@ -250,12 +250,14 @@ def _fence(text: str) -> str:
 
 def to_markdown(result: Summary) -> str:
     campaign = result.campaign
-    metric = campaign.metric
+    metric = _md_text(campaign.metric)
     lines = [f"# {_md_text(campaign.name)}", ""]
     if campaign.description:
         lines += [_md_text(campaign.description), ""]
-    baselines = " → ".join(f"{b.value:g}" for b in campaign.baseline_history) or "not set"
-    lines.append(f"- **Baseline:** {baselines} {metric}")
+    baselines = " → ".join(f"{b.value:g}" for b in campaign.baseline_history)
+    lines.append(
+        f"- **Baseline:** {baselines} {metric}" if baselines else "- **Baseline:** not set"
+    )
     if campaign.target is not None:
         lines.append(f"- **Target:** {campaign.target:g} {metric}")
     if result.best is not None and result.best.metric_value is not None:

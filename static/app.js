@@ -274,6 +274,13 @@
     });
   }
   document.addEventListener("DOMContentLoaded", function () { keepLogsAtEnd(document); });
+
+  // A form's answer is a whole page, read from its top: a refusal beside its field, the
+  // Launch form's preview or a new share link (shown once) may be far below the fold.
+  document.addEventListener("DOMContentLoaded", function () {
+    var answer = document.querySelector(".field-error, #launch-preview, .new-share");
+    if (answer) { answer.scrollIntoView({ block: "center" }); }
+  });
   document.addEventListener("htmx:afterSwap", function (event) {
     localizeTimes(event.target);
     keepLogsAtEnd(document);

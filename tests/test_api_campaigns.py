@@ -52,6 +52,17 @@ def test_patch_moves_the_baseline_and_keeps_its_history(api: httpx.Client) -> No
     assert [b["value"] for b in body["baseline_history"]] == [82.0, 89.5]
 
 
+def test_patch_removes_the_target_with_null_and_keeps_what_it_does_not_name(
+    api: httpx.Client,
+) -> None:
+    campaign = make_campaign(api, target=120)
+    renamed = api.patch(f"/api/campaigns/{campaign['id']}", json={"name": "renamed"}).json()
+    assert renamed["target"] == 120
+    cleared = api.patch(f"/api/campaigns/{campaign['id']}", json={"target": None})
+    assert cleared.status_code == 200 and cleared.json()["target"] is None
+    assert cleared.json()["name"] == "renamed" and cleared.json()["baseline"] == 82.0
+
+
 @pytest.mark.parametrize(
     "body",
     [

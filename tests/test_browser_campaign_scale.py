@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import OWNER_TOKEN, LiveServer
-from tests.helpers import seed_long_campaign
+from tests.helpers import make_attempt, make_campaign, seed_long_campaign
 from tests.test_campaign_page import cards
 
 pytestmark = pytest.mark.browser
@@ -150,6 +150,51 @@ def test_the_attempt_and_share_pages_fit_a_phone(
         page.wait_for_selector("main")
         assert_no_sideways_scroll(page)
         shot(page, f"{name}-390")
+
+
+def test_notes_with_long_words_and_wide_tables_fit_a_phone(
+    open_page: Any, server: LiveServer, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    body = (
+        "Long: " + "x" * 300 + "\n\nhttps://example.com/" + "z" * 200
+        + "\n\n| flag | value |\n|---|---|\n| --" + "w" * 150 + " | on |\n"
+    )  # fmt: skip
+    for path in (f"/api/attempts/{attempt['id']}/notes", f"/api/campaigns/{campaign['id']}/notes"):
+        assert api.post(path, json={"body": body}).status_code == 201
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares").json()["token"]
+    pages = ((f"/attempts/{attempt['id']}", True), (f"/campaigns/{campaign['id']}", True),
+             (f"/s/{token}", False))  # fmt: skip
+    for path, logged_in in pages:
+        page = open_page(path, logged_in=logged_in)
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.wait_for_selector(".note-body table")
+        assert_no_sideways_scroll(page)
+
+
+def test_names_and_titles_without_spaces_fit_a_phone(
+    open_page: Any, server: LiveServer, api: httpx.Client
+) -> None:
+    # As long as the forms take, and no space to break at (a pasted path, a model name).
+    campaign = make_campaign(api, name="N" * 200, description="D" * 600, metric="M" * 40)
+    command = "python -m sglang.launch_server --" + "f" * 300 + " --model-path /" + "p" * 300
+    attempt = make_attempt(api, campaign["id"], title="T" * 200, hypothesis="H" * 500,
+                           command=command)  # fmt: skip
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90})
+    verdict = {"status": "eliminated", "verdict": "V" * 500}
+    assert api.patch(f"/api/attempts/{attempt['id']}", json=verdict).status_code == 200
+    other = make_attempt(api, campaign["id"], title="U" * 200, command=command + " --x")
+    api.post(f"/api/attempts/{other['id']}/measurements", json={"value": 95})
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares").json()["token"]
+    pages = (("/", True), (f"/campaigns/{campaign['id']}", True),
+             (f"/attempts/{attempt['id']}", True), (f"/attempts/{other['id']}", True),
+             (f"/s/{token}", False))  # fmt: skip
+    for path, logged_in in pages:
+        page = open_page(path, logged_in=logged_in)
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.wait_for_selector("main")
+        assert_no_sideways_scroll(page)
 
 
 def test_without_script_the_fold_opens_and_the_filter_is_a_form(

@@ -56,6 +56,26 @@ def test_the_head_tells_the_story_on_the_owners_page_and_the_share_page(
     assert "reached" in head and "110.0" in head and "+34.1 %" in head
 
 
+def test_a_gain_of_nothing_is_shown_neither_as_a_gain_nor_as_a_loss(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    # The home page's form leaves the baseline empty: the first adopted result (the box
+    # ticked by default) becomes the first baseline, and the gain over it is 0.
+    campaign = make_campaign(api, baseline=None)
+    attempt = make_attempt(api, campaign["id"])
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 92.6})
+    assert patch(api, attempt["id"], status="adopted", set_baseline=True).status_code == 200
+    head = head_of(browser.get(f"/campaigns/{campaign['id']}").text)
+    gain = re.search(r'<div class="fig-gain">.*?</div>', head, re.S)
+    assert gain and "+0.0 %" in gain.group(0), head
+    assert "down" not in gain.group(0) and "up" not in gain.group(0), gain.group(0)
+    slower = make_attempt(api, campaign["id"], title="slower")
+    api.post(f"/api/attempts/{slower['id']}/measurements", json={"value": 80.0})
+    assert patch(api, slower["id"], status="adopted").status_code == 200
+    head = head_of(browser.get(f"/campaigns/{campaign['id']}").text)
+    assert '<span class="delta down">' not in head  # the best adopted is still 92.6
+
+
 def test_the_filter_form_works_without_script(browser: httpx.Client, server: LiveServer) -> None:
     made = seed_long_campaign(server.app.state.engine, 120)
     url = f"/campaigns/{made['campaign_id']}"

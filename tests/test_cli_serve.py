@@ -3,6 +3,7 @@
 import hashlib
 import os
 import re
+import socket
 from pathlib import Path
 
 import httpx
@@ -71,6 +72,29 @@ def test_a_database_that_cannot_be_opened_is_one_clear_line(tmp_path: Path) -> N
             assert "Error: cannot open the database" in result.stderr
             assert any(reason in result.stderr for reason in reasons), result.stderr
             assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
+
+
+def test_a_port_in_use_is_one_clear_line_and_leaves_the_dashboards_links_alone(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    port = free_port()
+    with serving(env, tmp_path, port):
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        try:
+            # A second terminal, a port some other program holds (a demo, say).
+            taken = str(busy.getsockname()[1])
+            second = run_cli("serve", "--port", taken, env=env, cwd=tmp_path)
+        finally:
+            busy.close()
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert f"Error: cannot listen on 127.0.0.1:{taken}" in second.stderr, second.stderr
+        assert "Traceback" not in second.stderr and "Log in" not in second.stdout
+        # Links printed later still point at the dashboard that serves.
+        reset = run_cli("token", "reset", env=env, cwd=tmp_path)
+        assert reset.returncode == 0, reset.stderr
+        assert f"http://127.0.0.1:{port}/login?token=" in reset.stdout, reset.stdout
 
 
 def test_default_database_is_a_file_in_the_working_directory(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.conftest import LiveServer
 from tests.helpers import csrf_of, make_attempt, make_campaign, wait_for
 
 HX = {"HX-Request": "true"}
@@ -84,6 +85,22 @@ def refused_field(html: str, form: str, field: str) -> str:
     return match.group(1)
 
 
+def test_a_measurement_typed_as_its_placeholder_shows_is_taken(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api, baseline=9916.4)
+    attempt = make_attempt(api, campaign["id"])
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    field = re.search(r'<input name="value"[^>]*placeholder="([^"]*)"', page)
+    assert field, "the measurement field shows an example"
+    answer = browser.post(
+        f"/attempts/{attempt['id']}/measurements",
+        data={"csrf_token": csrf_of(page), "value": field.group(1)},
+    )
+    assert answer.status_code == 303, (field.group(1), answer.text[:300])
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["metric"]["mean"] == 9916.4
+
+
 def test_a_mistyped_measurement_is_refused_beside_its_field(
     browser: httpx.Client, api: httpx.Client
 ) -> None:
@@ -123,6 +140,61 @@ def test_campaign_figures_that_make_no_sense_are_refused_in_place(browser: httpx
             assert f'value="{value}"' in answer.text
         assert ">kept</textarea>" in answer.text
     assert browser.get("/api/campaigns").json() == []
+
+
+def test_emptying_the_target_field_removes_the_target(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api, target=120)
+    path = f"/campaigns/{campaign['id']}"
+    fields = form_defaults(browser.get(path).text, f"{path}/edit")
+    assert fields["target"] == "120.0"
+    assert browser.post(f"{path}/edit", data=fields | {"target": ""}).status_code == 303
+    stored = api.get(f"/api/campaigns/{campaign['id']}").json()
+    assert stored["target"] is None and stored["baseline"] == 82.0
+    assert "no target" in browser.get(path).text
+    # Left as it was, the field keeps the target.
+    api.patch(f"/api/campaigns/{campaign['id']}", json={"target": 100})
+    fields = form_defaults(browser.get(path).text, f"{path}/edit")
+    assert browser.post(f"{path}/edit", data=fields).status_code == 303
+    assert api.get(f"/api/campaigns/{campaign['id']}").json()["target"] == 100
+
+
+def test_a_log_is_attached_from_the_attempt_page_of_an_attempt_made_without_one(
+    browser: httpx.Client, api: httpx.Client, server: LiveServer, tmp_path: Path
+) -> None:
+    # The campaign page's form left as it is: an attempt with no log source. The page says
+    # to set one; it must be possible there.
+    campaign = make_campaign(api)
+    path = f"/campaigns/{campaign['id']}"
+    fields = form_defaults(browser.get(path).text, f"{path}/attempts")
+    assert browser.post(f"{path}/attempts", data=fields | {"title": "by hand"}).status_code == 303
+    attempt = api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"][0]
+    assert attempt["source"] is None
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    assert "No log attached" in page
+    fields = form_defaults(page, f"/attempts/{attempt['id']}/edit")
+    own = server.settings.database_url.removeprefix("sqlite:///")
+    if own != server.settings.database_url:  # SQLite: the dashboard's own file is refused
+        refused = browser.post(
+            f"/attempts/{attempt['id']}/edit", data=fields | {"source": f"file://{own}"}
+        )
+        assert refused.status_code == 422
+        assert "own files" in refused_field(refused.text, "edit-attempt", "source")
+    log = tmp_path / "by-hand.log"
+    log.write_text("[2026-02-27 13:21:27] The server is fired up and ready to roll!\n")
+    attached = browser.post(
+        f"/attempts/{attempt['id']}/edit", data=fields | {"source": f"file://{log}"}
+    )
+    assert attached.status_code == 303
+    wait_for(lambda: api.get(f"/api/attempts/{attempt['id']}/log").content == log.read_bytes())
+    # The form's defaults again (the source shown as it is): nothing changes.
+    fields = form_defaults(
+        browser.get(f"/attempts/{attempt['id']}").text, f"/attempts/{attempt['id']}/edit"
+    )
+    assert fields["source"] == f"file://{log}"
+    assert browser.post(f"/attempts/{attempt['id']}/edit", data=fields).status_code == 303
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["source"] == f"file://{log}"
 
 
 def test_edit_and_delete_a_campaign_and_an_attempt(

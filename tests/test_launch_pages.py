@@ -122,3 +122,38 @@ def test_the_launch_form_previews_the_exact_command_in_chromium(
     assert page.locator("#launch textarea[name=command]").input_value() == command
     assert page.locator('#launch button[value="launch"]').count() == 1
     assert len(api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]) == 1
+
+
+IN_VIEW = "e => { const r = e.getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0 }"
+
+
+def test_preview_and_refusals_land_where_the_form_is_in_chromium(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    # Below the fold on a wide screen and on a phone: the answer is a page of its own, so
+    # the preview and a refusal beside its field must be where the reader is taken.
+    campaign = make_campaign(api)
+    path = f"/campaigns/{campaign['id']}"
+    page = open_page(path)
+    base = page.url.split(path)[0]
+    for width in (1400, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(base + path)
+        page.fill("#launch input[name=title]", "Symm mem")
+        page.fill("#launch input[name=host]", "local")
+        page.fill("#launch textarea[name=command]", "python -m sglang.launch_server --port 30001")
+        page.click('#launch button[value="preview"]')
+        page.locator('#launch button[value="launch"]').wait_for(timeout=10_000)
+        assert page.locator("#launch-preview").evaluate(IN_VIEW), f"preview unseen at {width} px"
+        page.goto(base + path)
+        page.fill("#new-attempt input[name=title]", "Bad source")
+        page.fill("#new-attempt input[name=source]", "http://not-a-log-source")
+        page.click("#new-attempt button")
+        error = page.locator('.field-error[data-form="new-attempt"][data-field="source"]')
+        error.wait_for(timeout=10_000)
+        assert error.evaluate(IN_VIEW), f"the refusal is out of view at {width} px"
+        # A new share link is shown once: the reader must see it to copy it.
+        page.click("#shares button")
+        page.locator(".new-share").wait_for(timeout=10_000)
+        assert page.locator(".new-share").evaluate(IN_VIEW), f"new link unseen at {width} px"

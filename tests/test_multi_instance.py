@@ -1,5 +1,6 @@
-"""Two dashboards on one PostgreSQL database: events cross instances, each log is followed
-once, each launched run is driven by one of them (and by the other once that one is killed)."""
+"""Two dashboards on one database (PostgreSQL, or one SQLite file: a second `serve` in another
+terminal): events cross instances, each log is followed once, each launched run is driven by
+one of them (and by the other once that one is killed)."""
 
 import json
 import os
@@ -12,8 +13,7 @@ from typing import Any
 import pytest
 
 from app.config import Settings
-from app.db import libpq_dsn
-from app.ingest import TAIL_LOCK_SPACE
+from app.db import TAIL_LOCK_SPACE, libpq_dsn
 from app.tailer import RESCAN_S
 from tests.cli import Served, free_port, interrupt, launch, wait_until_serving
 from tests.conftest import (
@@ -24,7 +24,7 @@ from tests.conftest import (
     _drop_pg_database,
     owner_client,
 )
-from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, wait_for
+from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, tail_of, wait_for
 from tests.runner_helpers import (
     bench_command,
     port_listening,
@@ -221,3 +221,87 @@ def test_a_launched_run_is_driven_by_one_dashboard_and_taken_over_when_it_is_kil
         assert attempt_of(api, attempt_id)["metric"]["n"] == 3
     wait_for(lambda: not session_processes(final["pgid"]), timeout=10, what="an empty session")
     assert not port_listening(server_port)
+
+
+@pytest.fixture
+def one_database(database_url: str, tmp_path: Path) -> Iterator[tuple[LiveServer, Settings]]:
+    """A dashboard, and the settings a second one on the same database (SQLite file too)
+    takes."""
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, token=OWNER_TOKEN, runs_root=str(tmp_path / "runs"),
+        database_url=database_url,
+    )  # fmt: skip
+    first = LiveServer(settings).start()
+    try:
+        yield first, settings
+    finally:
+        first.stop()
+
+
+def test_two_dashboards_on_one_database_follow_a_log_once(
+    one_database: tuple[LiveServer, Settings], tmp_path: Path
+) -> None:
+    first, settings = one_database
+    api_a = owner_client(first.url)
+    campaign = make_campaign(api_a)
+    log = tmp_path / "shared.log"
+    log.write_bytes(b"line 0\n")
+    attempt = make_attempt(api_a, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: stored_log(api_a, attempt["id"]) == log.read_bytes(), what="followed")
+    # The second dashboard starts following every open attempt at once, as the first does.
+    second = LiveServer(settings).start()
+    try:
+        api_b = owner_client(second.url)
+        for n in range(1, 6):
+            with log.open("ab") as out:
+                out.write(b"line %d\n" % n)
+            size = log.stat().st_size
+            wait_for(
+                lambda size=size: tail_of(api_b, attempt["id"]).get("bytes_read") == size,
+                what="read",
+            )
+            assert stored_log(api_b, attempt["id"]) == log.read_bytes(), "stored once"
+            assert tail_of(api_b, attempt["id"])["stored_bytes"] == size
+        # Whichever follows it goes away: the other takes over.
+        first.stop()
+        with log.open("ab") as out:
+            out.write(b"line 6\n")
+        wait_for(
+            lambda: stored_log(api_b, attempt["id"]) == log.read_bytes(),
+            timeout=30,
+            what="taken over",
+        )
+    finally:
+        second.stop()
+
+
+def test_two_dashboards_on_one_database_drive_a_launch_once(
+    one_database: tuple[LiveServer, Settings],
+) -> None:
+    first, settings = one_database
+    api_a = owner_client(first.url)
+    campaign = make_campaign(api_a)
+    port = free_port()
+    body = {"title": "launched once", "launch": {
+        "host": "local", "command": server_command(port, "--start-delay", "1"),
+        "bench": bench_command(port, "--num-prompts", "4", "--pause", "0.2"),
+        "repeat": 2, "warmup": 1}}  # fmt: skip
+    created = api_a.post(f"/api/campaigns/{campaign['id']}/attempts", json=body)
+    assert created.status_code == 201, created.text
+    attempt_id = created.json()["id"]
+    # Started while the run is under way: it finds the run unfinished, as after a restart.
+    second = LiveServer(settings).start()
+    try:
+        final = wait_for(
+            lambda: (
+                (a := attempt_of(api_a, attempt_id))["run"]["state"] in ("done", "failed") and a
+            ),
+            timeout=60,
+            what="the run's end",
+        )
+        run = final["run"]
+        assert (run["state"], run["outcome"]) == ("done", "measured"), run
+        assert [r["index"] for r in run["bench_runs"]] == [1, 2, 3]
+        assert final["metric"]["n"] == 2
+    finally:
+        second.stop()

@@ -311,6 +311,20 @@ def test_the_campaign_page_draws_the_throughput_chart(
     assert f'href="/attempts/{faster["id"]}"' in svg
 
 
+def test_points_without_a_baseline_are_neither_above_nor_below_it(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    # The home page's form left as it is: no baseline yet, so nothing is judged against one.
+    campaign = make_campaign(api, baseline=None)
+    attempt = make_attempt(api, campaign["id"])
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 92.6})
+    page = browser.get(f"/campaigns/{campaign['id']}").text
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert svg.count('<circle class="point unjudged"') == 1, svg
+    caption = page[page.index("</svg>") :].split("</figcaption>")[0]
+    assert "red below" not in caption and "baseline in force" not in caption, caption
+
+
 def test_the_attempt_page_shows_the_frame_and_the_runners_up_linked_into_the_log(
     browser: httpx.Client, api: httpx.Client, tmp_path: Path
 ) -> None:

@@ -235,6 +235,25 @@ def test_stop_ends_a_kept_server_and_retest_launches_the_same_command(
     assert_clean(rerun, port)
 
 
+def test_stop_ends_a_launch_waiting_for_an_unreachable_host_at_once(
+    dash: httpx.Client, sshd: Sshd
+) -> None:
+    # A host alias whose port nobody listens on: the launch retries, saying so, for minutes.
+    with sshd.ssh_config.open("a") as config:
+        config.write(f"Host gone-box\n  HostName 127.0.0.1\n  Port {free_port()}\n")
+    campaign = make_campaign(dash)
+    attempt = launch(dash, campaign["id"], "gone-box", server_command(free_port()))
+    wait_for(
+        lambda: "retrying" in (attempt_of(dash, attempt["id"])["run"]["reason"] or ""),
+        what="the launch retrying the host",
+    )
+    assert dash.post(f"/api/attempts/{attempt['id']}/stop").status_code == 200
+    # Nothing was launched: nothing to wait for on the host before the stop is done.
+    run = ended(dash, attempt["id"], timeout=15)["run"]
+    assert (run["state"], run["outcome"]) == ("failed", "stopped"), run
+    assert run["pid"] is None
+
+
 def test_bad_launches_are_refused_with_a_clear_error(dash: httpx.Client) -> None:
     campaign = make_campaign(dash)
     url = f"/api/campaigns/{campaign['id']}/attempts"

@@ -74,3 +74,22 @@ def test_markdown_export_shows_names_and_flags_as_typed(
     assert not tags & {"a", "img", "script", "b", "i", "em", "del", "table", "blockquote", "hr"}
     assert parser.texts("strong") == ["Baseline:", "Hypotheses:"]
     assert len(parser.texts("ul")) == 2  # the campaign's figures, the attempt's facts
+
+
+def test_markdown_export_shows_the_metric_as_typed_and_a_missing_baseline_plainly(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    metric = "[x](javascript:1) *tok*/s <b>"
+    campaign = make_campaign(api, metric=metric, baseline=None, target=120)
+    attempt = make_attempt(api, campaign["id"], title="measured")
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90})
+    link = api.post(f"/api/campaigns/{campaign['id']}/shares").json()
+    markdown = anonymous.get(f"/s/{link['token']}.md").text
+
+    parser = _Blocks()
+    parser.feed(MarkdownIt("commonmark").render(markdown))
+    items = parser.texts("li")
+    assert "Baseline: not set" in items, items  # no unit after a figure that is not there
+    assert f"Target: 120 {metric}" in items, items
+    assert parser.texts("h3") == [f"#{attempt['id']} measured — measured — 90.0 {metric}"]
+    assert not {tag for tag, _ in parser.elements} & {"a", "em", "b"}

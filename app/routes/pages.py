@@ -149,7 +149,12 @@ def edit_campaign(
     form = PageForm(submitted, "edit-campaign", "campaign", campaign_id)
     with form:
         fields = ["name", "baseline", "target", "description", "noise_pct", "bench_pattern"]
-        data = form.parse(CampaignUpdate, fields, **form.cleared(["description", "bench_pattern"]))
+        # An emptied target field removes the target.
+        typed_target = form.data.get("target")
+        emptied = isinstance(typed_target, str) and typed_target.strip() == ""
+        no_target = {"target": None} if emptied else {}
+        cleared = form.cleared(["description", "bench_pattern"])
+        data = form.parse(CampaignUpdate, fields, **cleared, **no_target)
         actions.update_campaign(session, campaign_id, data)
     return see_other(f"/campaigns/{campaign_id}")
 
@@ -284,9 +289,14 @@ def edit_attempt(
     attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
 ) -> Response:
     form = PageForm(submitted, "edit-attempt", "attempt", attempt_id)
-    fields = ["title", "hypothesis", "command"]  # the flags are read from the command
+    fields = ["title", "hypothesis", "command", "source"]  # the flags are read from the command
     with form:
-        data = form.parse(AttemptUpdate, fields, **form.cleared(fields[1:]))
+        data = form.parse(AttemptUpdate, fields, **form.cleared(["hypothesis", "command"]))
+        if data.source == actions.require_attempt(session, attempt_id).source:
+            data = data.model_copy(update={"source": None})  # shown as it is: not attached anew
+        refusal = log_source_refusal(request.app.state.settings, data.source)
+        if refusal:
+            raise form.refuse({"source": refusal})
         actions.update_attempt(session, attempt_id, data)
     return _attempt_answer(request, session, attempt_id)
 

@@ -111,9 +111,13 @@ class RunDriver:
         if self._run().stop_requested:
             raise Stopped
 
-    def _ask(self, command: str, args: dict[str, Any], timeout_s: float = 30.0) -> Any:
+    def _ask(
+        self, command: str, args: dict[str, Any], timeout_s: float = 30.0, *,
+        stoppable: bool = False,
+    ) -> Any:  # fmt: skip
         """One call of the host program; an unreachable host is retried (the run waits,
-        saying why) until GIVE_UP_S, then the run fails as infrastructure."""
+        saying why) until GIVE_UP_S, then the run fails as infrastructure. `stoppable`:
+        nothing is launched yet, so a stop asked for meanwhile ends the wait."""
         first_failure = None
         delay = 0.5
         while True:
@@ -131,7 +135,10 @@ class RunDriver:
                     self.run_id,
                     reason=f"{self.host.host}: {error.state}: {error}; retrying",
                 )
-                if self.shutdown.wait(delay):
+                if stoppable:
+                    self._pause(delay)  # a stop asked for wakes the driver
+                    self._check_stop()
+                elif self.shutdown.wait(delay):
                     raise Shutdown from None
                 delay = min(delay * 2, 10.0)
 
@@ -233,6 +240,7 @@ class RunDriver:
         check = self._ask(
             "preflight",
             {"port": port, "runs_root": self.runs_root, "skip_run": run.run_key},
+            stoppable=True,
         )
         if not check["ok"]:
             return self.records.finish(
