@@ -61,7 +61,8 @@ def _new_attempt_defaults(attempts: list[Any], retest: int | None) -> dict[str, 
         "hypothesis": original.hypothesis,
         "command": original.command,
         "flags": original.flags.typed,  # typed beside the command; its own flags come with it
-        "source": original.source or "",
+        # A launched attempt's log is its run's: the retest's run writes a new one.
+        "source": "" if original.run is not None else original.source or "",
         "retest_of": str(original.id),
     }
 

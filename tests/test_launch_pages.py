@@ -100,6 +100,16 @@ def test_preview_then_launch_then_stop_then_retest(
     )
     wait_for(lambda: not session_processes(rerun["pgid"]), timeout=15, what="an empty session")
 
+    # Retest by hand: the form takes the command, not the run's own log (a new run writes
+    # another; the old one would show the retest ready before it started).
+    prefilled = page.get(f"/campaigns/{campaign['id']}?retest={attempt_id}").text
+    new_attempt = re.search(
+        r'<section class="panel" id="new-attempt">.*?</section>', prefilled, re.S
+    )
+    assert new_attempt and f">{command}</textarea>" in new_attempt.group(0)
+    source = re.search(r'<input name="source"[^>]*>', new_attempt.group(0))
+    assert source and 'value=""' in source.group(0), source
+
 
 def test_the_launch_form_previews_the_exact_command_in_chromium(
     api: httpx.Client,
