@@ -2,7 +2,7 @@
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -312,6 +312,14 @@ class FlagDiffOut(BaseModel):
     summary: str  # "only change: +enable_torch_symm_mem"
 
 
+class SeenBeforeOut(BaseModel):
+    campaign_id: int
+    attempt_id: int
+    title: str
+    status: Status
+    verdict: str | None
+
+
 class AttemptOut(BaseModel):
     id: int
     campaign_id: int
@@ -334,6 +342,9 @@ class AttemptOut(BaseModel):
     improved: bool | None
     diagnosis: dict[str, Any] | None
     same_root_cause_as: list[int]
+    # Earlier attempts of any campaign that failed the same way, newest first: an
+    # attempt's own answer has them, a list of attempts (a campaign's) has null.
+    seen_before: list[SeenBeforeOut] | None = None
     tail: TailOut | None
     run: RunOut | None = None
     created_at: datetime
@@ -367,6 +378,14 @@ class CampaignOut(BaseModel):
 
 class CampaignDetailOut(CampaignOut):
     attempts: list[AttemptOut]
+
+
+class SearchHitOut(BaseModel):
+    kind: Literal["campaign", "attempt", "note"]
+    campaign_id: int
+    attempt_id: int | None
+    title: str
+    snippet: str  # plain text around the match
 
 
 class NoteOut(BaseModel):

@@ -15,6 +15,7 @@ from app.domain import MetricSummary, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status
+from app.redact import mask_secrets
 from app.repo import stored_log
 from app.runner.launching import runs_by_attempt
 from app.runner.views import run_view
@@ -28,6 +29,8 @@ from app.schemas import (
     FlagsOut,
     MetricOut,
     NoteOut,
+    SearchHitOut,
+    SeenBeforeOut,
     TailOut,
 )
 from app.tailing.status import TailStatus
@@ -241,9 +244,21 @@ def attempt_views(
 
 
 def attempt_view(session: Session, attempt: Attempt) -> AttemptOut:
+    """One attempt with the earlier attempts of any campaign that failed the same way: one
+    query more, with a fingerprint only, which the lists (`attempt_views`) leave out."""
     campaign = repo.get_campaign(session, campaign_id=attempt.campaign_id)
-    assert campaign is not None
-    return attempt_views(session, campaign, [attempt])[0]
+    assert campaign is not None and attempt.id is not None
+    view = attempt_views(session, campaign, [attempt])[0]
+    rows = (
+        repo.seen_before(session, fingerprint=attempt.fingerprint, before_id=attempt.id)
+        if attempt.fingerprint
+        else []
+    )
+    view.seen_before = [
+        SeenBeforeOut(campaign_id=c, attempt_id=a, title=t, status=Status(s), verdict=v)
+        for c, a, t, s, v in rows
+    ]
+    return view
 
 
 def campaign_view(session: Session, campaign: Campaign, *, attempt_count: int) -> CampaignOut:
@@ -347,6 +362,48 @@ def _marked_lines(
 def note_view(note: Note) -> NoteOut:
     assert note.id is not None
     return NoteOut(**note.model_dump(), html=render_markdown(note.body))
+
+
+SNIPPET_CHARS = 160
+SNIPPET_LEAD = 60  # of them before the match
+
+
+def snippet(texts: tuple[str | None, ...], q: str) -> str:
+    """Plain text around q's first match in the first text that holds it (whitespace
+    folded, secrets masked), at most SNIPPET_CHARS long; the first text's start when q
+    only matched a masked secret."""
+    folded = [" ".join(mask_secrets(text).split()) for text in texts if text]
+    if not folded:
+        return ""
+    needle = q.lower()
+    text, at = folded[0], 0
+    for candidate in folded:
+        lowered = candidate.lower()
+        # lower() can change a text's length (İ): positions then only hold for ASCII.
+        found = lowered.find(needle) if len(lowered) == len(candidate) else -1
+        if found >= 0:
+            text, at = candidate, found
+            break
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    start = max(0, min(at - SNIPPET_LEAD, len(text) - SNIPPET_CHARS))
+    head = "…" if start > 0 else ""
+    end = start + SNIPPET_CHARS - len(head)
+    tail = "…" if end < len(text) else ""
+    return head + text[start : end - len(tail)] + tail
+
+
+def search_view(session: Session, q: str) -> list[SearchHitOut]:
+    return [
+        SearchHitOut(
+            kind=match.kind,
+            campaign_id=match.campaign_id,
+            attempt_id=match.attempt_id,
+            title=match.title,
+            snippet=snippet(match.texts, q),
+        )
+        for match in repo.search(session, q=q)
+    ]
 
 
 def key_fingerprint(key_line: str) -> str:

@@ -28,6 +28,7 @@ from app.routes import (
     api_attempts,
     api_campaigns,
     api_runs,
+    api_search,
     events,
     frame_source,
     launch_pages,
@@ -220,6 +221,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     app.include_router(api_campaigns.router)
     app.include_router(api_attempts.router)
     app.include_router(api_runs.router)
+    app.include_router(api_search.router)
     app.include_router(frame_source.router)
     app.include_router(events.router)
     app.include_router(shares.owner_router)

@@ -33,14 +33,15 @@ from app.repo.logs import (
     stored_log,
     stream_stored_log,
 )
+from app.repo.search import Match, search, seen_before
 from app.repo.shares import find_share_link, get_share_link, list_share_links, note_share_opened
 from app.repo.tails import followed_attempt_ids, prune_live_events, tail_state
 
 __all__ = [
-    "MAX_ID", "MAX_OFFSET", "STREAM_ROWS", "add_log_chunk", "find_share_link",
+    "MAX_ID", "MAX_OFFSET", "STREAM_ROWS", "Match", "add_log_chunk", "find_share_link",
     "followed_attempt_ids", "get_share_link", "kept_log_bytes", "list_share_links",
-    "log_chunks", "middle_chunks", "note_share_opened", "prune_live_events", "storable",
-    "stored_log", "stream_stored_log", "tail_state",
+    "log_chunks", "middle_chunks", "note_share_opened", "prune_live_events", "search",
+    "seen_before", "storable", "stored_log", "stream_stored_log", "tail_state",
 ]  # fmt: skip
 
 
