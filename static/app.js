@@ -92,6 +92,12 @@
     document.querySelectorAll('[sse-swap="' + CSS.escape(name) + '"]').forEach(function (el) {
       var template = document.createElement("template");
       template.innerHTML = html;
+      // As htmx's own swaps do: an element of the fragment marked hx-preserve keeps the one
+      // of its id already shown (the code a reader opened beside the error).
+      template.content.querySelectorAll("[hx-preserve][id]").forEach(function (fresh) {
+        var shown = document.getElementById(fresh.id);
+        if (shown) { fresh.replaceWith(shown); }
+      });
       var added = Array.prototype.slice.call(template.content.children);
       if (el.getAttribute("hx-swap") === "beforeend") {
         el.appendChild(template.content);  // a log's new lines

@@ -215,7 +215,11 @@ def _campaign_with_attempt(engine: Any) -> tuple[int, int]:
 
 def _waiting_locks(engine: Any, locktype: str) -> int:
     with engine.connect() as probe:
-        query = "SELECT count(*) FROM pg_locks WHERE locktype = :type AND NOT granted"
+        # pg_locks is the whole server's: only the waits of this database's sessions count.
+        query = (
+            "SELECT count(*) FROM pg_locks WHERE locktype = :type AND NOT granted AND pid IN"
+            " (SELECT pid FROM pg_stat_activity WHERE datname = current_database())"
+        )
         return int(probe.execute(text(query), {"type": locktype}).scalar_one())
 
 

@@ -97,7 +97,9 @@ def follower_lock_held(settings: Settings, attempt_id: int) -> bool:
 
     with psycopg.connect(libpq_dsn(settings.database_url)) as connection:
         row = connection.execute(
+            # pg_locks is the whole server's: another database's attempt 1 is not this one.
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             " AND classid = %s AND objid = %s AND objsubid = 2",
             (TAIL_LOCK_SPACE, attempt_id),
         ).fetchone()
