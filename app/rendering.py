@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -22,6 +23,11 @@ from app.paths import resource_dir
 # Live pages swap their fragments with static/app.js, not htmx's SSE extension.
 HTMX_URL = "https://cdn.jsdelivr.net/npm/htmx.org@2.0.11/dist/htmx.min.js"
 HTMX_SRI = "sha384-2OatzQy1H+Zd/IIrjr1TcuDGqLXeHhbooAyJY1KdQMKnr4LZ22k31GBLdYKHmVjg"
+
+# Stands in for the owner's CSRF token in a rendering shared by every session; random per
+# process, so no log line or note can forge it. Each stream or page puts its own token in.
+CSRF_MARK = secrets.token_hex(16)
+CSRF_BYTES = CSRF_MARK.encode()
 
 
 def fmt_filesize(size: int | None) -> str:

@@ -273,17 +273,12 @@ def campaign_view(session: Session, campaign: Campaign, *, attempt_count: int) -
     )
 
 
-def campaign_detail(
-    session: Session, campaign: Campaign, *, cards_only: bool = False
-) -> CampaignDetailOut:
-    """`cards_only`: each diagnosis carries only what a card shows (repo.CARD_DIAGNOSIS)."""
+def campaign_detail(session: Session, campaign: Campaign) -> CampaignDetailOut:
     assert campaign.id is not None
-    attempts = repo.list_attempts(session, campaign_id=campaign.id, with_diagnosis=not cards_only)
-    diagnoses = repo.diagnosis_summaries(session, campaign_id=campaign.id) if cards_only else None
+    attempts = repo.list_attempts(session, campaign_id=campaign.id)
     base = campaign_view(session, campaign, attempt_count=len(attempts))
     return CampaignDetailOut(
-        **base.model_dump(),
-        attempts=attempt_views(session, campaign, attempts, diagnoses=diagnoses),
+        **base.model_dump(), attempts=attempt_views(session, campaign, attempts)
     )
 
 

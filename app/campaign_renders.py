@@ -1,0 +1,203 @@
+"""The owner's campaign page kept rendered between requests, and shared with its live view:
+each attempt's card with the attempt's view, the head, the timeline. Each is keyed by the
+stored data it shows (never by this process's own notice of a change), so after one attempt
+changes, on any dashboard of the database, only its card and the head are rendered anew."""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
+from sqlmodel import Session
+
+from app import repo, views
+from app.chart import build_chart
+from app.headline import headline
+from app.models import Campaign
+from app.rendering import CSRF_MARK, render_fragment
+from app.schemas import AttemptOut, CampaignOut
+
+CARD = "partials/_attempt_card.html"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A rendering for every owner's session alike: made with CSRF_MARK where a token goes,
+    each viewer's own token put in as it is served."""
+
+    parts: tuple[str, ...]
+
+    @classmethod
+    def of(cls, html: str) -> "Shared":
+        return cls(tuple(html.split(CSRF_MARK)))
+
+    def html(self, csrf_token: str) -> Markup:
+        return Markup(csrf_token.join(self.parts))
+
+
+@dataclass(frozen=True)
+class Card:
+    key: Hashable  # what it was rendered from (`CampaignRenders._card_keys`)
+    view: AttemptOut  # the page's view of the attempt: its diagnosis as a card has it
+    notes: int
+    html: Markup  # for the owner, not hidden by a filter, CSRF_MARK for a token
+    clock: bool  # it shows a time that moves on its own: rendered for every reader
+
+
+@dataclass
+class _Held:
+    context: Hashable  # what every card of the campaign depends on
+    cards: dict[int, Card] = field(default_factory=dict)
+    head: tuple[Hashable, Shared] | None = None
+    timeline: tuple[Hashable, Shared] | None = None
+
+
+def shown_in_head(attempt: AttemptOut) -> tuple[Any, ...]:
+    """What the head (app/headline.py, app/chart.py) shows of an attempt."""
+    return (attempt.id, attempt.title, attempt.lane, attempt.metric_value, attempt.baseline,
+            attempt.delta_pct, attempt.delta_within_noise, attempt.improved)  # fmt: skip
+
+
+class CampaignRenders:
+    """The latest renderings of the last `campaigns` campaigns viewed, safe across threads
+    (the renderings themselves are made outside the lock: two threads may both make one)."""
+
+    def __init__(self, templates: Jinja2Templates, *, campaigns: int = 16) -> None:
+        self.templates = templates
+        self._campaigns = campaigns
+        self._held: OrderedDict[int, _Held] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def cards(self, session: Session, campaign: Campaign) -> dict[int, Card]:
+        """Every card of the campaign, in id order, as of the session's snapshot: the
+        stamps are read first, so a card is at least as new as the key it is kept under."""
+        assert campaign.id is not None
+        stamps = repo.card_stamps(session, campaign_id=campaign.id)
+        context, keys = self._card_keys(session, campaign, stamps)
+        held = self._get(campaign.id)
+        kept = held.cards if held is not None and held.context == context else {}
+        stale = [i for i, key in keys.items() if i not in kept or kept[i].key != key]
+        made = self._render(session, campaign, stale, keys, stamps) if stale else {}
+        cards = {i: made[i] if i in made else kept[i] for i in keys}
+        with self._lock:
+            now = self._held.get(campaign.id)
+            if now is None or now.context != context:
+                now = self._held[campaign.id] = _Held(context)
+            now.cards = {i: card for i, card in cards.items() if not card.clock}
+            self._held.move_to_end(campaign.id)
+            while len(self._held) > self._campaigns:
+                self._held.popitem(last=False)
+        return cards
+
+    def _card_keys(
+        self, session: Session, campaign: Campaign, stamps: dict[int, repo.CardStamp]
+    ) -> tuple[Hashable, dict[int, Hashable]]:
+        """What every card depends on (the campaign's figures' unit and noise band, the
+        baseline history, the attempts flags are compared against), and each card's own
+        key: its stamp and the earlier attempts that failed the same way."""
+        assert campaign.id is not None
+        history = repo.baseline_history(session, campaign_id=campaign.id)
+        first = repo.first_attempt_with_flags(session, campaign_id=campaign.id)
+        compared = {c.attempt_id for c in history if c.attempt_id is not None}
+        compared |= {first.id} if first is not None and first.id is not None else set()
+        context = (
+            campaign.metric, campaign.noise_pct, campaign.higher_is_better,
+            tuple((c.id, c.value, c.attempt_id, c.set_at) for c in history),
+            tuple((i, stamps[i].updated_at if i in stamps else None) for i in sorted(compared)),
+        )  # fmt: skip
+        earlier: dict[str, list[int]] = {}
+        keys: dict[int, Hashable] = {}
+        for attempt_id, stamp in stamps.items():  # in id order: the earlier ones first
+            same: list[int] = []
+            if stamp.fingerprint:
+                same = earlier.setdefault(stamp.fingerprint, [])
+            keys[attempt_id] = (stamp, tuple(same))
+            if stamp.fingerprint:
+                same.append(attempt_id)
+        return context, keys
+
+    def _render(
+        self,
+        session: Session,
+        campaign: Campaign,
+        ids: list[int],
+        keys: dict[int, Hashable],
+        stamps: dict[int, repo.CardStamp],
+    ) -> dict[int, Card]:
+        assert campaign.id is not None
+        attempts = repo.attempts_by_ids(session, attempt_ids=ids, with_diagnosis=False)
+        diagnoses = repo.diagnosis_summaries(session, campaign_id=campaign.id, attempt_ids=ids)
+        made = views.attempt_views(session, campaign, attempts, diagnoses=diagnoses)
+        cards = {}
+        for view in made:
+            notes, clock = stamps[view.id].notes, stamps[view.id].clock
+            html = self.card_html(campaign, view, notes)
+            cards[view.id] = Card(keys[view.id], view, notes, html, clock)
+        return cards
+
+    def card_html(
+        self,
+        campaign: Campaign | CampaignOut,
+        view: AttemptOut,
+        notes: int,
+        *,
+        hidden: bool = False,
+    ) -> Markup:
+        """`hidden`: filtered out by the page's own filter (such a card is not kept)."""
+        context = {"campaign": campaign, "attempt": view, "note_counts": {view.id: notes},
+                   "hidden_ids": {view.id} if hidden else ()}  # fmt: skip
+        html = render_fragment(self.templates, CARD, context, is_owner=True, csrf_token=CSRF_MARK)
+        return Markup(html)
+
+    def head(self, campaign: CampaignOut, attempts: list[AttemptOut]) -> Shared:
+        """The head: the campaign's story and chart, rendered when what it shows changed."""
+        key = (campaign.model_dump_json(), tuple(shown_in_head(a) for a in attempts))
+        held = self._get(campaign.id)
+        if held is not None and held.head is not None and held.head[0] == key:
+            return held.head[1]
+        context = {"campaign": campaign, "headline": headline(campaign, attempts),
+                   "chart_data": build_chart(campaign, attempts)}  # fmt: skip
+        rendering = self._shared("partials/_campaign_head.html", context)
+        self._keep(campaign.id, "head", key, rendering)
+        return rendering
+
+    def timeline(
+        self, campaign_id: int, cards: Iterable[Card], context: dict[str, Any], *, keep: bool
+    ) -> Shared:
+        """The timeline, from the cards' renderings; `keep`: as every reader sees it (no
+        filter), kept for them."""
+        listed = list(cards)
+        key = tuple((c.view.id, c.key) for c in listed)
+        keep = keep and not any(c.clock for c in listed)
+        if keep:
+            held = self._get(campaign_id)
+            if held is not None and held.timeline is not None and held.timeline[0] == key:
+                return held.timeline[1]
+        rendering = self._shared("partials/_timeline.html", context)
+        if keep:
+            self._keep(campaign_id, "timeline", key, rendering)
+        return rendering
+
+    def _shared(self, template: str, context: dict[str, Any]) -> Shared:
+        return Shared.of(
+            render_fragment(self.templates, template, context, is_owner=True, csrf_token=CSRF_MARK)
+        )
+
+    def _get(self, campaign_id: int) -> _Held | None:
+        with self._lock:
+            return self._held.get(campaign_id)
+
+    def _keep(self, campaign_id: int, part: str, key: Hashable, rendering: Shared) -> None:
+        with self._lock:
+            held = self._held.get(campaign_id)
+            if held is not None:
+                setattr(held, part, (key, rendering))
+
+
+def campaign_renders(request: Request) -> CampaignRenders:
+    renders: CampaignRenders = request.app.state.campaign_renders
+    return renders

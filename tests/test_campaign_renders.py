@@ -1,0 +1,165 @@
+"""The campaign page kept rendered between requests (app/campaign_renders.py): a change made
+through another dashboard of the same database is never served stale, whatever of a card it
+changes; the page with its kept renderings is the page rendered from nothing; after one change
+only that attempt's card is rendered anew."""
+
+import re
+from typing import Any
+
+import httpx
+
+from app import repo
+from app.campaign_renders import Card
+from app.config import Settings
+from app.db import session_scope
+from app.models import Attempt, Run, utcnow
+from app.rendering import CSRF_MARK
+from tests.conftest import OWNER_TOKEN, SERVER_ERRORS, LiveServer, running
+from tests.helpers import csrf_of, make_attempt, patch, seed_long_campaign
+
+TP8 = "python -m sglang.launch_server --tp 8 --mem-fraction-static 0.85"
+TP4 = TP8.replace("--tp 8", "--tp 4")
+
+
+def owner_page(base_url: str, path: str) -> str:
+    """The page as the owner's browser gets it from the dashboard at `base_url`."""
+    with httpx.Client(base_url=base_url, timeout=30, event_hooks=SERVER_ERRORS) as client:
+        assert client.get("/login", params={"token": OWNER_TOKEN}).status_code == 303
+        response = client.get(path, headers={"Accept": "text/html"})
+        assert response.status_code == 200, response.text[:300]
+        return response.text
+
+
+def comparable(html: str) -> str:
+    """Two sessions' pages differ by their CSRF token only."""
+    return html.replace(csrf_of(html), "CSRF")
+
+
+def card(html: str, attempt_id: int) -> str:
+    start = html.rindex("<article", 0, html.index(f'id="attempt-{attempt_id}"'))
+    return html[start : html.index("</article>", start)]
+
+
+def test_a_change_made_on_another_dashboard_is_never_served_stale(
+    server: LiveServer, settings: Settings
+) -> None:
+    made = seed_long_campaign(server.app.state.engine, 120)
+    campaign_id = made["campaign_id"]
+    url = f"/campaigns/{campaign_id}"
+
+    def page() -> str:
+        """This dashboard's page (its renderings kept from the requests before), which must
+        be the page a dashboard that has kept nothing renders."""
+        kept = owner_page(server.url, url)
+        with running(settings) as (fresh, _):
+            assert comparable(kept) == comparable(owner_page(fresh.url, url))
+        return kept
+
+    with running(settings) as (_, other):  # every change goes through the other dashboard
+        base = make_attempt(other, campaign_id, title="the baseline run")
+        tried = make_attempt(other, campaign_id, title="TP 4", command=TP4)
+        running_one = next(i for i, s in made["status"].items() if s == "running")
+        measured = next(i for i, s in made["status"].items() if s == "measured")
+        page()
+
+        assert patch(other, measured, status="eliminated", verdict="no gain at TP 8").is_success
+        shown = card(page(), measured)
+        assert "status-eliminated" in shown and "no gain at TP 8" in shown
+
+        other.post(f"/api/attempts/{measured}/notes", json={"body": "see the log"})
+        assert ">1 note</span>" in card(page(), measured)
+
+        assert "no measurement yet" in card(page(), running_one)
+        other.post(f"/api/attempts/{running_one}/measurements", json={"value": 95.5})
+        shown = card(page(), running_one)
+        assert "95.5" in shown and "status-measured" in shown
+
+        # The noise band is the campaign's: every card's delta is judged by it.
+        assert "· noise" not in card(page(), running_one)
+        assert other.patch(f"/api/campaigns/{campaign_id}", json={"noise_pct": 50.0}).is_success
+        assert "· noise" in card(page(), running_one)
+
+        # A new baseline: the head says it, and an attempt tried after it is judged by it.
+        other.post(f"/api/attempts/{base['id']}/measurements", json={"value": 100.0})
+        assert patch(other, base["id"], status="adopted", set_baseline=True).is_success
+        assert "100.0 <small>tok/s</small>" in page().split('class="fig-baseline"')[1][:200]
+        after = make_attempt(other, campaign_id, title="after the new baseline")
+        other.post(f"/api/attempts/{after['id']}/measurements", json={"value": 110.0})
+        assert "+10.0 %" in card(page(), after["id"])
+
+        # The attempt flags are compared against changes its command: others' diffs change.
+        found = other.get(f"/api/attempts/{tried['id']}").json()
+        compared = found["flag_diff"]["baseline_attempt_id"]
+        assert compared != tried["id"] and "tp_size: 8 → 4" not in card(page(), tried["id"])
+        assert patch(other, compared, command=TP8).is_success
+        assert "tp_size: 8 → 4" in card(page(), tried["id"])
+
+        same = sorted(i for i, cause in made["cause"].items() if cause == "KeyError: 2")
+        assert len(same) == 3
+        assert f"same root cause as #{same[0]} <span" in card(page(), same[2])
+        assert other.delete(f"/api/attempts/{same[0]}").status_code == 204
+        shown = card(page(), same[2])
+        assert f"same root cause as #{same[1]}</a>" in shown and "more" not in shown
+
+        # Deleting the attempt a retest names unlinks it in the database itself.
+        retest = make_attempt(other, campaign_id, title="again", retest_of=same[1])
+        assert f"retest of #{same[1]}" in card(page(), retest["id"])
+        assert other.delete(f"/api/attempts/{same[1]}").status_code == 204
+        assert "retest of" not in card(page(), retest["id"])
+
+
+def kept_cards(server: LiveServer, campaign_id: int) -> dict[int, Card]:
+    with session_scope(server.app.state.engine, snapshot=True) as session:
+        campaign = repo.get_campaign(session, campaign_id=campaign_id)
+        assert campaign is not None
+        return server.app.state.campaign_renders.cards(session, campaign)
+
+
+def test_after_one_change_only_that_card_is_rendered_anew(
+    server: LiveServer, api: httpx.Client
+) -> None:
+    made = seed_long_campaign(server.app.state.engine, 50)
+    campaign_id = made["campaign_id"]
+    first = kept_cards(server, campaign_id)
+    again = kept_cards(server, campaign_id)
+    assert len(first) == 50 and all(again[i] is first[i] for i in first)
+
+    running_one = next(i for i, s in made["status"].items() if s == "running")
+    api.post(f"/api/attempts/{running_one}/measurements", json={"value": 95.5})
+    after = kept_cards(server, campaign_id)
+    assert [i for i in after if after[i] is not first[i]] == [running_one]
+    assert after[running_one].view.metric_value == 95.5
+
+    # A writer that does not touch updated_at: the row's update moves it all the same.
+    measured = next(i for i, s in made["status"].items() if s == "measured")
+    with session_scope(server.app.state.engine) as session:
+        row = session.get(Attempt, measured)
+        assert row is not None
+        row.verdict = "written by another program"
+    edited = kept_cards(server, campaign_id)
+    assert [i for i in edited if edited[i] is not after[i]] == [measured]
+    assert "written by another program" in edited[measured].html
+    after = edited
+
+    # A run launched and not ended shows its elapsed time: its card is never kept.
+    launched = next(i for i, s in made["status"].items() if s == "running" and i != running_one)
+    with session_scope(server.app.state.engine) as session:
+        session.add(Run(attempt_id=launched, host="gpu-box", command=TP8, run_key="k",
+                        state="benchmarking", launched_at=utcnow()))  # fmt: skip
+    with_run = kept_cards(server, campaign_id)
+    assert with_run[launched].clock and 'class="run-state"' in with_run[launched].html
+    changed = [i for i in with_run if with_run[i] is not after[i]]
+    assert changed == [launched]
+    assert kept_cards(server, campaign_id)[launched] is not with_run[launched]
+
+
+def test_each_session_gets_its_own_token_in_the_kept_page(server: LiveServer) -> None:
+    made = seed_long_campaign(server.app.state.engine, 20)
+    url = f"/campaigns/{made['campaign_id']}"
+    pages = [owner_page(server.url, url) for _ in range(2)]
+    tokens = [csrf_of(page) for page in pages]
+    assert tokens[0] != tokens[1]
+    for page, token, other in zip(pages, tokens, reversed(tokens), strict=True):
+        assert CSRF_MARK not in page and other not in page
+        forms: Any = re.findall(r'name="csrf_token" value="([^"]+)"', page)
+        assert forms and set(forms) == {token}
