@@ -53,6 +53,7 @@ def campaign_context(
         "live_cursor": newest_event_id(session, campaign_id),
         "new_attempt": _new_attempt_defaults(attempts, retest),
     }
+    context["attempt_options"] = renders.options(campaign_id, attempts)
     context["head_rendered"] = renders.head(detail, attempts)
     context["timeline_rendered"] = renders.timeline(
         campaign_id, cards.values(), context, keep=not filter.active

@@ -5,9 +5,9 @@ changes, on any dashboard of the database, only its card and the head are render
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -22,6 +22,7 @@ from app.rendering import CSRF_MARK, render_fragment
 from app.schemas import AttemptOut, CampaignOut
 
 CARD = "partials/_attempt_card.html"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,7 @@ class Card:
 class _Held:
     context: Hashable  # what every card of the campaign depends on
     cards: dict[int, Card] = field(default_factory=dict)
-    head: tuple[Hashable, Shared] | None = None
-    timeline: tuple[Hashable, Shared] | None = None
+    parts: dict[str, tuple[Hashable, Any]] = field(default_factory=dict)  # head, timeline...
 
 
 def shown_in_head(attempt: AttemptOut) -> tuple[Any, ...]:
@@ -155,15 +155,14 @@ class CampaignRenders:
 
     def head(self, campaign: CampaignOut, attempts: list[AttemptOut]) -> Shared:
         """The head: the campaign's story and chart, rendered when what it shows changed."""
+
+        def make() -> Shared:
+            context = {"campaign": campaign, "headline": headline(campaign, attempts),
+                       "chart_data": build_chart(campaign, attempts)}  # fmt: skip
+            return self._shared("partials/_campaign_head.html", context)
+
         key = (campaign.model_dump_json(), tuple(shown_in_head(a) for a in attempts))
-        held = self._get(campaign.id)
-        if held is not None and held.head is not None and held.head[0] == key:
-            return held.head[1]
-        context = {"campaign": campaign, "headline": headline(campaign, attempts),
-                   "chart_data": build_chart(campaign, attempts)}  # fmt: skip
-        rendering = self._shared("partials/_campaign_head.html", context)
-        self._keep(campaign.id, "head", key, rendering)
-        return rendering
+        return self._kept(campaign.id, "head", key, make)
 
     def timeline(
         self, campaign_id: int, cards: Iterable[Card], context: dict[str, Any], *, keep: bool
@@ -171,16 +170,23 @@ class CampaignRenders:
         """The timeline, from the cards' renderings; `keep`: as every reader sees it (no
         filter), kept for them."""
         listed = list(cards)
-        key = tuple((c.view.id, c.key) for c in listed)
-        keep = keep and not any(c.clock for c in listed)
-        if keep:
-            held = self._get(campaign_id)
-            if held is not None and held.timeline is not None and held.timeline[0] == key:
-                return held.timeline[1]
-        rendering = self._shared("partials/_timeline.html", context)
-        if keep:
-            self._keep(campaign_id, "timeline", key, rendering)
-        return rendering
+
+        def make() -> Shared:
+            return self._shared("partials/_timeline.html", context)
+
+        if not keep or any(c.clock for c in listed):
+            return make()
+        return self._kept(campaign_id, "timeline", tuple((c.view.id, c.key) for c in listed), make)
+
+    def options(self, campaign_id: int, attempts: list[AttemptOut]) -> Markup:
+        """The attempts as options of the new-attempt form's lists (macros.html)."""
+
+        def make() -> Markup:
+            macros = self.templates.env.get_template("macros.html").module
+            options: Markup = macros.attempt_options(attempts)  # type: ignore[attr-defined]
+            return options
+
+        return self._kept(campaign_id, "options", tuple((a.id, a.title) for a in attempts), make)
 
     def _shared(self, template: str, context: dict[str, Any]) -> Shared:
         return Shared.of(
@@ -191,11 +197,19 @@ class CampaignRenders:
         with self._lock:
             return self._held.get(campaign_id)
 
-    def _keep(self, campaign_id: int, part: str, key: Hashable, rendering: Shared) -> None:
+    def _kept(self, campaign_id: int, part: str, key: Hashable, make: Callable[[], T]) -> T:
+        """The part kept under `key`, or made now and kept."""
+        held = self._get(campaign_id)
+        found = held.parts.get(part) if held is not None else None
+        if found is not None and found[0] == key:
+            kept: T = found[1]
+            return kept
+        made = make()
         with self._lock:
             held = self._held.get(campaign_id)
             if held is not None:
-                setattr(held, part, (key, rendering))
+                held.parts[part] = (key, made)
+        return made
 
 
 def campaign_renders(request: Request) -> CampaignRenders:

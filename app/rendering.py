@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
 from app.deps import is_owner, session_cookie
@@ -63,6 +64,9 @@ def make_templates() -> Jinja2Templates:
         tojson_compact=lambda v: json.dumps(v, separators=(",", ":")),
         # A short stable key of any text, fit for an element id (a file path is not).
         digest=lambda v: hashlib.sha256(str(v).encode()).hexdigest()[:12],
+        # Items as their renderings (by id), joined at once: a thousand cards written out
+        # one by one cost a page two milliseconds.
+        rendered=lambda items, html: Markup("".join(html[item.id] for item in items)),
     )
     return templates
 

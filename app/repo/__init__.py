@@ -170,14 +170,16 @@ def ids_by_fingerprint(
     prints = list(fingerprints)
     if not prints:
         return {}
+    # By the fingerprint's index alone, the campaign told apart here: given both, SQLite
+    # (no statistics) takes the campaign's index and reads each of its attempts.
     query = (
-        select(col(Attempt.id), col(Attempt.fingerprint))
-        .where(Attempt.campaign_id == campaign_id, col(Attempt.fingerprint).in_(prints))
+        select(col(Attempt.id), col(Attempt.fingerprint), col(Attempt.campaign_id))
+        .where(col(Attempt.fingerprint).in_(prints))
         .order_by(col(Attempt.id))
     )
     found: dict[str, list[int]] = defaultdict(list)
-    for attempt_id, fingerprint in session.exec(query):
-        if attempt_id is not None and fingerprint is not None:  # both are, by the query
+    for attempt_id, fingerprint, of_campaign in session.exec(query):
+        if of_campaign == campaign_id and attempt_id is not None and fingerprint is not None:
             found[fingerprint].append(attempt_id)
     return found
 
