@@ -15,7 +15,8 @@ from app.db import session_scope
 from app.models import Attempt, Run, utcnow
 from app.rendering import CSRF_MARK
 from tests.conftest import OWNER_TOKEN, SERVER_ERRORS, LiveServer, running
-from tests.helpers import csrf_of, make_attempt, patch, seed_long_campaign
+from tests.helpers import csrf_of, make_attempt, make_campaign, patch, seed_long_campaign
+from tests.sse import SSEReader
 
 TP8 = "python -m sglang.launch_server --tp 8 --mem-fraction-static 0.85"
 TP4 = TP8.replace("--tp 8", "--tp 4")
@@ -163,3 +164,23 @@ def test_each_session_gets_its_own_token_in_the_kept_page(server: LiveServer) ->
         assert CSRF_MARK not in page and other not in page
         forms: Any = re.findall(r'name="csrf_token" value="([^"]+)"', page)
         assert forms and set(forms) == {token}
+
+
+def test_the_live_view_sends_the_renderings_the_page_keeps(
+    server: LiveServer, api: httpx.Client, browser: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], title="NCCL Tree")
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90.0})
+    url = f"/campaigns/{campaign['id']}"
+    browser.get(url)
+    reader = SSEReader(api, f"/api/campaigns/{campaign['id']}/events?view=campaign")
+    # A title is the chart's and the best result's too: the head is sent again.
+    assert patch(api, attempt["id"], title="NCCL <Tree>").is_success
+    head = reader.until(lambda m: m.event == "campaign-head")
+    card_sent = reader.until(lambda m: m.event == f"card-{attempt['id']}")
+    reader.close()
+    assert "NCCL &lt;Tree&gt;" in head.data and "NCCL &lt;Tree&gt;" in card_sent.data
+    page = browser.get(url).text  # rendered once, by the live view, for the page too
+    assert head.data in page and card_sent.data in page
+    assert kept_cards(server, campaign["id"])[attempt["id"]].html == card_sent.data
