@@ -63,12 +63,14 @@ def shown_in_head(attempt: AttemptOut) -> tuple[Any, ...]:
 
 
 class CampaignRenders:
-    """The latest renderings of the last `campaigns` campaigns viewed, safe across threads
-    (the renderings themselves are made outside the lock: two threads may both make one)."""
+    """The latest renderings of the campaigns viewed last, up to `cards` cards in all (a
+    1,000-attempt campaign holds about 11 MiB: its views, cards, timeline and head), the
+    one viewed now always; safe across threads (the renderings themselves are made outside
+    the lock: two threads may both make one)."""
 
-    def __init__(self, templates: Jinja2Templates, *, campaigns: int = 16) -> None:
+    def __init__(self, templates: Jinja2Templates, *, cards: int = 5000) -> None:
         self.templates = templates
-        self._campaigns = campaigns
+        self._cards = cards
         self._held: OrderedDict[int, _Held] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -89,7 +91,9 @@ class CampaignRenders:
                 now = self._held[campaign.id] = _Held(context)
             now.cards = {i: card for i, card in cards.items() if not card.clock}
             self._held.move_to_end(campaign.id)
-            while len(self._held) > self._campaigns:
+            while (
+                len(self._held) > 1 and sum(len(h.cards) for h in self._held.values()) > self._cards
+            ):
                 self._held.popitem(last=False)
         return cards
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from app import repo
-from app.campaign_renders import Card
+from app.campaign_renders import CampaignRenders, Card
 from app.config import Settings
 from app.db import session_scope
 from app.models import Attempt, Run, utcnow
@@ -152,6 +152,23 @@ def test_after_one_change_only_that_card_is_rendered_anew(
     changed = [i for i in with_run if with_run[i] is not after[i]]
     assert changed == [launched]
     assert kept_cards(server, campaign_id)[launched] is not with_run[launched]
+
+
+def test_the_campaigns_viewed_last_are_kept_up_to_a_number_of_cards(server: LiveServer) -> None:
+    engine = server.app.state.engine
+    first, second = (seed_long_campaign(engine, 30)["campaign_id"] for _ in range(2))
+    renders = CampaignRenders(server.app.state.templates, cards=40)
+
+    def view(campaign_id: int) -> dict[int, Card]:
+        with session_scope(engine, snapshot=True) as session:
+            campaign = repo.get_campaign(session, campaign_id=campaign_id)
+            assert campaign is not None
+            return renders.cards(session, campaign)
+
+    kept = view(first)
+    assert all(view(first)[i] is card for i, card in kept.items())
+    view(second)  # 60 cards: the campaign viewed before goes, this one stays
+    assert all(view(first)[i] is not card for i, card in kept.items())
 
 
 def test_each_session_gets_its_own_token_in_the_kept_page(server: LiveServer) -> None:
