@@ -79,9 +79,13 @@ class CampaignRenders:
         stamps are read first, so a card is at least as new as the key it is kept under."""
         assert campaign.id is not None
         stamps = repo.card_stamps(session, campaign_id=campaign.id)
-        context, keys = self._card_keys(session, campaign, stamps)
+        context = self._context(session, campaign, stamps)
         held = self._get(campaign.id)
-        kept = held.cards if held is not None and held.context == context else {}
+        kept: dict[int, Card] = {}
+        if held is not None and held.context == context:
+            # The kept object: each card's key then compares it by identity, at no cost.
+            context, kept = held.context, held.cards
+        keys = self._card_keys(context, stamps)
         stale = [i for i, key in keys.items() if i not in kept or kept[i].key != key]
         made = self._render(session, campaign, stale, keys, stamps) if stale else {}
         cards = {i: made[i] if i in made else kept[i] for i in keys}
@@ -97,32 +101,36 @@ class CampaignRenders:
                 self._held.popitem(last=False)
         return cards
 
-    def _card_keys(
+    def _context(
         self, session: Session, campaign: Campaign, stamps: dict[int, repo.CardStamp]
-    ) -> tuple[Hashable, dict[int, Hashable]]:
-        """What every card depends on (the campaign's figures' unit and noise band, the
-        baseline history, the attempts flags are compared against), and each card's own
-        key: its stamp and the earlier attempts that failed the same way."""
+    ) -> Hashable:
+        """What every card depends on: the campaign's figures' unit and noise band, the
+        baseline history, the attempts flags are compared against."""
         assert campaign.id is not None
         history = repo.baseline_history(session, campaign_id=campaign.id)
         first = repo.first_attempt_with_flags(session, campaign_id=campaign.id)
         compared = {c.attempt_id for c in history if c.attempt_id is not None}
         compared |= {first.id} if first is not None and first.id is not None else set()
-        context = (
+        return (
             campaign.metric, campaign.noise_pct, campaign.higher_is_better,
             tuple((c.id, c.value, c.attempt_id, c.set_at) for c in history),
             tuple((i, stamps[i].updated_at if i in stamps else None) for i in sorted(compared)),
         )  # fmt: skip
+
+    @staticmethod
+    def _card_keys(context: Hashable, stamps: dict[int, repo.CardStamp]) -> dict[int, Hashable]:
+        """Each card's key: the context, its stamp, the earlier attempts that failed the
+        same way (so what is made of the cards, the timeline, is keyed by the context too)."""
         earlier: dict[str, list[int]] = {}
         keys: dict[int, Hashable] = {}
         for attempt_id, stamp in stamps.items():  # in id order: the earlier ones first
             same: list[int] = []
             if stamp.fingerprint:
                 same = earlier.setdefault(stamp.fingerprint, [])
-            keys[attempt_id] = (stamp, tuple(same))
+            keys[attempt_id] = (context, stamp, tuple(same))
             if stamp.fingerprint:
                 same.append(attempt_id)
-        return context, keys
+        return keys
 
     def _render(
         self,

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from app import repo
+from app import repo, views
 from app.campaign_renders import CampaignRenders, Card
 from app.config import Settings
 from app.db import session_scope
@@ -169,6 +169,33 @@ def test_the_campaigns_viewed_last_are_kept_up_to_a_number_of_cards(server: Live
     assert all(view(first)[i] is card for i, card in kept.items())
     view(second)  # 60 cards: the campaign viewed before goes, this one stays
     assert all(view(first)[i] is not card for i, card in kept.items())
+
+
+def test_a_request_on_an_older_snapshot_never_leaves_its_timeline_to_a_newer_one(
+    server: LiveServer, api: httpx.Client
+) -> None:
+    engine = server.app.state.engine
+    campaign_id = seed_long_campaign(engine, 20)["campaign_id"]
+    renders = CampaignRenders(server.app.state.templates)
+
+    def timeline(cards: dict[int, Card]) -> str:
+        attempts = [card.view for card in cards.values()]
+        context = {"lanes": views.lanes_newest_first(attempts), "attempts": attempts,
+                   "card_html": {i: card.html for i, card in cards.items()}}  # fmt: skip
+        return renders.timeline(campaign_id, cards.values(), context, keep=True).html("")
+
+    with session_scope(engine, snapshot=True) as older:
+        before = repo.get_campaign(older, campaign_id=campaign_id)  # its snapshot begins
+        assert before is not None
+        # The noise band changes no attempt's row: only what every card depends on.
+        assert api.patch(f"/api/campaigns/{campaign_id}", json={"noise_pct": 50.0}).is_success
+        with session_scope(engine, snapshot=True) as newer:
+            campaign = repo.get_campaign(newer, campaign_id=campaign_id)
+            assert campaign is not None and campaign.noise_pct == 50.0
+            cards = renders.cards(newer, campaign)
+            # The older request runs between this one's cards and its timeline.
+            assert "· noise" not in timeline(renders.cards(older, before))
+            assert "· noise" in timeline(cards)
 
 
 def test_each_session_gets_its_own_token_in_the_kept_page(server: LiveServer) -> None:
