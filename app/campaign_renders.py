@@ -43,7 +43,7 @@ class Shared:
 @dataclass(frozen=True)
 class Card:
     key: Hashable  # what it was rendered from (`CampaignRenders._card_keys`)
-    view: AttemptOut  # the page's view of the attempt: its diagnosis as a card has it
+    view: AttemptOut  # the page's view (its diagnosis as a card has it): shared, never changed
     notes: int
     html: Markup  # for the owner, not hidden by a filter, CSRF_MARK for a token
     clock: bool  # it shows a time that moves on its own: rendered for every reader
