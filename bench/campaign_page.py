@@ -137,7 +137,7 @@ def seed(settings: Settings, attempts: int) -> tuple[int, int, int]:
             for status in (Status.measured, Status.running)
         )
     app.state.engine.dispose()
-    assert measured is not None and followed is not None
+    assert measured is not None and followed is not None, "--attempts: 40 or more"
     return campaign_id, measured, followed
 
 
