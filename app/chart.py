@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from app.numbers import fmt_delta, fmt_number
 from app.schemas import AttemptOut, CampaignOut
 
 # Coordinates are percentages of the drawing, which CSS sizes: text and dots keep their
@@ -21,6 +22,7 @@ class Point:
     y: float
     attempt: AttemptOut
     css: str  # up, down, noise; unjudged: no baseline to judge it against
+    label: str  # its tooltip: written here, once, as a thousand points took a tenth of a page
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,12 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
             css = "unjudged"
         else:
             css = "noise" if attempt.delta_within_noise else "up" if attempt.improved else "down"
-        points.append(Point(round(x, 2), round(y_of(attempt.metric_value), 2), attempt, css))
+        figure = f"{fmt_number(attempt.metric_value)} {campaign.metric}"
+        label = f"#{attempt.id} {attempt.title}: {figure}"
+        if attempt.delta_pct is not None:
+            noise = ", noise" if attempt.delta_within_noise else ""
+            label += f" ({fmt_delta(attempt.delta_pct)}{noise})"
+        points.append(Point(round(x, 2), round(y_of(attempt.metric_value), 2), attempt, css, label))
         if attempt.baseline is not None:
             y = round(y_of(attempt.baseline), 2)
             left, right = round(x - step / 2, 2), round(x + step / 2, 2)

@@ -3,7 +3,6 @@
 how a batch of events becomes the messages of a view, rendered once for all its readers."""
 
 import json
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,14 +12,10 @@ from sqlmodel import Session
 from sse_starlette import ServerSentEvent
 
 from app import repo, views
+from app.campaign_renders import CampaignRenders
 from app.live import Message, Render
 from app.models import LiveEvent
-from app.rendering import render_fragment
-
-# Stands in for the owner's CSRF token in a rendering shared by every session; random per
-# process, so no log line or note can forge it. Each stream puts its own token in.
-CSRF_MARK = secrets.token_hex(16)
-CSRF_BYTES = CSRF_MARK.encode()
+from app.rendering import CSRF_BYTES, CSRF_MARK, render_fragment
 
 # What can change about a campaign's attempts between two batches, beyond their cards.
 ADDED, REMOVED, STATUS, TITLE, CAUSE, MEASURED = (
@@ -39,6 +34,8 @@ class LivePartial:
     each: bool = False  # one per changed attempt (its card), instead of the whole
     within: str | None = None  # the whole partial it is part of: re-rendered, it is too
     append: bool = False  # a log event's new lines, appended where they go
+    # The page context's rendering of it, kept for every owner (app/campaign_renders.py).
+    ready: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,10 +51,12 @@ def _kinds(*names: str) -> frozenset[str]:
 CAMPAIGN_PAGE = LivePage(
     "campaign",
     (
+        # The chart's points and the best result name their attempts: a title is shown.
         LivePartial("partials/_campaign_head.html", "campaign-head", kinds=_kinds("campaign"),
-                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED})),
+                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED, TITLE}), ready="head_rendered"),
         # A new or deleted attempt, or one that moves lane, changes the timeline's shape.
-        LivePartial("partials/_timeline.html", "timeline", kinds=_kinds("campaign"), on=SHAPE),
+        LivePartial("partials/_timeline.html", "timeline", kinds=_kinds("campaign"), on=SHAPE,
+                    ready="timeline_rendered"),
         LivePartial("partials/_attempt_card.html", "card-{id}", kinds=_kinds("attempt", "note"),
                     each=True, within="timeline"),
         LivePartial("partials/_attempt_choices.html", "attempt-choices",
@@ -149,7 +148,8 @@ def json_render(session: Session, events: list[LiveEvent], _memory: Any) -> list
 # --- pages --------------------------------------------------------------------------
 
 
-Cards = Callable[[Session, dict[str, Any] | None, list[int]], dict[int, dict[str, Any]]]
+# Each changed attempt's partial: its context, or its rendering for the owner, made ready.
+Cards = Callable[[Session, dict[str, Any] | None, list[int]], dict[int, dict[str, Any] | str]]
 
 
 class PageRenderer:
@@ -181,7 +181,12 @@ class PageRenderer:
         if self.shapes is not None:
             memory["known"] = self.shapes(session)
 
-    def _fragment(self, partial: LivePartial, context: dict[str, Any]) -> str:
+    def _fragment(self, partial: LivePartial, context: dict[str, Any] | str) -> str:
+        if isinstance(context, str):
+            return context
+        ready = context.get(partial.ready) if partial.ready else None
+        if ready is not None:
+            return str(ready.html(CSRF_MARK))
         csrf = CSRF_MARK if self.is_owner else ""
         return render_fragment(
             self.templates, partial.template, context, is_owner=self.is_owner, csrf_token=csrf
@@ -208,7 +213,7 @@ class PageRenderer:
         context = self.context(session) if whole else None
         if context is not None and context.get("gone"):
             return [message(last, "reload", "")]  # the attempt was deleted: the page says so
-        parts: list[tuple[str, LivePartial, dict[str, Any]]] = [
+        parts: list[tuple[str, LivePartial, dict[str, Any] | str]] = [
             (p.event.format(id=self.attempt_id), p, context or {}) for p in whole
         ]
         for p in self.page.partials:
@@ -279,33 +284,26 @@ def attempt_changes(
     return frozenset(changes)
 
 
-def campaign_view(templates: Jinja2Templates, campaign_id: int) -> PageRenderer:
+def campaign_view(renders: CampaignRenders, campaign_id: int) -> PageRenderer:
     from app.campaign_page import campaign_context  # the page's own context
 
     def cards(
         session: Session, context: dict[str, Any] | None, ids: list[int]
-    ) -> dict[int, dict[str, Any]]:
-        if context is None:
-            # Only these attempts' cards: their views alone, not the campaign's thousand.
+    ) -> dict[int, dict[str, Any] | str]:
+        if context is not None:
+            rendered: dict[int, str] = context["card_html"]
+        else:
+            # The cards as the page keeps them: only the changed ones are rendered.
             campaign = repo.get_campaign(session, campaign_id=campaign_id)
             if campaign is None:
                 return {}
-            attempts = [a for i in ids if (a := repo.get_attempt(session, attempt_id=i))]
-            counts = repo.note_counts(session, attempt_ids=ids)
-            context = {
-                "campaign": campaign,
-                "attempts_by_id": {
-                    v.id: v for v in views.attempt_views(session, campaign, attempts)
-                },
-                "note_counts": counts,
-            }
-        by_id = context["attempts_by_id"]
-        return {i: {**context, "attempt": by_id[i]} for i in ids if i in by_id}
+            rendered = {i: card.html for i, card in renders.cards(session, campaign).items()}
+        return {i: rendered[i] for i in ids if i in rendered}
 
     return PageRenderer(
-        templates,
+        renders.templates,
         CAMPAIGN_PAGE,
-        lambda session: campaign_context(session, campaign_id),
+        lambda session: campaign_context(session, campaign_id, renders),
         shapes=lambda session: repo.attempt_shapes(session, campaign_id=campaign_id),
         cards=cards,
     )
@@ -327,7 +325,7 @@ def share_view(
 ) -> PageRenderer:
     def cards(
         session: Session, whole: dict[str, Any] | None, ids: list[int]
-    ) -> dict[int, dict[str, Any]]:
+    ) -> dict[int, dict[str, Any] | str]:
         # The mask learns from every text of the campaign: the whole summary, read once.
         found = whole if whole is not None else context(session)
         items = {s.attempt.id: s for s in found["summary"].attempts}

@@ -90,7 +90,9 @@ class Attempt(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     closed_at: datetime | None = None
-    updated_at: datetime = Field(default_factory=utcnow)
+    # Moves with every update of the row, whoever writes it: the campaign page's cache of
+    # each card is keyed by it (app/campaign_renders.py), across dashboards.
+    updated_at: datetime = Field(default_factory=utcnow, sa_column_kwargs={"onupdate": utcnow})
 
 
 class Measurement(SQLModel, table=True):
@@ -148,7 +150,7 @@ class TailState(SQLModel, table=True):
     host_key: str | None = Field(default=None, max_length=4000)
     # When the offered key differs from one on record: that one ("type SHA256:...").
     known_host_key: str | None = Field(default=None, max_length=200)
-    updated_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow, sa_column_kwargs={"onupdate": utcnow})
 
 
 class LogChunk(SQLModel, table=True):
@@ -256,4 +258,4 @@ class Run(SQLModel, table=True):
     launched_at: datetime | None = None
     ready_at: datetime | None = None
     ended_at: datetime | None = None
-    updated_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow, sa_column_kwargs={"onupdate": utcnow})

@@ -89,20 +89,27 @@ class _Flags:
     the attempt the baseline in force at its start was set from, else the campaign's first
     attempt with flags (a campaign opens with its baseline run)."""
 
-    def __init__(self, session: Session, campaign_id: int, history: list[BaselineChange]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        campaign_id: int,
+        history: list[BaselineChange],
+        attempts: list[Attempt],
+    ) -> None:
         self.history = history
-        ids = {change.attempt_id for change in history if change.attempt_id is not None}
+        self.times = [change.set_at for change in history]  # bisected for each attempt
+        # Only the baseline attempts these are compared against: one card needs one.
+        ids = {c.attempt_id for a in attempts if (c := self._in_force(a)) and c.attempt_id}
         self.baselines = {a.id: a for a in repo.attempts_by_ids(session, attempt_ids=ids)}
         self.first = repo.first_attempt_with_flags(session, campaign_id=campaign_id)
         self._sets: dict[int | None, FlagSet] = {}
 
+    def _in_force(self, attempt: Attempt) -> BaselineChange | None:
+        index = bisect.bisect_right(self.times, attempt.started_at or attempt.created_at)
+        return self.history[index - 1] if index else None
+
     def baseline_of(self, attempt: Attempt) -> Attempt | None:
-        when = attempt.started_at or attempt.created_at
-        in_force = None
-        for change in self.history:
-            if change.set_at > when:
-                break
-            in_force = change
+        in_force = self._in_force(attempt)
         if in_force is not None and in_force.attempt_id in self.baselines:
             return self.baselines[in_force.attempt_id]
         return self.first
@@ -148,7 +155,7 @@ def flag_views(
     """One attempt's flags and diff, stored or not (the Launch form's preview)."""
     assert campaign.id is not None
     history = repo.baseline_history(session, campaign_id=campaign.id)
-    return _Flags(session, campaign.id, history).views(attempt)
+    return _Flags(session, campaign.id, history, [attempt]).views(attempt)
 
 
 def attempt_views(
@@ -171,7 +178,7 @@ def attempt_views(
     earlier_by_print = repo.ids_by_fingerprint(
         session, campaign_id=campaign.id, fingerprints=fingerprints
     )
-    flag_sets = _Flags(session, campaign.id, history)
+    flag_sets = _Flags(session, campaign.id, history, attempts)
 
     views = []
     for attempt in attempts:
@@ -273,17 +280,12 @@ def campaign_view(session: Session, campaign: Campaign, *, attempt_count: int) -
     )
 
 
-def campaign_detail(
-    session: Session, campaign: Campaign, *, cards_only: bool = False
-) -> CampaignDetailOut:
-    """`cards_only`: each diagnosis carries only what a card shows (repo.CARD_DIAGNOSIS)."""
+def campaign_detail(session: Session, campaign: Campaign) -> CampaignDetailOut:
     assert campaign.id is not None
-    attempts = repo.list_attempts(session, campaign_id=campaign.id, with_diagnosis=not cards_only)
-    diagnoses = repo.diagnosis_summaries(session, campaign_id=campaign.id) if cards_only else None
+    attempts = repo.list_attempts(session, campaign_id=campaign.id)
     base = campaign_view(session, campaign, attempt_count=len(attempts))
     return CampaignDetailOut(
-        **base.model_dump(),
-        attempts=attempt_views(session, campaign, attempts, diagnoses=diagnoses),
+        **base.model_dump(), attempts=attempt_views(session, campaign, attempts)
     )
 
 

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 from app import changes, migrate
 from app.auth import AuthRefresher, load_owner_auth
 from app.bodies import BodyGuard
+from app.campaign_renders import CampaignRenders
 from app.config import Settings
 from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope, startup_lock
 from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
@@ -23,7 +24,7 @@ from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay
 from app.paths import resource_dir
-from app.rendering import RenderCache, is_htmx, make_templates, render
+from app.rendering import is_htmx, make_templates, render
 from app.routes import (
     api_attempts,
     api_campaigns,
@@ -174,7 +175,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     )
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
     app.state.share_renders = shares.RenderedShares()
-    app.state.page_renders = RenderCache()
+    app.state.campaign_renders = CampaignRenders(app.state.templates)
     app.state.frame_source_limiter = anyio.CapacityLimiter(frame_source.FETCHES_AT_ONCE)
 
     @app.exception_handler(LoginRequired)

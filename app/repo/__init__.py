@@ -23,6 +23,7 @@ from app.models import (
     TailState,
     utcnow,
 )
+from app.repo.cards import CardStamp, card_stamps
 from app.repo.ids import MAX_ID, MAX_OFFSET, storable
 from app.repo.logs import (
     STREAM_ROWS,
@@ -38,7 +39,8 @@ from app.repo.shares import find_share_link, get_share_link, list_share_links, n
 from app.repo.tails import followed_attempt_ids, prune_live_events, tail_state
 
 __all__ = [
-    "MAX_ID", "MAX_OFFSET", "STREAM_ROWS", "Match", "add_log_chunk", "find_share_link",
+    "MAX_ID", "MAX_OFFSET", "STREAM_ROWS", "CardStamp", "Match", "add_log_chunk",
+    "card_stamps", "find_share_link",
     "followed_attempt_ids", "get_share_link", "kept_log_bytes", "list_share_links",
     "log_chunks", "middle_chunks", "note_share_opened", "prune_live_events", "search",
     "seen_before", "storable", "stored_log", "stream_stored_log", "tail_state",
@@ -60,15 +62,9 @@ def get_campaign(session: Session, *, campaign_id: int) -> Campaign | None:
     return session.get(Campaign, campaign_id) if storable(campaign_id) else None
 
 
-def list_attempts(
-    session: Session, *, campaign_id: int, with_diagnosis: bool = True
-) -> list[Attempt]:
-    """In the order they were tried (creation order). `with_diagnosis=False` leaves the
-    diagnosis unread (pair it with `diagnosis_summaries`): its JSON, 10 KiB an attempt with
-    the throughput figures, was most of a 1,000-attempt page's time."""
+def list_attempts(session: Session, *, campaign_id: int) -> list[Attempt]:
+    """In the order they were tried (creation order)."""
     query = select(Attempt).where(Attempt.campaign_id == campaign_id).order_by(col(Attempt.id))
-    if not with_diagnosis:
-        query = query.options(defer(Attempt.diagnosis))  # type: ignore[arg-type]
     return list(session.exec(query))
 
 
@@ -92,13 +88,17 @@ def attempt_shapes(session: Session, *, campaign_id: int) -> dict[int, tuple[Any
 CARD_DIAGNOSIS = ("root_cause", "error_class")
 
 
-def diagnosis_summaries(session: Session, *, campaign_id: int) -> dict[int, dict[str, Any]]:
-    """The CARD_DIAGNOSIS fields of each diagnosed attempt of a campaign."""
+def diagnosis_summaries(
+    session: Session, *, campaign_id: int, attempt_ids: Iterable[int] | None = None
+) -> dict[int, dict[str, Any]]:
+    """The CARD_DIAGNOSIS fields of each diagnosed attempt of a campaign (or of these)."""
     diagnosis = col(Attempt.diagnosis)
     fields = [diagnosis[name].as_string() for name in CARD_DIAGNOSIS]
     query = select(col(Attempt.id), *fields).where(
         Attempt.campaign_id == campaign_id, diagnosis.is_not(None)
     )
+    if attempt_ids is not None:
+        query = query.where(col(Attempt.id).in_(list(attempt_ids)))
     return {row[0]: dict(zip(CARD_DIAGNOSIS, row[1:], strict=True)) for row in session.exec(query)}
 
 
@@ -170,23 +170,33 @@ def ids_by_fingerprint(
     prints = list(fingerprints)
     if not prints:
         return {}
+    # By the fingerprint's index alone, the campaign told apart here: given both, SQLite
+    # (no statistics) takes the campaign's index and reads each of its attempts.
     query = (
-        select(col(Attempt.id), col(Attempt.fingerprint))
-        .where(Attempt.campaign_id == campaign_id, col(Attempt.fingerprint).in_(prints))
+        select(col(Attempt.id), col(Attempt.fingerprint), col(Attempt.campaign_id))
+        .where(col(Attempt.fingerprint).in_(prints))
         .order_by(col(Attempt.id))
     )
     found: dict[str, list[int]] = defaultdict(list)
-    for attempt_id, fingerprint in session.exec(query):
-        if attempt_id is not None and fingerprint is not None:  # both are, by the query
+    for attempt_id, fingerprint, of_campaign in session.exec(query):
+        if of_campaign == campaign_id and attempt_id is not None and fingerprint is not None:
             found[fingerprint].append(attempt_id)
     return found
 
 
-def attempts_by_ids(session: Session, *, attempt_ids: Iterable[int]) -> list[Attempt]:
+def attempts_by_ids(
+    session: Session, *, attempt_ids: Iterable[int], with_diagnosis: bool = True
+) -> list[Attempt]:
+    """In id order. `with_diagnosis=False` leaves the diagnosis unread (pair it with
+    `diagnosis_summaries`): its JSON, 10 KiB an attempt with the throughput figures, was
+    most of a 1,000-attempt page's time."""
     ids = list(attempt_ids)
     if not ids:
         return []
-    return list(session.exec(select(Attempt).where(col(Attempt.id).in_(ids))))
+    query = select(Attempt).where(col(Attempt.id).in_(ids)).order_by(col(Attempt.id))
+    if not with_diagnosis:
+        query = query.options(defer(Attempt.diagnosis))  # type: ignore[arg-type]
+    return list(session.exec(query))
 
 
 def first_attempt_with_flags(session: Session, *, campaign_id: int) -> Attempt | None:
@@ -211,17 +221,10 @@ def list_notes(session: Session, *, campaign_id: int, attempt_id: int | None = N
     return list(session.exec(query.order_by(col(Note.id))))
 
 
-def note_counts(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, int]:
-    """How many notes each of these attempts has (a card's badge)."""
-    ids = list(attempt_ids)
-    if not ids:
-        return {}
-    query = (
-        select(Note.attempt_id, func.count(col(Note.id)))
-        .where(col(Note.attempt_id).in_(ids))
-        .group_by(col(Note.attempt_id))
-    )
-    return {int(attempt_id): int(count) for attempt_id, count in session.exec(query) if attempt_id}
+def campaign_notes(session: Session, *, campaign_id: int) -> list[Note]:
+    """The notes on the campaign as a whole, not on one of its attempts."""
+    query = select(Note).where(Note.campaign_id == campaign_id, col(Note.attempt_id).is_(None))
+    return list(session.exec(query.order_by(col(Note.id))))
 
 
 def get_note(session: Session, *, note_id: int) -> Note | None:

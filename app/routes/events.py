@@ -15,6 +15,7 @@ from sqlmodel import Session, col, func, select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app import actions, live_pages, repo
+from app.campaign_renders import campaign_renders
 from app.db import session_scope
 from app.deps import is_owner, require_api_owner, session_cookie
 from app.errors import NotFound
@@ -78,7 +79,7 @@ async def campaign_events(
     key: ViewKey
     if view == "campaign":
         key = (campaign_id, "campaign")
-        page = live_pages.campaign_view(templates, campaign_id)
+        page = live_pages.campaign_view(campaign_renders(request), campaign_id)
         live_view = View(campaign_id, page, prime=page.prime)
     elif view == "attempt" and attempt is not None:
         key = (campaign_id, "attempt", attempt)

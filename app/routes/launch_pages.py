@@ -9,6 +9,7 @@ from sqlmodel import Session
 from starlette.responses import Response
 
 from app import actions, views
+from app.campaign_renders import campaign_renders
 from app.deps import SessionDep
 from app.forms import Form as PageForm
 from app.forms import FormState
@@ -59,7 +60,7 @@ def launch_attempt(
     data = form.parse(AttemptCreate, ["title", "hypothesis"], launch=launch)
     if submitted.get("action") != "launch":
         with form:
-            context = campaign_context(session, campaign_id)
+            context = campaign_context(session, campaign_id, campaign_renders(request))
             context["launch_preview"] = launch_preview(session, campaign_id, data)
         context["forms"] = FormState("launch", {}, form.values)
         return render(request, "pages/campaign.html", context)

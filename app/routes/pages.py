@@ -9,7 +9,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, sharing, views
 from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
-from app.campaign_page import cached_campaign_context, campaign_context
+from app.campaign_page import campaign_context
+from app.campaign_renders import campaign_renders
 from app.db import session_scope
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
 from app.errors import Invalid
@@ -135,10 +136,8 @@ def campaign_page(
     if status and status not in Status.__members__:
         raise Invalid(f"no such status {status!r}: one of {', '.join(Status)}")
     chosen = views.AttemptFilter(status=Status(status) if status else None, q=q.strip())
-    if chosen.active or retest is not None or is_htmx(request):
-        context = campaign_context(session, campaign_id, retest=retest, filter=chosen)
-    else:
-        context = cached_campaign_context(request, session, campaign_id)
+    renders = campaign_renders(request)
+    context = campaign_context(session, campaign_id, renders, retest=retest, filter=chosen)
     return render(request, "pages/campaign.html", context, partial="partials/_timeline.html")
 
 
@@ -187,7 +186,11 @@ def create_attempt(
         actions.create_attempt(session, campaign_id, data)
     if is_htmx(request):
         session.flush()
-        return render(request, "partials/_timeline.html", campaign_context(session, campaign_id))
+        return render(
+            request,
+            "partials/_timeline.html",
+            campaign_context(session, campaign_id, campaign_renders(request)),
+        )
     return see_other(f"/campaigns/{campaign_id}")
 
 
@@ -201,7 +204,9 @@ def add_campaign_note(
     if is_htmx(request):
         session.flush()
         return render(
-            request, "partials/_campaign_notes.html", campaign_context(session, campaign_id)
+            request,
+            "partials/_campaign_notes.html",
+            campaign_context(session, campaign_id, campaign_renders(request)),
         )
     return see_other(f"/campaigns/{campaign_id}#notes")
 
@@ -225,7 +230,7 @@ def create_share(
     session.flush()
     # Shown once, on this answer only: the token is stored hashed.
     context = {
-        **campaign_context(session, campaign_id),
+        **campaign_context(session, campaign_id, campaign_renders(request)),
         "new_share_url": sharing.share_url(request, token),
     }
     return render(request, "pages/campaign.html", context, partial="partials/_shares.html")
@@ -372,7 +377,9 @@ def _note_owner_answer(
     if is_htmx(request):
         session.flush()
         return render(
-            request, "partials/_campaign_notes.html", campaign_context(session, campaign_id)
+            request,
+            "partials/_campaign_notes.html",
+            campaign_context(session, campaign_id, campaign_renders(request)),
         )
     return see_other(f"/campaigns/{campaign_id}#notes")
 
@@ -410,7 +417,10 @@ def refused_answer(request: Request, refused: FormRefused) -> Response:
             page, context = "pages/campaigns.html", campaigns_context(session)
         elif refused.page == "campaign":
             assert refused.page_id is not None
-            page, context = "pages/campaign.html", campaign_context(session, refused.page_id)
+            page, context = (
+                "pages/campaign.html",
+                campaign_context(session, refused.page_id, campaign_renders(request)),
+            )
         else:
             assert refused.page_id is not None
             page, context = "pages/attempt.html", attempt_context(session, refused.page_id)
