@@ -126,6 +126,7 @@ class Run:
     failed_posts: int = 0
     got: list[dict[int, float]] = field(default_factory=list)  # per client: marker -> when
     ended: int = 0  # streams the server ended (dropped) before the run's end
+    cpu_s: float = 0.0  # the server's CPU while the changes were posted and delivered
 
 
 async def sse_client(
@@ -193,6 +194,7 @@ async def scenario(
     changes: list[tuple[str, str, dict[str, str]]],
     rate: float,
     start_at: int,
+    server: int,
     owner_gets: str | None = None,
 ) -> tuple[Run, list[float]]:
     run = Run()
@@ -209,6 +211,7 @@ async def scenario(
     if owner_gets:
         getter = threading.Thread(target=owner_getter, args=(url, owner_gets, gets, getter_stop))
         getter.start()
+    cpu_before = cpu_seconds(server)
     writer = threading.Thread(target=writer_thread, args=(url, changes, rate, run, start_at))
     writer.start()
     while writer.is_alive():
@@ -217,6 +220,7 @@ async def scenario(
     expected = set(run.sent)
     while time.perf_counter() < deadline and not all(expected <= s.keys() for s in run.got):
         await asyncio.sleep(0.1)
+    run.cpu_s = cpu_seconds(server) - cpu_before
     getter_stop.set()
     if getter:
         getter.join()
@@ -247,7 +251,8 @@ def report(name: str, run: Run, reference_p99: float | None = None) -> float:
     print(f"{name}: latency p50 {pct(latencies, 50):.1f} ms, p99 {p99:.1f} ms{ratio}; "
           f"delivered {delivered}/{expected}; streams ended early {run.ended}; "
           f"writer p50 {pct(run.posts_ms, 50):.1f} ms, p99 {pct(run.posts_ms, 99):.1f} ms, "
-          f"{len(run.posts_ms)} changes posted, {run.failed_posts} failed")  # fmt: skip
+          f"{len(run.posts_ms)} changes posted, {run.failed_posts} failed; "
+          f"server CPU {run.cpu_s:.2f} s")  # fmt: skip
     return p99
 
 
@@ -271,6 +276,13 @@ def verdicts(ids: list[int], count: int, start_at: int) -> list[tuple[str, str, 
              {"verdict": f"bench-{start_at + n}-x"}) for n in range(count)]  # fmt: skip
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's user and system CPU so far (a steadier figure than latency on shared
+    cores: what the other work takes does not count)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -281,8 +293,11 @@ async def main(args: argparse.Namespace) -> None:
     bare, bare_url = start_bare()
     try:
         n = int(seconds * 10)
-        changes = [("POST", f"/publish?i={i}", {}) for i in range(n)]
-        run, _ = await scenario(bare_url, "/events", {}, args.json_clients, changes, 10, 0)
+        changes: list[tuple[str, str, dict[str, str]]] = [
+            ("POST", f"/publish?i={i}", {}) for i in range(n)
+        ]
+        run, _ = await scenario(bare_url, "/events", {}, args.json_clients, changes, 10, 0,
+                                bare.pid)  # fmt: skip
         bare_p99 = report(f"bare sse-starlette, {args.json_clients} clients, 10 changes/s", run)
     finally:
         bare.terminate()
@@ -295,27 +310,34 @@ async def main(args: argparse.Namespace) -> None:
             print(f"seeded {args.attempts} attempts in {time.perf_counter() - started:.1f} s")
             owner = {"Authorization": f"Bearer {TOKEN}"}
             events = f"/api/campaigns/{campaign_id}/events"
-            marker = 10_000
-            run, _ = await scenario(url, events, owner, args.json_clients,
-                                    verdicts(ids, n, marker), 10, marker)  # fmt: skip
-            report(f"dashboard JSON, {args.json_clients} clients, 10 changes/s", run, bare_p99)
-            marker += n
+            only = set(args.only or ("json", "campaign", "share"))
             m = int(seconds * 2)
-            run, _ = await scenario(url, events + "?view=campaign", owner, args.page_clients,
-                                    verdicts(ids, m, marker), 2, marker)  # fmt: skip
-            report(f"dashboard campaign page ({args.attempts} attempts), "
-                   f"{args.page_clients} viewers, 2 changes/s", run)  # fmt: skip
-            marker += m
-            probe = f"/api/attempts/{ids[0]}"
-            quiet: list[float] = []
-            owner_getter_for(url, probe, quiet, 3.0)
-            share = f"/s/{token}/events"
-            run, gets = await scenario(url, share, {}, args.share_clients,
-                                       verdicts(ids, m, marker), 2, marker, probe)  # fmt: skip
-            report(f"dashboard share page, {args.share_clients} viewers, 2 changes/s", run)
-            print(f"  owner GET {probe} meanwhile: p50 {pct(gets, 50):.1f} ms, "
-                  f"p99 {pct(gets, 99):.1f} ms ({len(gets)} requests); with no viewers: "
-                  f"p50 {pct(quiet, 50):.1f} ms, p99 {pct(quiet, 99):.1f} ms")  # fmt: skip
+            if "json" in only:
+                changes = verdicts(ids, n, 10_000)
+                run, _ = await scenario(
+                    url, events, owner, args.json_clients, changes, 10, 10_000, process.pid
+                )
+                report(f"dashboard JSON, {args.json_clients} clients, 10 changes/s", run, bare_p99)
+            if "campaign" in only:
+                page = events + "?view=campaign"
+                changes = verdicts(ids, m, 20_000)
+                run, _ = await scenario(
+                    url, page, owner, args.page_clients, changes, 2, 20_000, process.pid
+                )
+                report(f"dashboard campaign page ({args.attempts} attempts), "
+                       f"{args.page_clients} viewers, 2 changes/s", run)  # fmt: skip
+            if "share" in only:
+                probe = f"/api/attempts/{ids[0]}"
+                quiet: list[float] = []
+                owner_getter_for(url, probe, quiet, 3.0)
+                share = f"/s/{token}/events"
+                run, gets = await scenario(url, share, {}, args.share_clients,
+                                           verdicts(ids, m, 30_000), 2, 30_000, process.pid,
+                                           probe)  # fmt: skip
+                report(f"dashboard share page, {args.share_clients} viewers, 2 changes/s", run)
+                print(f"  owner GET {probe} meanwhile: p50 {pct(gets, 50):.1f} ms, "
+                      f"p99 {pct(gets, 99):.1f} ms ({len(gets)} requests); with no viewers: "
+                      f"p50 {pct(quiet, 50):.1f} ms, p99 {pct(quiet, 99):.1f} ms")  # fmt: skip
         finally:
             process.terminate()
             process.wait()
@@ -338,6 +360,12 @@ if __name__ == "__main__":
     parser.add_argument("--page-clients", type=int, default=200)
     parser.add_argument("--share-clients", type=int, default=300)
     parser.add_argument("--attempts", type=int, default=1000)
+    parser.add_argument(
+        "--only",
+        choices=["json", "campaign", "share"],
+        action="append",
+        help="run only these dashboard scenarios (repeatable); bare always runs",
+    )
     parser.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.serve_bare:
