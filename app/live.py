@@ -109,7 +109,7 @@ Batch = tuple[Message, ...]
 
 
 class Signal(enum.Enum):
-    RECHECK = "recheck"  # the owner's credentials changed, or a heartbeat passed
+    RECHECK = "recheck"  # a heartbeat is due, or the owner's credentials changed
     GONE = "gone"  # the share link was revoked or expired
 
 
@@ -141,14 +141,17 @@ class Subscriber:
         self.dropped = True
         self._ready.set()
 
-    async def next(self) -> Item | None:
-        """The next batch or signal; None once dropped and drained."""
+    async def take(self) -> list[Item] | None:
+        """Every batch and signal waiting, oldest first (at least one); None once dropped
+        and drained. All at once: a reader that fell behind catches up in one write."""
         while not self._items:
             if self.dropped:
                 return None
             self._ready.clear()
             await self._ready.wait()
-        return self._items.popleft()
+        items = list(self._items)
+        self._items.clear()
+        return items
 
 
 Render = Callable[[Any, list[Any], dict[str, Any] | None], list[Message]]
@@ -191,14 +194,20 @@ class Broadcaster:
                 # Listening first: a commit after this read wakes us, none is missed.
                 self.cursor = await anyio.to_thread.run_sync(self._newest)
                 self.ready.set()
+                clock = asyncio.get_running_loop().time
                 revision = self.hub.bus.revision
+                beat_at = clock() + self.hub.heartbeat_s
                 while True:
-                    woken = await listener.wait(self.hub.heartbeat_s)
-                    if not woken or revision != self.hub.bus.revision:
-                        revision = self.hub.bus.revision
-                        self._hand(Signal.RECHECK)
-                    while await self._step():
-                        pass
+                    await listener.wait(max(0.0, beat_at - clock()))
+                    while True:
+                        # Every reader's heartbeat, busy or quiet, from here: no ping task
+                        # or timer per connection.
+                        if clock() >= beat_at or revision != self.hub.bus.revision:
+                            revision = self.hub.bus.revision
+                            beat_at = clock() + self.hub.heartbeat_s
+                            self._hand(Signal.RECHECK)
+                        if not await self._step():
+                            break
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -289,6 +298,7 @@ class Hub:
         # Renders per view kind: the fan-out tests count them.
         self.renders: Counter[str] = Counter()
         self.dropped = 0  # readers dropped for a full buffer
+        self.closed = False  # the server is stopping: no stream may go on
         self._lock = threading.Lock()
 
     def count_render(self, key: ViewKey) -> None:
@@ -308,6 +318,8 @@ class Hub:
             self.broadcasters[key] = broadcaster
             broadcaster.task = asyncio.get_running_loop().create_task(broadcaster.run())
         subscriber = Subscriber(cursor, self.buffer)
+        if self.closed:
+            subscriber.drop()
         broadcaster.joining += 1
         try:
             await broadcaster.ready.wait()
@@ -325,6 +337,17 @@ class Hub:
         finally:
             broadcaster.subscribers.discard(subscriber)
             self._stop_if_idle(key, broadcaster)
+
+    async def close_on_exit(self, should_exit: Callable[[], bool]) -> None:
+        """Once the server stops, every stream ends (its reader reconnects to the next
+        server): uvicorn waits for open responses before it stops, and a live stream
+        never ends by itself."""
+        while not should_exit():
+            await asyncio.sleep(0.5)
+        self.closed = True
+        for broadcaster in list(self.broadcasters.values()):
+            for subscriber in list(broadcaster.subscribers):
+                subscriber.drop()
 
     def _stop_if_idle(self, key: ViewKey, broadcaster: Broadcaster) -> None:
         if broadcaster.subscribers or broadcaster.joining:

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
+from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
@@ -133,9 +134,12 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         await asyncio.to_thread(tailer.start)
         await asyncio.to_thread(runner.start)
         refresher.start()
+        # sse-starlette's hook on uvicorn's Ctrl-C and SIGTERM sets this flag.
+        closer = asyncio.create_task(app.state.live.close_on_exit(lambda: AppStatus.should_exit))
         app.state.serving = True
         yield
         app.state.serving = False
+        closer.cancel()
         await asyncio.to_thread(refresher.stop)
         if relay is not None:
             await asyncio.to_thread(relay.stop)

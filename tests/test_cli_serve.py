@@ -3,6 +3,7 @@
 import hashlib
 import os
 import re
+import signal
 import socket
 from pathlib import Path
 
@@ -179,6 +180,26 @@ def test_configured_token_is_used_and_never_printed(env: dict[str, str], tmp_pat
         assert ok.status_code == 200
         output = interrupt(process)
     assert OWNER_TOKEN not in output and "login?token=" not in output
+
+
+def test_ctrl_c_ends_open_live_streams_and_the_server_stops(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """uvicorn waits for open responses before it stops, and a live stream never ends by
+    itself: on Ctrl-C each one ends, so the process exits at once, not after a kill."""
+    env = {**env, "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN}
+    port = free_port()
+    auth = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+    with serving(env, tmp_path, port) as process, httpx.Client(headers=auth) as client:
+        url = f"http://127.0.0.1:{port}"
+        campaign = client.post(f"{url}/api/campaigns", json={"name": "live", "baseline": 1})
+        with client.stream("GET", f"{url}/api/campaigns/{campaign.json()['id']}/events") as live:
+            assert live.status_code == 200
+            lines = live.iter_lines()
+            assert next(lines) == "event: hello"
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=15) == 0
+            list(lines)  # the stream ended: the rest reads to its end, no error
 
 
 def test_access_log_redacts_tokens_in_urls() -> None:

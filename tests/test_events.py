@@ -1,14 +1,17 @@
 """The campaign event stream: JSON events as changes commit, resume by Last-Event-ID,
 named heartbeats, and who may listen."""
 
+import itertools
 import json
+import threading
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.config import Settings
-from tests.conftest import LiveServer, running
+from tests.conftest import LiveServer, owner_client, running
 from tests.helpers import make_attempt, make_campaign
 from tests.sse import SSEReader
 
@@ -71,6 +74,63 @@ def test_heartbeats_are_named_events(settings: Settings) -> None:
         beat = reader.next(timeout=5, skip=("hello",))
         assert beat.event == "heartbeat" and time.monotonic() - started < 3
         reader.close()
+
+
+def test_heartbeats_keep_coming_while_changes_flow(settings: Settings) -> None:
+    """The broadcaster beats for every reader, busy or quiet: a page hears that its stream
+    lives from heartbeats alone, and calls itself offline after three missed ones."""
+    with running(settings.model_copy(update={"heartbeat_seconds": 0.3})) as (server, api):
+        campaign = make_campaign(api)
+        attempt = make_attempt(api, campaign["id"])
+        reader = SSEReader(api, events_url(campaign["id"]))
+        stop = threading.Event()
+
+        def write() -> None:  # a change every 0.1 s: the stream is never quiet for a beat
+            with owner_client(server.url) as client:
+                for n in itertools.count():
+                    if stop.wait(0.1):
+                        return
+                    client.patch(f"/api/attempts/{attempt['id']}", json={"verdict": f"v{n}"})
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            reader.until(lambda m: m.event == "attempt")
+            events: list[str] = []
+            deadline = time.monotonic() + 20
+            while events.count("heartbeat") < 4:
+                assert time.monotonic() < deadline, f"beats missing among {events.count('attempt')}"
+                events.append(reader.next(timeout=5, skip=("hello",)).event)
+        finally:
+            stop.set()
+            writer.join(10)
+        reader.close()
+        between = events[events.index("heartbeat") : len(events) - events[::-1].index("heartbeat")]
+        assert between.count("attempt") >= 3, events  # changes flowed between the beats
+
+
+def test_streams_end_when_the_server_stops(api: httpx.Client, server: LiveServer) -> None:
+    """uvicorn waits for open responses before it stops, and a live stream never ends by
+    itself: on Ctrl-C or SIGTERM (the flag sse-starlette's hook on uvicorn sets) every
+    stream ends, and one opened then ends at once."""
+    from sse_starlette.sse import AppStatus
+
+    campaign = make_campaign(api)
+    reader = SSEReader(api, events_url(campaign["id"]))
+    hub = server.app.state.live
+    deadline = time.monotonic() + 10
+    while sum(len(b.subscribers) for b in hub.broadcasters.values()) < 1:
+        assert time.monotonic() < deadline, "the reader never joined"
+        time.sleep(0.02)
+    AppStatus.should_exit = True
+    try:
+        with pytest.raises(AssertionError, match="the stream ended"):
+            reader.next(timeout=10)
+        late = SSEReader(api, events_url(campaign["id"]))
+        with pytest.raises(AssertionError, match="the stream ended"):
+            late.next(timeout=10)
+    finally:
+        AppStatus.should_exit = False
 
 
 def test_streams_need_the_owner_and_an_existing_campaign(

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import h11
 import httpx
+import pytest
 from sqlmodel import select
 
 from app.config import Settings
 from app.db import session_scope
 from app.models import LiveEvent
+from app.routes import events
 from tests.conftest import OWNER_TOKEN, LiveServer, running
 from tests.helpers import make_attempt, make_campaign
 from tests.sse import Message, SSEReader, sse_field
@@ -312,6 +314,38 @@ def test_a_slow_reader_is_dropped_and_resumes_with_nothing_lost_or_doubled(
     assert log_ranges(before + after) == [log.stat().st_size]
     all_ids = [int(m.id) for m in before + after if m.id]
     assert all_ids == sorted(set(all_ids))
+
+
+def test_a_reader_that_takes_no_bytes_is_cut_after_the_send_timeout(
+    api: httpx.Client, server: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that never reads holds a send forever: the server hangs up on it (its
+    stream ends mid-body) once a send has waited past the timeout, well before its buffer
+    fills, and its broadcaster, now without readers, stops."""
+    monkeypatch.setattr(events, "SEND_TIMEOUT_S", 0.5)
+    hub = server.app.state.live
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    stuck = RawReader(server, events_url(campaign["id"]),
+                      {"Authorization": f"Bearer {OWNER_TOKEN}"})  # fmt: skip
+    deadline = time.monotonic() + 10
+    while not hub.broadcasters:
+        assert time.monotonic() < deadline, "the reader never joined"
+        time.sleep(0.02)
+    log = tmp_path / "big.log"
+    log.write_bytes(b"")
+    api.patch(f"/api/attempts/{attempt['id']}", json={"source": f"file://{log}"})
+    deadline = time.monotonic() + 30
+    chunks = 0
+    while hub.broadcasters:  # big commits, until its socket is full and a send waits
+        assert time.monotonic() < deadline, "the reader that takes nothing was never cut"
+        with log.open("a") as out:
+            out.write("\n".join(f"{chunks:03d} " + "x" * 2000 for _ in range(100)) + "\n")
+        chunks += 1
+        time.sleep(0.1)
+    assert hub.dropped == 0  # cut for the stuck send, not dropped for a full buffer
+    with pytest.raises(h11.RemoteProtocolError):
+        stuck.read_all()
 
 
 def test_a_change_renders_once_however_many_readers(settings: Settings) -> None:

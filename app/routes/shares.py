@@ -7,7 +7,6 @@ import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, Field
 from sqlmodel import Session
-from sse_starlette import EventSourceResponse
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from app import actions, live_pages, repo, sharing
@@ -19,6 +18,7 @@ from app.live import View
 from app.models import ShareLink
 from app.rendering import RenderCache, is_htmx, render
 from app.routes import events
+from app.sse import LiveStream
 
 owner_router = APIRouter(tags=["shares"], dependencies=[Depends(require_api_owner)])
 public_router = APIRouter(include_in_schema=False)
@@ -136,7 +136,7 @@ async def shared_events(
     request: Request,
     after: Annotated[int | None, Query(ge=0, le=repo.MAX_ID)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
-) -> EventSourceResponse:
+) -> LiveStream:
     """Live updates of one shared summary; ends when the link is revoked or expires;
     resumes after `Last-Event-ID`, or the page's `?after=`."""
     engine = request.app.state.engine
@@ -167,4 +167,4 @@ async def shared_events(
     view = View(campaign_id, render, still_valid=still_shared, prime=render.prime,
                 pace=SHARE_PACE)  # fmt: skip
     messages = events.stream(request, key, view, cursor, b"", lambda: True, ending=events.GONE)
-    return events.sse_response(request, messages)
+    return events.sse_response(messages)
