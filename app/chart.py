@@ -1,9 +1,12 @@
 """The throughput chart: every measured attempt against the baseline in force and the
 target, as server-rendered SVG (so it shows in the share view, in print, without JS)."""
 
+import functools
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
+
+from markupsafe import Markup, escape
 
 from app.numbers import fmt_delta, fmt_number
 from app.schemas import AttemptOut, CampaignOut
@@ -22,7 +25,6 @@ class Point:
     y: float
     attempt: AttemptOut
     css: str  # up, down, noise; unjudged: no baseline to judge it against
-    label: str  # its tooltip: written here, once, as a thousand points took a tenth of a page
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class Chart:
     ticks: list[tuple[float, str]]
     metric: str
     x_labels: list[tuple[float, str, str]] = field(default_factory=list)  # x, text, anchor
+    # Written here, not in the template: a thousand points in Jinja2 were 7 escapes each,
+    # the most of a page rendered after a new figure.
+    points_svg: Markup = field(default_factory=Markup)
 
     @property
     def empty(self) -> bool:
@@ -57,7 +62,10 @@ class Chart:
         return len(self.points) > DENSE
 
 
-def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
+def build_chart(
+    campaign: CampaignOut, attempts: list[AttemptOut], *, link_prefix: str = "/attempts/"
+) -> Chart:
+    """`link_prefix`: where a point links, followed by its attempt's id."""
     measured = [a for a in attempts if a.metric_value is not None]
     values = [a.metric_value for a in measured if a.metric_value is not None]
     values += [a.baseline for a in measured if a.baseline is not None]
@@ -87,30 +95,33 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
         return y_at(value / scale)
 
     step = (WIDTH - LEFT - RIGHT) / max(len(measured), 1)
+    link, radius = str(escape(link_prefix)), 3 if len(measured) > DENSE else 6
     points: list[Point] = []
-    steps: list[tuple[float, float, float]] = []  # (y, from x, to x) of each baseline
+    svg: list[str] = []
+    baseline_ys: dict[float, float] = {}  # few baselines in force, many attempts
+    steps: list[tuple[float, int, int]] = []  # (y, first, last attempt) of each baseline
     for index, attempt in enumerate(measured):
-        x = LEFT + step * (index + 0.5)
-        assert attempt.metric_value is not None
+        value = attempt.metric_value
+        assert value is not None
+        x, y = round(LEFT + step * (index + 0.5), 2), round(y_of(value), 2)
         if attempt.improved is None:
             css = "unjudged"
         else:
             css = "noise" if attempt.delta_within_noise else "up" if attempt.improved else "down"
-        figure = f"{fmt_number(attempt.metric_value)} {campaign.metric}"
-        label = f"#{attempt.id} {attempt.title}: {figure}"
-        if attempt.delta_pct is not None:
-            noise = ", noise" if attempt.delta_within_noise else ""
-            label += f" ({fmt_delta(attempt.delta_pct)}{noise})"
-        points.append(Point(round(x, 2), round(y_of(attempt.metric_value), 2), attempt, css, label))
+        points.append(Point(x, y, attempt, css))
+        shown = (attempt.id, attempt.title, value, campaign.metric, attempt.delta_pct)
+        svg.append(_point_svg(link, radius, x, y, css, *shown, attempt.delta_within_noise))
         if attempt.baseline is not None:
-            y = round(y_of(attempt.baseline), 2)
-            left, right = round(x - step / 2, 2), round(x + step / 2, 2)
+            if attempt.baseline not in baseline_ys:
+                baseline_ys[attempt.baseline] = round(y_of(attempt.baseline), 2)
+            y = baseline_ys[attempt.baseline]
             if steps and steps[-1][0] == y:
-                steps[-1] = (y, steps[-1][1], right)  # one line while the baseline holds
+                steps[-1] = (y, steps[-1][1], index)  # one line while the baseline holds
             else:
-                steps.append((y, left, right))
+                steps.append((y, index, index))
     baseline: list[Segment] = []
-    for y, left, right in steps:
+    for y, first, last in steps:
+        left, right = round(LEFT + step * first, 2), round(LEFT + step * (last + 1), 2)
         if baseline:  # the step up or down where the baseline changed
             baseline.append(Segment(left, baseline[-1].y2, left, y))
         baseline.append(Segment(left, y, right, y))
@@ -123,7 +134,33 @@ def build_chart(campaign: CampaignOut, attempts: list[AttemptOut]) -> Chart:
         (p.x, f"#{p.attempt.id}", "start" if p.x < 8 else "end" if p.x > 92 else "middle")
         for p in points[::every]
     ]
-    return Chart(WIDTH, HEIGHT, points, baseline, target_y, ticks, campaign.metric, x_labels)
+    return Chart(WIDTH, HEIGHT, points, baseline, target_y, ticks, campaign.metric, x_labels,
+                 Markup("".join(svg)))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _point_svg(
+    link: str,
+    radius: int,
+    x: float,
+    y: float,
+    css: str,
+    attempt_id: int,
+    title: str,
+    value: float,
+    metric: str,
+    delta_pct: float | None,
+    within_noise: bool | None,
+) -> str:
+    """A point as a link to its attempt, with its tooltip; kept, as after a new figure all
+    but one point are drawn as before."""
+    label = f"#{attempt_id} {title}: {fmt_number(value)} {metric}"
+    if delta_pct is not None:
+        label += f" ({fmt_delta(delta_pct)}{', noise' if within_noise else ''})"
+    return (
+        f'<a href="{link}{attempt_id}"><circle class="point {css}" cx="{x}%" cy="{y}%"'
+        f' r="{radius}"><title>{escape(label)}</title></circle></a>'
+    )
 
 
 MAX_TICKS = 10

@@ -64,7 +64,7 @@ def share_context(session: Session, link: ShareLink, token: str) -> dict[str, An
     return {
         "summary": result,
         "campaign": result.campaign,
-        "chart_data": build_chart(result.campaign, shared),
+        "chart_data": build_chart(result.campaign, shared, link_prefix="#attempt-"),
         "chart_link_prefix": "#attempt-",
         "token": token,
         # The page's live stream starts right after this render (see campaign_context).
