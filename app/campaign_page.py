@@ -54,7 +54,7 @@ def campaign_context(
         "new_attempt": _new_attempt_defaults(attempts, retest),
     }
     context["attempt_options"] = renders.options(campaign_id, attempts)
-    context["head_rendered"] = renders.head(detail, attempts)
+    context["head_rendered"] = renders.head(detail, cards.values())
     context["timeline_rendered"] = renders.timeline(
         campaign_id, cards.values(), context, keep=not filter.active
     )

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, LargeBinary, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from app.tailing.status import TailStatus
@@ -70,8 +70,15 @@ class BaselineChange(SQLModel, table=True):
 
 
 class Attempt(SQLModel, table=True):
+    # What the campaign page's card stamps read of each attempt (app/repo/cards.py), in
+    # the index: the row itself holds the diagnosis before them, on overflow pages (SQLite).
+    __table_args__ = (
+        Index("ix_attempt_campaign_card", "campaign_id", "id", "status", "title",
+              "fingerprint", "retest_of", "blocked_by", "updated_at"),
+    )  # fmt: skip
+
     id: int | None = Field(default=None, primary_key=True)
-    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    campaign_id: int = Field(foreign_key="campaign.id", ondelete="CASCADE")
     title: str = Field(max_length=200)
     hypothesis: str = ""
     command: str = ""
@@ -96,8 +103,11 @@ class Attempt(SQLModel, table=True):
 
 
 class Measurement(SQLModel, table=True):
+    # An attempt's highest figure (its card's stamp) read from the index alone.
+    __table_args__ = (Index("ix_measurement_attempt_value", "attempt_id", "value"),)
+
     id: int | None = Field(default=None, primary_key=True)
-    attempt_id: int = Field(foreign_key="attempt.id", index=True, ondelete="CASCADE")
+    attempt_id: int = Field(foreign_key="attempt.id", ondelete="CASCADE")
     value: float
     # Where in the stored log the figure was read; None when entered by hand.
     log_offset: int | None = Field(default=None, sa_type=BigInteger)

@@ -7,7 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -29,6 +29,9 @@ HTMX_SRI = "sha384-2OatzQy1H+Zd/IIrjr1TcuDGqLXeHhbooAyJY1KdQMKnr4LZ22k31GBLdYKHm
 # process, so no log line or note can forge it. Each stream or page puts its own token in.
 CSRF_MARK = secrets.token_hex(16)
 CSRF_BYTES = CSRF_MARK.encode()
+# Where a page's kept rendering goes (`Splice`), its index between two of these.
+SPLICE_MARK = secrets.token_hex(16)
+SPLICE_BYTES = SPLICE_MARK.encode()
 
 
 def fmt_filesize(size: int | None) -> str:
@@ -132,6 +135,28 @@ def render_fragment(
     return templates.get_template(name).render({**full, **context})
 
 
+class Encoded(Protocol):
+    def encoded(self, csrf_token: str) -> bytes: ...
+
+
+class Splice:
+    """A page's kept renderings (a campaign's timeline, its head), put in as UTF-8 bytes
+    after the page is rendered: through the template, a megabyte of cards was copied,
+    escaped and encoded again for every request."""
+
+    def __init__(self) -> None:
+        self.kept: list[Encoded] = []
+
+    def __call__(self, kept: Encoded) -> Markup:
+        self.kept.append(kept)
+        return Markup(f"{SPLICE_MARK}{len(self.kept) - 1}{SPLICE_MARK}")
+
+    def body(self, html: str, csrf_token: str) -> bytes:
+        pieces = html.encode().split(SPLICE_BYTES)
+        pieces[1::2] = [self.kept[int(i)].encoded(csrf_token) for i in pieces[1::2]]
+        return b"".join(pieces)
+
+
 def render(
     request: Request,
     page: str,
@@ -143,6 +168,9 @@ def render(
     """The full page, or only its partial when htmx asks (both from the same template)."""
     templates: Jinja2Templates = request.app.state.templates
     name = partial if partial and is_htmx(request) else page
-    return templates.TemplateResponse(
-        request, name, page_context(request, context), status_code=status_code
-    )
+    splice = Splice()
+    full = {**page_context(request, context), "splice": splice}
+    html = templates.get_template(name).render(full)
+    if not splice.kept:
+        return HTMLResponse(html, status_code=status_code)
+    return HTMLResponse(splice.body(html, full["csrf_token"]), status_code=status_code)
