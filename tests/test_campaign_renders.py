@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 
 from app import repo, views
-from app.campaign_renders import CampaignRenders, Card
+from app.campaign_renders import CampaignRenders, Card, Shared
 from app.config import Settings
 from app.db import session_scope
 from app.models import Attempt, Run, utcnow
-from app.rendering import CSRF_MARK
+from app.rendering import CSRF_MARK, SPLICE_MARK, Splice
 from tests.conftest import OWNER_TOKEN, SERVER_ERRORS, LiveServer, running
 from tests.helpers import csrf_of, make_attempt, make_campaign, patch, seed_long_campaign
 from tests.sse import SSEReader
@@ -205,9 +205,18 @@ def test_each_session_gets_its_own_token_in_the_kept_page(server: LiveServer) ->
     tokens = [csrf_of(page) for page in pages]
     assert tokens[0] != tokens[1]
     for page, token, other in zip(pages, tokens, reversed(tokens), strict=True):
-        assert CSRF_MARK not in page and other not in page
+        assert CSRF_MARK not in page and SPLICE_MARK not in page and other not in page
         forms: Any = re.findall(r'name="csrf_token" value="([^"]+)"', page)
         assert forms and set(forms) == {token}
+
+
+def test_a_kept_rendering_goes_into_its_page_as_bytes_with_the_readers_token() -> None:
+    kept = Shared.of(f'<form><input name="csrf_token" value="{CSRF_MARK}"></form> é → #1')
+    splice = Splice()
+    page = f"<main>{splice(kept)}</main><p>{splice(kept)}</p> ·"
+    body = splice.body(page, "token-of-this-session")
+    form = '<form><input name="csrf_token" value="token-of-this-session"></form> é → #1'
+    assert body.decode() == f"<main>{form}</main><p>{form}</p> ·"
 
 
 def test_the_live_view_sends_the_renderings_the_page_keeps(
