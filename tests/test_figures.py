@@ -13,6 +13,7 @@ from app.chart import MAX_TICKS, build_chart
 from app.schemas import AttemptOut, CampaignOut
 from tests.conftest import LiveServer
 from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign, wait_for
+from tests.sse import SSEReader
 
 NEXT_AFTER_2_70 = math.nextafter(2.0**70, math.inf)  # 2^70 + 2^18: one float step above
 
@@ -208,3 +209,18 @@ def test_the_share_page_of_a_2_70_campaign_renders(
     assert page.status_code == 200
     svg = page.text[page.text.index("<svg") : page.text.index("</svg>")]
     assert 1 <= svg.count('class="tick"') <= MAX_TICKS
+
+
+def test_the_live_campaign_page_follows_figures_whose_sum_overflows(api: httpx.Client) -> None:
+    campaign = make_campaign(api, name="At the edge of a float", baseline=1e308)
+    attempt = make_attempt(api, campaign["id"], title="Huge")
+    reader = SSEReader(api, f"/api/campaigns/{campaign['id']}/events?view=campaign")
+    try:
+        for value in (1e308, 1e308):  # their sum overflows (PostgreSQL raises)
+            added = api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": value})
+            assert added.status_code == 201, added.text
+        assert api.patch(f"/api/attempts/{attempt['id']}", json={"title": "Huger"}).is_success
+        head = reader.until(lambda m: m.event == "campaign-head" and "Huger" in m.data)
+    finally:
+        reader.close()
+    assert 'data-points="1"' in head.data

@@ -70,13 +70,15 @@ def list_attempts(session: Session, *, campaign_id: int) -> list[Attempt]:
 
 def attempt_shapes(session: Session, *, campaign_id: int) -> dict[int, tuple[Any, ...]]:
     """Per attempt, what more than its own card depends on: status (its lane), title (the
-    pickers), root-cause fingerprint (others' badges), measurements' count and sum (the
-    head's figures and chart). One cheap query, for a live page to tell what changed."""
+    pickers), root-cause fingerprint (others' badges), its measurements (the head's figures
+    and chart: their count, newest id and highest value, as in a card's stamp; never a sum,
+    which PostgreSQL refuses past the float limit). One cheap query, for a live page to tell
+    what changed."""
     query = (
         # SQLAlchemy's own select: sqlmodel's typed overloads stop at four columns.
         sa_select(col(Attempt.id), col(Attempt.status), col(Attempt.title),
                   col(Attempt.fingerprint), func.count(col(Measurement.id)),
-                  func.coalesce(func.sum(Measurement.value), 0))
+                  func.max(Measurement.id), func.max(Measurement.value))
         .outerjoin(Measurement, col(Measurement.attempt_id) == col(Attempt.id))
         .where(col(Attempt.campaign_id) == campaign_id)
         .group_by(col(Attempt.id))
