@@ -82,8 +82,10 @@ SHARE_PAGE = LivePage(
     (
         LivePartial("partials/_share_summary.html", "share-summary",
                     kinds=_kinds("campaign", "note", "share"), on=SHAPE),
+        # As on the campaign page: the chart's points and the best result name attempts.
         LivePartial("partials/_share_head.html", "share-head",
-                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED}), within="share-summary"),
+                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED, TITLE}),
+                    within="share-summary"),
         LivePartial("partials/_share_item.html", "share-attempt-{id}", kinds=_kinds("attempt"),
                     each=True, within="share-summary"),
     ),

@@ -183,3 +183,21 @@ def test_share_buttons_for_the_owner(
     revoked = browser.post(f"/shares/{link_id}/revoke", data={"csrf_token": csrf_of(page)})
     assert revoked.status_code == 303
     assert anonymous.get(f"/s/{token}").status_code == 404
+
+
+def test_the_live_share_page_shows_a_renamed_attempt_in_its_head(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    campaign = make_campaign(api, baseline=82.0)
+    attempt = make_attempt(api, campaign["id"], title="NCCL Ring")
+    assert api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 91.0}).is_success
+    assert api.patch(f"/api/attempts/{attempt['id']}", json={"status": "adopted"}).is_success
+    token = share(api, campaign["id"])["token"]
+    reader = SSEReader(anonymous, f"/s/{token}/events")
+    try:
+        # The chart's tooltips and the best result name the attempt.
+        assert api.patch(f"/api/attempts/{attempt['id']}", json={"title": "NCCL Tree"}).is_success
+        head = reader.until(lambda m: m.event == "share-head")
+    finally:
+        reader.close()
+    assert "NCCL Tree" in head.data and "NCCL Ring" not in head.data
