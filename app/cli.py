@@ -252,12 +252,13 @@ def demo(port: int, no_browser: bool, speed: float) -> None:
     Its database and server logs live in a temporary directory, removed when the demo
     stops (Ctrl-C or SIGTERM).
     """
+    sock = listen("127.0.0.1", port)  # a port in use: one line, no link, nothing made
     workdir = Path(tempfile.mkdtemp(prefix="campaign-dash-demo-"))
     # SIGTERM unwinds like Ctrl-C, through the cleanup below (uvicorn, while it serves,
     # shuts down gracefully first and then hands the signal on to this handler).
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        _run_demo(workdir, port, no_browser, speed)
+        _run_demo(workdir, sock, no_browser, speed)
     finally:
         signal.signal(signal.SIGTERM, previous)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -268,12 +269,9 @@ def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run_demo(workdir: Path, port: int, no_browser: bool, speed: float) -> None:
-    import uvicorn
-
+def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float) -> None:
     from app import demo as demo_story
     from app.config import Settings
-    from app.logs import uvicorn_log_config
     from app.web import create_app
 
     settings = Settings(database_url=f"sqlite:///{workdir / 'demo.db'}")
@@ -281,7 +279,7 @@ def _run_demo(workdir: Path, port: int, no_browser: bool, speed: float) -> None:
     token = settings.token or generated
     assert token is not None  # a fresh database always gets a generated token
     app = create_app(settings, migrate_on_start=False)
-    url = login_url(settings, "127.0.0.1", port, token)
+    url = login_url(settings, "127.0.0.1", sock.getsockname()[1], token)
     click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
     click.echo(f"Open: {url}")
     click.echo(
@@ -312,9 +310,7 @@ def _run_demo(workdir: Path, port: int, no_browser: bool, speed: float) -> None:
     elif not no_browser:
         click.echo("No display here: open the link above in your browser.")
     try:
-        uvicorn.run(
-            app, host="127.0.0.1", port=port, log_level="warning", log_config=uvicorn_log_config()
-        )
+        run_server(app, sock, "warning")
     finally:
         stop.set()
         player.join(timeout=5)

@@ -3,6 +3,7 @@ by the installed command in a subprocess."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -199,3 +200,25 @@ def test_the_demo_page_mid_replay_and_at_the_end(
     assert page.evaluate("window.__marker") == "no reload"
     assert page.locator(".card.lane-eliminated").count() == 6
     assert page.locator(".card.lane-adopted").count() == 3
+
+
+def test_a_demo_on_a_port_in_use_is_one_clear_line_and_prints_no_link(tmp_path: Path) -> None:
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    taken = busy.getsockname()[1]
+    try:
+        env = {**os.environ, "TMPDIR": str(tmp_path)}
+        result = subprocess.run(
+            [str(INSTALLED), "demo", "--no-browser", "--port", str(taken)],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        busy.close()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        result.stderr.strip()
+        == f"Error: cannot listen on 127.0.0.1:{taken}: Address already in use"
+    )
+    # No login link to whatever holds the port, and nothing left behind.
+    assert "token=" not in result.stdout and not list(tmp_path.glob("campaign-dash-demo-*"))
