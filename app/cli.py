@@ -423,6 +423,10 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
     except OSError as error:
         raise Unreadable(f"cannot read {name}: {error.strerror or error}") from None
     result = diagnoser.diagnosis()
+    if result.bytes_read == 0:
+        # Shows no crash, as the contract has it; but `ssh host cat log | ...` prints
+        # nothing when ssh fails, and that should not read as a healthy server.
+        click.echo(f"Warning: {name} is empty: nothing to diagnose.", err=True)
     if as_json:
         click.echo(json.dumps(result.to_dict()))
     else:
