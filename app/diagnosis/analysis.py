@@ -24,9 +24,10 @@ SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
 
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
-# (a terminal's padding to its width marks where a line ended, too)
+# (a terminal's padding to its width marks where a line ended, too; a worker's prefix starts
+# a record even glued to the last character of the one before: "cached_file((APIServer pid=1) ")
 _SPLIT_LOST_NEWLINES = re.compile(
-    r"\s(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")|\s{8,}(?=\S)"
+    r"\s?(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")|\s{8,}(?=\S)"
 )
 _PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a

@@ -163,7 +163,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
         r"larger than the maximum number of tokens", r"max_model_len", r"must be divisible",
         r"not divisible by", r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
-        r"unexpected keyword argument", r"is not a valid",
+        r"unexpected keyword argument", r"is not a valid(?! model identifier)",
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"address already in use",
