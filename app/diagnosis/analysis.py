@@ -29,6 +29,7 @@ _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _SPLIT_LOST_NEWLINES = re.compile(
     r"\s?(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")|\s{8,}(?=\S)"
 )
+_GOES_ON = re.compile(r":\s*\|?\s*$")
 _PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a
 # container named after it in front of another server's lines.
@@ -83,6 +84,17 @@ def _virtual_lines(line: Line) -> list[Line]:
         return [line]
     parts = [p.strip() for p in _SPLIT_LOST_NEWLINES.split(text) if p.strip()]
     return [Line(line.offset, line.number, part, line.cut) for part in parts]
+
+
+def _message(entries: list[Entry], index: int) -> str:
+    """A root cause's message as its class is read: one that ends in a colon goes on in the
+    next line (an assertion's condition, a table cell wrapped onto the next row)."""
+    text = entries[index].content
+    if _GOES_ON.search(text) and index + 1 < len(entries):
+        following = entries[index + 1]
+        if following.line.number == entries[index].line.number + 1:
+            text = f"{text.rstrip(' |')} {following.content.strip(' |')}"
+    return text
 
 
 def _host_prefixes(lines: list[Line]) -> frozenset[str]:
@@ -323,7 +335,9 @@ def analyze(
     excerpt = _excerpt(entries, root)
     root_index = entries.index(root)
     crashed, crashed_reason = _crashed(entries, root, unseen_after)
-    error_class = rules.error_class(root.content, "\n".join(e.content for e in excerpt))
+    error_class = rules.error_class(
+        _message(entries, root_index), "\n".join(e.content for e in excerpt)
+    )
     ready: bool | None
     if ready_line is not None and _before(ready_line, root.line, newest_first):
         ready = True

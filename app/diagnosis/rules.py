@@ -92,6 +92,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bsignal 4\b",
         # an engine plan built for another GPU ("expecting compute 9.0 got compute 8.9")
         r"generated on an incompatible device", r"expecting compute \d",
+        # kernels that exist only for some architectures: flash attention (sm_80+), CUTLASS
+        # runners whose every kernel config fails to initialize on this GPU
+        r"requires [Ff]lash[ -]?[Aa]ttention", r"Failed to initialize cutlass",
     )),
     ("oom_gpu", _any(
         r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
@@ -103,6 +106,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:[Ff]ailed|[Uu]nable) to allocate (?:\w+ )*memory for (?:the )?KV ?cache",
         r"(?:[Ff]ailed|[Uu]nable) to allocate CUDA\d* buffer",
         r"Not enough memory\. Please try to increase --mem-fraction-static",
+        # vLLM V1's check of the KV cache against max_model_len
+        r"To serve at least one request with the model's max seq len",
+        r"larger than the available KV cache memory",
         # A KV cache too small for the context length is GPU memory too (PRODUCT.md's rule).
         r"larger than the maximum number of tokens that can be stored in KV cache",
         r"RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)", r"\bOOM when allocating",
@@ -168,6 +174,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"address already in use",
         r"\[Errno 98\]", r"[Pp]ermission denied",
+        # a launch whose process count does not match the parallelism ("mpiSize == tp * pp")
+        r"\b(?:mpi|world)_?[Ss]ize\b\s*(?:==|!=)",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
