@@ -15,6 +15,9 @@ _INFO_LEVEL = re.compile(
 _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
 )
+# glog names its source file and line: a logger's own severity, never a viewer's stamp, even
+# where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").
+_GLOG = re.compile(r"(?:^|[\s:>|])[EF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$")
 _LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
 _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
@@ -112,7 +115,7 @@ def mark(entries: list[Entry]) -> None:
         elif rules.WARNING_ERROR.search(content):
             entry.strength, entry.warning = 2, True
         elif (
-            (level == "error" and informs(error_stamps[index]))
+            (level == "error" and (informs(error_stamps[index]) or _GLOG.search(_prefix(entry))))
             or (rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content))
             or rules.TAGGED_ERROR.match(content)
         ):

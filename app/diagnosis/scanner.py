@@ -54,7 +54,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"xit status", b"xited", b"eturn code", b"larger than the maximum", b"Try increasing",
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
         b"(idle)", b"xitcode", b"(cuda",
-        b"panicked", b"opcode", b"llegal instruction",
+        b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
         b"server_args=", b"non-default args", b"API server version",
     )
 ]  # fmt: skip
