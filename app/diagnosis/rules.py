@@ -172,7 +172,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"unexpected keyword argument", r"is not a valid(?! model identifier)",
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
-        r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"address already in use",
+        r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"[Aa]ddress already in use",
+        r"\bEADDRINUSE\b",
         r"\[Errno 98\]", r"[Pp]ermission denied",
         # a launch whose process count does not match the parallelism ("mpiSize == tp * pp")
         r"\b(?:mpi|world)_?[Ss]ize\b\s*(?:==|!=)",
