@@ -73,9 +73,15 @@ _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
 @dataclass(frozen=True)
 class FigureKind:
     literal: bytes  # searched with bytes.find
-    pattern: re.Pattern[bytes]  # parses the figures of a line holding the literal
+    # parses the figures of a line holding the literal: named groups `value`, `label` and
+    # `unit` (the last two where the line names them)
+    pattern: re.Pattern[bytes]
     anchor: bytes | None = None  # Hyperscan expression, when sharper than the literal
     full_lines: int = BENCHMARK_LINES  # lines whose every figure is kept; then one per window
+    unit: bytes = b""  # the unit a line of this kind implies without naming it
+    label: bytes = b"throughput"  # the label, where the line has none
+    # A line that a kind before this one counts is left to it (a figure counted once).
+    defers: bool = False
 
     def counts(self, raw: bytes) -> bool:
         """Whether a line is one of this kind's: it holds the literal and, when the kind has
@@ -86,6 +92,7 @@ class FigureKind:
         return self.anchor is None or _ANCHOR_RES[self.anchor].search(raw) is not None
 
 
+_NUMBER = rb"(?P<value>[0-9]+(?:\.[0-9]+)?)"
 # Each pattern yields (label, value, unit) from one line. The first kind is on most lines of
 # a serving sglang log, so it is searched with bytes.find/rfind; the rare kinds are anchors.
 DENSE_KIND = 0
@@ -93,37 +100,109 @@ FIGURE_KINDS = (
     # sglang: "gen throughput (token/s): 1397.13", "input throughput (token/s): 559.53"
     FigureKind(
         b" throughput (token/s): ",
-        re.compile(rb"(\w+ throughput) \((token/s)\): ([0-9]+(?:\.[0-9]+)?)"),
+        re.compile(rb"(?P<label>\w+ throughput) \((?P<unit>token/s)\): " + _NUMBER),
         full_lines=PERIODIC_LINES,
     ),
     # vLLM: "Avg prompt throughput: 1254.4 tokens/s, Avg generation throughput: 29.2 tokens/s"
     FigureKind(
         b"Avg prompt throughput",
-        re.compile(rb"(Avg \w+ throughput): ([0-9]+(?:\.[0-9]+)?) (tokens/s|tok/s|token/s)"),
+        re.compile(
+            rb"(?P<label>Avg \w+ throughput): " + _NUMBER + rb" (?P<unit>tokens/s|tok/s|token/s)"
+        ),
         full_lines=PERIODIC_LINES,
     ),
-    # Benchmark summaries: "Output token throughput (tok/s):  5624.71",
-    # "Request goodput (req/s): 3.75"
+    # Benchmark summaries, a figure a line, the unit in brackets (a "# " before it where the
+    # results were commented into a file): "Output token throughput (tok/s):  5624.71",
+    # "Request goodput (req/s): 3.75", trtllm-bench's "Request Throughput (req/sec): 248.47",
+    # "Per User Output Throughput [w/ ctx] (tps/user): 0.53"
     *(
         FigureKind(
             literal,
             re.compile(
-                rb"^\s*([A-Z][\w ]*?(?:throughput|goodput)) \((tok/s|tokens/s|token/s|req/s)\):"
-                rb"\s+([0-9]+(?:\.[0-9]+)?)",
+                rb"^[\s#]*(?P<label>[A-Z][\w ]*?(?:[Tt]hroughput|[Gg]oodput)(?: \[[^\]]*\])?)"
+                rb" \((?P<unit>tok/s|tokens/s|token/s|req/s|tokens/sec|req/sec|tps/gpu|tps/user)\):"
+                rb"\s+" + _NUMBER,
                 re.M,
             ),
             re.escape(literal.strip()),
         )
-        for literal in (b" (tok/s):", b" (req/s):")
+        for literal in (
+            b" (tok/s):",
+            b" (req/s):",
+            b" (tokens/sec):",
+            b" (req/sec):",
+            b" (tps/gpu):",
+            b" (tps/user):",
+        )
+    ),
+    # "<what> throughput: <figure> <unit>": vLLM's speculative-decoding "Accepted throughput:
+    # 76.80 tokens/s, Drafted throughput: 235.49 tokens/s", benchmarks' "Request throughput:
+    # 6.05 requests/s", lmdeploy's "throughput: 22.93 token/s"
+    FigureKind(
+        b"hroughput: ",
+        re.compile(
+            rb"(?<![\w-])(?P<label>(?:[A-Za-z][A-Za-z ]{0,40}?)?[Tt]hroughput): "
+            + _NUMBER
+            + rb" ?(?P<unit>tokens/s|token/s|tok/s|requests/s|req/s)\b"
+        ),
+        defers=True,
+    ),
+    # llama.cpp's timings, per request: "prompt eval time = 915.13 ms / 51 tokens (17.94 ms
+    # per token, 55.73 tokens per second)", "eval time = ..." (sampling time is not a rate of
+    # the model)
+    FigureKind(
+        b" tokens per second)",
+        re.compile(
+            rb"(?P<label>(?:prompt )?eval time)\s*=\s*[0-9.]+\s*ms\s*/\s*[0-9]+\s*(?:tokens|runs)"
+            rb"\s*\(\s*[0-9.]+\s*ms per token,\s*" + _NUMBER + rb" tokens per second\)"
+        ),
+        unit=b"tokens/s",
+    ),
+    # llama-server's running rate while it generates: "n_decoded = 172, tg = 12.00 t/s"
+    FigureKind(
+        b" t/s",
+        re.compile(rb"(?<![\w])(?P<label>tg|pp) = +" + _NUMBER + rb" (?P<unit>t/s)"),
+        rb"\b(?:tg|pp) = +[0-9.]+ t/s",
+        full_lines=PERIODIC_LINES,
+    ),
+    # llama-bench's table: "| ... | pp512 | 18.46 ± 1.73 |"
+    FigureKind(
+        b" \xc2\xb1 ",
+        re.compile(
+            rb"\|\s*(?P<label>(?:pp|tg)\d+(?:\+tg\d+)?(?: @ d\d+)?)\s*\|\s*"
+            + _NUMBER
+            + rb" \xc2\xb1 [0-9.]+\s*\|"
+        ),
+        unit=b"t/s",
+    ),
+    # ollama --verbose: "prompt eval rate:     53.77 tokens/s", "eval rate:  24.61 tokens/s"
+    FigureKind(
+        b"eval rate:",
+        re.compile(rb"(?P<label>(?:prompt )?eval rate):\s+" + _NUMBER + rb" (?P<unit>tokens/s)"),
+    ),
+    # nccl-tests' summary: "# Avg bus bandwidth    : 95.3009"
+    FigureKind(
+        b"Avg bus bandwidth",
+        re.compile(rb"(?P<label>Avg bus bandwidth)\s*:\s*" + _NUMBER),
+        unit=b"GB/s",
+    ),
+    # Megatron's iteration lines: "throughput per GPU (TFLOP/s/GPU): 239.8"
+    FigureKind(
+        b"(TFLOP/s/GPU):",
+        re.compile(rb"(?P<label>throughput per GPU) \((?P<unit>TFLOP/s/GPU)\): " + _NUMBER),
+        full_lines=PERIODIC_LINES,
     ),
     # Plain figures: "Throughput: 82.1 tok/s", "82 tok/s"
     FigureKind(
         b"tok/s",
         re.compile(
-            rb"(?:([A-Za-z][\w /-]{0,40}?)\s*[:=]\s*)?([0-9]+(?:\.[0-9]+)?) ?(tok/s)\b(?!\))"
+            rb"(?:(?P<label>[A-Za-z][\w /-]{0,40}?)\s*[:=]\s*)?"
+            + _NUMBER
+            + rb" ?(?P<unit>tok/s)\b(?!\))"
         ),
         # A digit before it: "tok/s" alone is too close to sglang's dense "token/s".
         rb"[0-9] ?tok/s",
+        defers=True,
     ),
 )
 _ANCHOR_RES = {kind.anchor: re.compile(kind.anchor) for kind in FIGURE_KINDS if kind.anchor}
@@ -148,20 +227,15 @@ class Figure:
 
 def _figures_in(kind_index: int, raw: bytes, offset: int, number: int) -> list[Figure]:
     kind = FIGURE_KINDS[kind_index]
+    if kind.defers and any(other.literal in raw for other in FIGURE_KINDS[:kind_index]):
+        return []  # counted by a more specific kind
     figures = []
     for match in kind.pattern.finditer(raw):
-        if kind_index in (0, 2, 3):
-            label, unit, value = match.group(1), match.group(2), match.group(3)
-        elif kind_index == 1:
-            label, value, unit = match.group(1), match.group(2), match.group(3)
-        else:
-            if any(k.literal in raw for k in FIGURE_KINDS[:-1]):
-                continue  # counted by a more specific kind
-            label = match.group(1) or b"throughput"
-            value, unit = match.group(2), match.group(3)
-        figure = float(value)
+        figure = float(match["value"])
         if not math.isfinite(figure):
             continue  # a 400-digit "figure" is not a measurement; inf breaks every mean
+        groups = match.groupdict()
+        label, unit = groups.get("label") or kind.label, groups.get("unit") or kind.unit
         figures.append(
             Figure(label.decode().strip(), figure, unit.decode(), offset + match.start(), number)
         )
