@@ -45,6 +45,8 @@ _STARTUP = re.compile(
     r"|capture_one_batch|cuda_graph_runner|__init__|\binit_\w+|[Ii]nitializ|warmup|from_engine_args"
     r"|Failed to (?:initialize|create)|Memory profiling|launch_server|run_scheduler_process"
     r"|Model init|KV cache|_wait_and_warmup|Started server process|ServerArgs\("
+    # loading the weights, as llama.cpp and the Python servers print it
+    r"|load_tensors|llama_model_load|[Ll]oading (?:model|checkpoint|safetensors)"
 )
 _RUNTIME = re.compile(
     r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d|train|test_\w+"
@@ -55,7 +57,7 @@ _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation through
 # Words of a server's log: a script or a test that fails while starting was never "not ready".
 _SERVER = re.compile(
     r"\b(?:[Ss]erver|serve|[Ss]erving|uvicorn|API|endpoint|[Ee]ngine|[Ww]orker|[Ss]hard|vLLM|vllm"
-    r"|sglang|tritonserver|llama_|ollama|TensorRT|trtllm|[Mm]odel)\b"
+    r"|sglang|tritonserver|llama_\w*|ollama|TensorRT|trtllm|[Mm]odel)\b"
 )
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
