@@ -234,6 +234,9 @@ WRAPPERS = _any(
     r"EngineDeadError",
     r"Worker failed with error",
     r"Capture cuda graph failed: ?$",
+    # an abort that names only the kind of error ("ggml-cuda.cu:97: CUDA error"): the lines
+    # around it say which
+    r"(?:^|:\s)(?:CUDA|HIP|cuBLAS|CUBLAS|ROCm) error\s*$",
     r"^\s*Killed\s*$",
     r"\bKilled\b(?! process)",
     r"exits? with return code = -?\d+",
