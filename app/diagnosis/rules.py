@@ -55,6 +55,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
     ("config_or_args", _any(
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
+        # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
+        r"no socket interface found",
     )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
     # NCCL's own warnings name a transport fault even when they say "timed out".
@@ -95,6 +97,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # kernels that exist only for some architectures: flash attention (sm_80+), CUTLASS
         # runners whose every kernel config fails to initialize on this GPU
         r"requires [Ff]lash[ -]?[Aa]ttention", r"Failed to initialize cutlass",
+        # a feature limited to named GPU generations ("cannot be enabled except on Ada or Hopper")
+        r"\b(?:except|only) on\b.*\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b",
     )),
     ("oom_gpu", _any(
         r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
@@ -175,6 +179,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"[Aa]ddress already in use",
         r"\bEADDRINUSE\b",
         r"\[Errno 98\]", r"[Pp]ermission denied",
+        # a model shape that the chosen kernels do not implement (another backend may)
+        r"Unsupported head_?(?:dim|size)",
         # a launch whose process count does not match the parallelism ("mpiSize == tp * pp")
         r"\b(?:mpi|world)_?[Ss]ize\b\s*(?:==|!=)",
     )),
@@ -197,7 +203,16 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
 # Context (the traceback and the lines around the root cause) may decide the class
 # when the root-cause line alone does not.
 CONTEXT_RULES: list[tuple[str, Alternatives]] = [
-    ("model_loading", _any(r"load_weights", r"load_model", r"weight_loader", r"model_loader")),
+    (
+        "model_loading",
+        _any(
+            r"load_weights",
+            r"load_model",
+            r"weight_loader",
+            r"model_loader",
+            r"load_(?:from_)?checkpoint",
+        ),
+    ),
     # an engine or plugin serialized by another version than the one reading it
     ("import_or_version", _any(r"[Dd]eserializ")),
     ("cuda_graph", _any(r"capture_one_batch_size", r"cuda_graph_runner", r"Capturing batches")),
