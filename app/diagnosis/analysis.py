@@ -52,6 +52,12 @@ _RUNTIME = re.compile(
     r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d|train|test_\w+"
     r"|run_test|barrier|sigkill_handler|oom-killer"
 )
+# A server's own word that it never came up ("Shard 0 failed to start", "Engine core
+# initialization failed", "timed out waiting for llama runner to start").
+_NEVER_STARTED = re.compile(
+    r"\b[Ff]ailed to start\b|ShardCannotStart|[Ii]nitialization failed|waiting for .{0,40} to start"
+    r"|failed to load all models"
+)
 # Work only a live engine logs; a front end answering health checks is no proof.
 _ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
 # Words of a server's log: a script or a test that fails while starting was never "not ready".
@@ -343,6 +349,8 @@ def analyze(
     ready: bool | None
     if ready_line is not None and _before(ready_line, root.line, newest_first):
         ready = True
+    elif any(_NEVER_STARTED.search(e.content) for e in entries[root_index:]):
+        ready = False  # the server says so itself: it failed to start
     elif (
         first_runtime_offset is not None
         and _offset_before(first_runtime_offset, root.line.offset, newest_first)
