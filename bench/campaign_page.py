@@ -133,7 +133,11 @@ def seed(settings: Settings, attempts: int) -> tuple[int, int, int]:
         session.add(Note(campaign_id=campaign.id, body="PCIe only: *no NVLink* on this box"))
         campaign_id = campaign.id
         measured, followed = (
-            session.exec(select(Attempt.id).where(Attempt.status == status)).first()
+            session.exec(
+                select(Attempt.id).where(
+                    Attempt.campaign_id == campaign_id, Attempt.status == status
+                )
+            ).first()
             for status in (Status.measured, Status.running)
         )
     app.state.engine.dispose()
