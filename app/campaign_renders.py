@@ -4,6 +4,7 @@ stored data it shows (never by this process's own notice of a change), so after 
 changes, on any dashboard of the database, only its card and the head are rendered anew."""
 
 import functools
+import itertools
 import secrets
 import threading
 from collections import OrderedDict
@@ -201,16 +202,25 @@ class CampaignRenders:
         def make() -> Shared:
             return self._shared("partials/_timeline.html", context)
 
+        def skeleton() -> tuple[tuple[str, ...], tuple[int, ...]]:
+            """The timeline with a slot for each card: the text between slots, and the ids."""
+            slots = {c.view.id: Markup(f"{CARD_SLOT}{c.view.id}{CARD_SLOT}") for c in listed}
+            pieces = render_fragment(self.templates, "partials/_timeline.html",
+                                     {**context, "card_html": slots}, is_owner=True,
+                                     csrf_token=CSRF_MARK).split(CARD_SLOT)  # fmt: skip
+            return tuple(pieces[0::2]), tuple(int(i) for i in pieces[1::2])
+
         def spliced() -> Shared:
-            # The skeleton, then the cards put in its slots at once: a thousand cards through
-            # the template were copied three times over, the most of a timeline's rendering.
+            # The cards put in the skeleton's slots at once: a thousand cards through the
+            # template were copied three times over, the most of a timeline's rendering. The
+            # skeleton is kept while the lanes hold the same attempts in the same order.
+            shape = (tuple((lane, tuple(a.id for a in attempts))
+                           for lane, attempts in context["lanes"].items()),
+                     context.get("fold_open"))  # fmt: skip
+            between, ids = self._kept(campaign_id, "skeleton", shape, skeleton)
             html = {c.view.id: c.html for c in listed}
-            slots = {i: Markup(f"{CARD_SLOT}{i}{CARD_SLOT}") for i in html}
-            skeleton = render_fragment(self.templates, "partials/_timeline.html",
-                                       {**context, "card_html": slots}, is_owner=True,
-                                       csrf_token=CSRF_MARK)  # fmt: skip
-            pieces = skeleton.split(CARD_SLOT)
-            pieces[1::2] = [html[int(i)] for i in pieces[1::2]]
+            cards = [html[i] for i in ids] + [""]
+            pieces = itertools.chain.from_iterable(zip(between, cards, strict=True))
             return Shared.of("".join(pieces))
 
         if not keep or any(c.clock for c in listed):
