@@ -92,7 +92,8 @@ class CampaignRenders:
         stamps are read first, so a card is at least as new as the key it is kept under."""
         assert campaign.id is not None
         stamps = repo.card_stamps(session, campaign_id=campaign.id)
-        context = self._context(session, campaign, stamps)
+        basis = views.CardBasis.read(session, campaign.id)
+        context = self._context(campaign, stamps, basis)
         held = self._get(campaign.id)
         kept: dict[int, Card] = {}
         if held is not None and held.context == context:
@@ -100,7 +101,7 @@ class CampaignRenders:
             context, kept = held.context, held.cards
         keys = self._card_keys(context, stamps)
         stale = [i for i, key in keys.items() if i not in kept or kept[i].key != key]
-        made = self._render(session, campaign, stale, keys, stamps) if stale else {}
+        made = self._render(session, campaign, stale, keys, stamps, basis) if stale else {}
         cards = {i: made[i] if i in made else kept[i] for i in keys}
         with self._lock:
             now = self._held.get(campaign.id)
@@ -114,19 +115,18 @@ class CampaignRenders:
                 self._held.popitem(last=False)
         return cards
 
+    @staticmethod
     def _context(
-        self, session: Session, campaign: Campaign, stamps: dict[int, repo.CardStamp]
+        campaign: Campaign, stamps: dict[int, repo.CardStamp], basis: views.CardBasis
     ) -> Hashable:
         """What every card depends on: the campaign's figures' unit and noise band, the
         baseline history, the attempts flags are compared against."""
-        assert campaign.id is not None
-        history = repo.baseline_history(session, campaign_id=campaign.id)
-        first = repo.first_attempt_with_flags(session, campaign_id=campaign.id)
-        compared = {c.attempt_id for c in history if c.attempt_id is not None}
+        first = basis.first
+        compared = {c.attempt_id for c in basis.history if c.attempt_id is not None}
         compared |= {first.id} if first is not None and first.id is not None else set()
         return (
             campaign.metric, campaign.noise_pct, campaign.higher_is_better,
-            tuple((c.id, c.value, c.attempt_id, c.set_at) for c in history),
+            tuple((c.id, c.value, c.attempt_id, c.set_at) for c in basis.history),
             tuple((i, stamps[i].updated_at if i in stamps else None) for i in sorted(compared)),
         )  # fmt: skip
 
@@ -152,11 +152,12 @@ class CampaignRenders:
         ids: list[int],
         keys: dict[int, Hashable],
         stamps: dict[int, repo.CardStamp],
+        basis: views.CardBasis,
     ) -> dict[int, Card]:
         assert campaign.id is not None
         attempts = repo.attempts_by_ids(session, attempt_ids=ids, with_diagnosis=False)
         diagnoses = repo.diagnosis_summaries(session, campaign_id=campaign.id, attempt_ids=ids)
-        made = views.attempt_views(session, campaign, attempts, diagnoses=diagnoses)
+        made = views.attempt_views(session, campaign, attempts, diagnoses=diagnoses, basis=basis)
         cards = {}
         for view in made:
             notes, clock = stamps[view.id].notes, stamps[view.id].clock
