@@ -4,6 +4,7 @@ stored data it shows (never by this process's own notice of a change), so after 
 changes, on any dashboard of the database, only its card and the head are rendered anew."""
 
 import functools
+import itertools
 import secrets
 import threading
 from collections import OrderedDict
@@ -91,7 +92,8 @@ class CampaignRenders:
         stamps are read first, so a card is at least as new as the key it is kept under."""
         assert campaign.id is not None
         stamps = repo.card_stamps(session, campaign_id=campaign.id)
-        context = self._context(session, campaign, stamps)
+        basis = views.CardBasis.read(session, campaign.id)
+        context = self._context(campaign, stamps, basis)
         held = self._get(campaign.id)
         kept: dict[int, Card] = {}
         if held is not None and held.context == context:
@@ -99,7 +101,7 @@ class CampaignRenders:
             context, kept = held.context, held.cards
         keys = self._card_keys(context, stamps)
         stale = [i for i, key in keys.items() if i not in kept or kept[i].key != key]
-        made = self._render(session, campaign, stale, keys, stamps) if stale else {}
+        made = self._render(session, campaign, stale, keys, stamps, basis) if stale else {}
         cards = {i: made[i] if i in made else kept[i] for i in keys}
         with self._lock:
             now = self._held.get(campaign.id)
@@ -113,19 +115,18 @@ class CampaignRenders:
                 self._held.popitem(last=False)
         return cards
 
+    @staticmethod
     def _context(
-        self, session: Session, campaign: Campaign, stamps: dict[int, repo.CardStamp]
+        campaign: Campaign, stamps: dict[int, repo.CardStamp], basis: views.CardBasis
     ) -> Hashable:
         """What every card depends on: the campaign's figures' unit and noise band, the
         baseline history, the attempts flags are compared against."""
-        assert campaign.id is not None
-        history = repo.baseline_history(session, campaign_id=campaign.id)
-        first = repo.first_attempt_with_flags(session, campaign_id=campaign.id)
-        compared = {c.attempt_id for c in history if c.attempt_id is not None}
+        first = basis.first
+        compared = {c.attempt_id for c in basis.history if c.attempt_id is not None}
         compared |= {first.id} if first is not None and first.id is not None else set()
         return (
             campaign.metric, campaign.noise_pct, campaign.higher_is_better,
-            tuple((c.id, c.value, c.attempt_id, c.set_at) for c in history),
+            tuple((c.id, c.value, c.attempt_id, c.set_at) for c in basis.history),
             tuple((i, stamps[i].updated_at if i in stamps else None) for i in sorted(compared)),
         )  # fmt: skip
 
@@ -151,11 +152,12 @@ class CampaignRenders:
         ids: list[int],
         keys: dict[int, Hashable],
         stamps: dict[int, repo.CardStamp],
+        basis: views.CardBasis,
     ) -> dict[int, Card]:
         assert campaign.id is not None
         attempts = repo.attempts_by_ids(session, attempt_ids=ids, with_diagnosis=False)
         diagnoses = repo.diagnosis_summaries(session, campaign_id=campaign.id, attempt_ids=ids)
-        made = views.attempt_views(session, campaign, attempts, diagnoses=diagnoses)
+        made = views.attempt_views(session, campaign, attempts, diagnoses=diagnoses, basis=basis)
         cards = {}
         for view in made:
             notes, clock = stamps[view.id].notes, stamps[view.id].clock
@@ -201,16 +203,25 @@ class CampaignRenders:
         def make() -> Shared:
             return self._shared("partials/_timeline.html", context)
 
+        def skeleton() -> tuple[tuple[str, ...], tuple[int, ...]]:
+            """The timeline with a slot for each card: the text between slots, and the ids."""
+            slots = {c.view.id: Markup(f"{CARD_SLOT}{c.view.id}{CARD_SLOT}") for c in listed}
+            pieces = render_fragment(self.templates, "partials/_timeline.html",
+                                     {**context, "card_html": slots}, is_owner=True,
+                                     csrf_token=CSRF_MARK).split(CARD_SLOT)  # fmt: skip
+            return tuple(pieces[0::2]), tuple(int(i) for i in pieces[1::2])
+
         def spliced() -> Shared:
-            # The skeleton, then the cards put in its slots at once: a thousand cards through
-            # the template were copied three times over, the most of a timeline's rendering.
+            # The cards put in the skeleton's slots at once: a thousand cards through the
+            # template were copied three times over, the most of a timeline's rendering. The
+            # skeleton is kept while the lanes hold the same attempts in the same order.
+            shape = (tuple((lane, tuple(a.id for a in attempts))
+                           for lane, attempts in context["lanes"].items()),
+                     context.get("fold_open"))  # fmt: skip
+            between, ids = self._kept(campaign_id, "skeleton", shape, skeleton)
             html = {c.view.id: c.html for c in listed}
-            slots = {i: Markup(f"{CARD_SLOT}{i}{CARD_SLOT}") for i in html}
-            skeleton = render_fragment(self.templates, "partials/_timeline.html",
-                                       {**context, "card_html": slots}, is_owner=True,
-                                       csrf_token=CSRF_MARK)  # fmt: skip
-            pieces = skeleton.split(CARD_SLOT)
-            pieces[1::2] = [html[int(i)] for i in pieces[1::2]]
+            cards = [html[i] for i in ids] + [""]
+            pieces = itertools.chain.from_iterable(zip(between, cards, strict=True))
             return Shared.of("".join(pieces))
 
         if not keep or any(c.clock for c in listed):

@@ -103,8 +103,10 @@ class Attempt(SQLModel, table=True):
 
 
 class Measurement(SQLModel, table=True):
-    # An attempt's highest figure (its card's stamp) read from the index alone.
-    __table_args__ = (Index("ix_measurement_attempt_value", "attempt_id", "value"),)
+    # An attempt's figures' count, newest id and highest value (its card's stamp) from the
+    # index alone; by `id` second, as PostgreSQL otherwise found the newest id by walking
+    # the primary key backwards past every later attempt's figures (77 ms for 1,000 cards).
+    __table_args__ = (Index("ix_measurement_attempt_stamp", "attempt_id", "id", "value"),)
 
     id: int | None = Field(default=None, primary_key=True)
     attempt_id: int = Field(foreign_key="attempt.id", ondelete="CASCADE")

@@ -203,7 +203,13 @@ def _launch_and_follow(
         click.echo(f"  {mean} ± {spread} (n={metric['n']}){change}")
     outcome = run.get("outcome") or "infrastructure"
     click.echo(f"  {attempt['status']}" + ("" if outcome == attempt["status"] else f": {outcome}"))
-    return EXIT_BY_OUTCOME.get(outcome, EXIT_REFUSED)
+    code = EXIT_BY_OUTCOME.get(outcome, EXIT_REFUSED)
+    if code == EXIT_OK and run["state"] == "failed":
+        # Measured, but the stop was not proven: the next launch on that host would be
+        # measured against what is left there. A loop of `try` should stop and say so.
+        click.echo(f"  {run.get('reason') or 'the run failed after its figures'}", err=True)
+        return EXIT_REFUSED
+    return code
 
 
 def command_text(words: tuple[str, ...]) -> str:

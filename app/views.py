@@ -84,6 +84,22 @@ def lanes_newest_first(attempts: list[AttemptOut]) -> dict[str, list[AttemptOut]
     return lanes
 
 
+@dataclass(frozen=True)
+class CardBasis:
+    """What every attempt of a campaign is judged against: the baseline history and the
+    first attempt with flags (the comparison of a campaign without baseline attempts)."""
+
+    history: list[BaselineChange]
+    first: Attempt | None
+
+    @classmethod
+    def read(cls, session: Session, campaign_id: int) -> "CardBasis":
+        return cls(
+            repo.baseline_history(session, campaign_id=campaign_id),
+            repo.first_attempt_with_flags(session, campaign_id=campaign_id),
+        )
+
+
 class _Flags:
     """Flag sets and diffs of one view's attempts against the campaign's baseline attempt:
     the attempt the baseline in force at its start was set from, else the campaign's first
@@ -92,16 +108,16 @@ class _Flags:
     def __init__(
         self,
         session: Session,
-        campaign_id: int,
         history: list[BaselineChange],
         attempts: list[Attempt],
+        first: Attempt | None,
     ) -> None:
         self.history = history
         self.times = [change.set_at for change in history]  # bisected for each attempt
         # Only the baseline attempts these are compared against: one card needs one.
         ids = {c.attempt_id for a in attempts if (c := self._in_force(a)) and c.attempt_id}
         self.baselines = {a.id: a for a in repo.attempts_by_ids(session, attempt_ids=ids)}
-        self.first = repo.first_attempt_with_flags(session, campaign_id=campaign_id)
+        self.first = first
         self._sets: dict[int | None, FlagSet] = {}
 
     def _in_force(self, attempt: Attempt) -> BaselineChange | None:
@@ -154,8 +170,8 @@ def flag_views(
 ) -> tuple[FlagsOut, FlagDiffOut | None]:
     """One attempt's flags and diff, stored or not (the Launch form's preview)."""
     assert campaign.id is not None
-    history = repo.baseline_history(session, campaign_id=campaign.id)
-    return _Flags(session, campaign.id, history, [attempt]).views(attempt)
+    basis = CardBasis.read(session, campaign.id)
+    return _Flags(session, basis.history, [attempt], basis.first).views(attempt)
 
 
 def attempt_views(
@@ -164,21 +180,25 @@ def attempt_views(
     attempts: list[Attempt],
     *,
     diagnoses: dict[int, dict[str, Any]] | None = None,
+    basis: CardBasis | None = None,
 ) -> list[AttemptOut]:
     """`diagnoses`: each attempt's diagnosis as given here (repo.diagnosis_summaries, for
-    a page's cards) instead of the attempt's own, which is then never read."""
+    a page's cards) instead of the attempt's own, which is then never read. `basis`: what
+    every attempt is judged against, where the caller has read it in this snapshot."""
     assert campaign.id is not None
     ids = [a.id for a in attempts if a.id is not None]
     samples = repo.samples_by_attempt(session, attempt_ids=ids)
     tails = repo.tail_states(session, attempt_ids=ids)
     runs = runs_by_attempt(session, ids)
-    history = repo.baseline_history(session, campaign_id=campaign.id)
+    if basis is None:
+        basis = CardBasis.read(session, campaign.id)
+    history = basis.history
     times = [change.set_at for change in history]
     fingerprints = {a.fingerprint for a in attempts if a.fingerprint}
     earlier_by_print = repo.ids_by_fingerprint(
         session, campaign_id=campaign.id, fingerprints=fingerprints
     )
-    flag_sets = _Flags(session, campaign.id, history, attempts)
+    flag_sets = _Flags(session, history, attempts, basis.first)
 
     views = []
     for attempt in attempts:

@@ -1,11 +1,12 @@
 """Time the owner's page of a 1,000-attempt campaign against a plain Jinja2 table of its rows.
 
-    python bench/campaign_page.py [--attempts 1000] [--runs 7]
+    python bench/campaign_page.py [--attempts 1000] [--runs 7] [--database-url URL]
 
-Seeds a SQLite file with one campaign of N attempts (most eliminated with a verdict, crashes
-with sglang diagnoses and their 100 throughput figures, repeated root causes, three benchmark
-runs per measured attempt, a markdown note on every third attempt, a few adoptions that moved
-the baseline), then, in-process and in turns, `GET /campaigns/{id}` through the dashboard
+Seeds a SQLite file (or the empty database --database-url names) with one campaign of N
+attempts (most eliminated with a verdict, crashes with sglang diagnoses and their 100
+throughput figures, repeated root causes, three benchmark runs per measured attempt, a markdown
+note on every third attempt, a few adoptions that moved the baseline), then, in-process and in
+turns, `GET /campaigns/{id}` through the dashboard
   - first view after a start: nothing kept, every command parsed again;
   - cold: nothing of the page kept (as after a change to every card: the noise band), the
     process's parsed commands warm;
@@ -15,7 +16,7 @@ the baseline), then, in-process and in turns, `GET /campaigns/{id}` through the 
   - the same while the page is open somewhere: its live view's broadcaster has rendered
     the change (once, for every viewer) before the reload comes;
   - unchanged since the last view;
-and the reference, a bare Starlette route that reads the same rows with sqlite3 (each
+and the reference, a bare Starlette route that reads the same rows through the driver (each
 attempt's id, title, status, verdict, root cause and mean figure) and renders them as one
 Jinja2 `<table>`. Prints medians of wall and CPU time, the ratios, and the sizes. Where the
 time goes: `py-spy record -f raw -o page.txt -- python bench/campaign_page.py` (the page is
@@ -23,6 +24,7 @@ served from worker threads, which cProfile in this thread does not see).
 """
 
 import argparse
+import contextlib
 import functools
 import sqlite3
 import statistics
@@ -133,7 +135,11 @@ def seed(settings: Settings, attempts: int) -> tuple[int, int, int]:
         session.add(Note(campaign_id=campaign.id, body="PCIe only: *no NVLink* on this box"))
         campaign_id = campaign.id
         measured, followed = (
-            session.exec(select(Attempt.id).where(Attempt.status == status)).first()
+            session.exec(
+                select(Attempt.id).where(
+                    Attempt.campaign_id == campaign_id, Attempt.status == status
+                )
+            ).first()
             for status in (Status.measured, Status.running)
         )
     app.state.engine.dispose()
@@ -149,20 +155,33 @@ TABLE = Environment(autoescape=True).from_string(
 <td><code>{{ r[4] or "" }}</code></td><td>{{ r[3] or "" }}</td></tr>
 {% endfor %}</table></body></html>"""
 )
-ROWS = """SELECT a.id, a.title, a.status, a.verdict, json_extract(a.diagnosis, '$.root_cause'),
+ROWS = """SELECT a.id, a.title, a.status, a.verdict, {root_cause},
   (SELECT avg(value) FROM measurement m WHERE m.attempt_id = a.id)
-  FROM attempt a WHERE a.campaign_id = ? ORDER BY a.id DESC"""
+  FROM attempt a WHERE a.campaign_id = {mark} ORDER BY a.id DESC"""
+NAME = "SELECT name FROM campaign WHERE id = {mark}"
 
 
-def reference_app(path: Path) -> Starlette:
-    """The floor: the same rows, one query, one plain template."""
+def reference_app(url: str) -> Starlette:
+    """The floor: the same rows, one query straight through the driver, one plain template.
+    SQLite: a connection per request, as cheap as a file's open; PostgreSQL: one connection
+    kept (a new one is a process started on the server)."""
+    if url.startswith("sqlite"):
+        path = url.removeprefix("sqlite:///")
+        sql = {"root_cause": "json_extract(a.diagnosis, '$.root_cause')", "mark": "?"}
+        connect: Callable[[], Any] = lambda: contextlib.closing(sqlite3.connect(path))  # noqa: E731
+    else:
+        import psycopg
+
+        kept = psycopg.connect(url.replace("+psycopg", ""), autocommit=True)
+        sql = {"root_cause": "a.diagnosis->>'root_cause'", "mark": "%s"}
+        connect = lambda: contextlib.nullcontext(kept)  # noqa: E731
+    rows_sql, name_sql = ROWS.format(**sql), NAME.format(**sql)
 
     def table(request: Request) -> HTMLResponse:
-        with sqlite3.connect(path) as db:
+        with connect() as db:
             campaign_id = int(request.path_params["campaign_id"])
-            query = "SELECT name FROM campaign WHERE id = ?"
-            (name,) = db.execute(query, (campaign_id,)).fetchone()
-            rows = db.execute(ROWS, (campaign_id,)).fetchall()
+            (name,) = db.execute(name_sql, (campaign_id,)).fetchone()
+            rows = db.execute(rows_sql, (campaign_id,)).fetchall()
         return HTMLResponse(TABLE.render(name=name, rows=rows))
 
     return Starlette(routes=[Route("/table/{campaign_id:int}", table)])
@@ -182,15 +201,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--attempts", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--database-url", default=None,
+                        help="a database to seed and read, PostgreSQL's say (postgresql+psycopg:"
+                        "//...); default: a SQLite file of its own")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bench.db"
-        settings = Settings(_env_file=None, database_url=f"sqlite:///{path}", token=OWNER)  # type: ignore[call-arg]
+        url = args.database_url or f"sqlite:///{Path(tmp) / 'bench.db'}"
+        settings = Settings(_env_file=None, database_url=url, token=OWNER)  # type: ignore[call-arg]
         campaign_id, measured_id, followed_id = seed(settings, args.attempts)
         dashboard = create_app(settings)
         app = TestClient(dashboard)  # no lifespan: nothing is tailed
         assert app.get(f"/login?token={OWNER}", follow_redirects=False).status_code == 303
-        reference = TestClient(reference_app(path))
+        reference = TestClient(reference_app(url))
         page_url, table_url = f"/campaigns/{campaign_id}", f"/table/{campaign_id}"
         owner = {"Authorization": f"Bearer {OWNER}"}
         figure_url = f"/api/attempts/{measured_id}/measurements"

@@ -187,3 +187,18 @@ def seed_long_campaign(engine: Any, attempts: int) -> dict[str, Any]:
 # the 15 s heartbeat on purpose: an update that came only when a heartbeat woke the stream
 # was lost on its way, and must fail. (Under load a live update took 0.1-0.8 s here.)
 UI_WAIT_MS = 10_000
+
+
+def stored_attempt(session: Any, *, campaign: str, title: str) -> tuple[int, int]:
+    """A campaign of one attempt written straight into the database: its ids, flushed."""
+    from app.models import Attempt, Campaign
+
+    made = Campaign(name=campaign)
+    session.add(made)
+    session.flush()
+    assert made.id is not None
+    attempt = Attempt(campaign_id=made.id, title=title)
+    session.add(attempt)
+    session.flush()
+    assert attempt.id is not None
+    return made.id, attempt.id

@@ -28,6 +28,7 @@ from tests.helpers import (
     make_attempt,
     make_campaign,
     patch,
+    stored_attempt,
     stored_log,
     tail_state,
     wait_for,
@@ -202,15 +203,7 @@ def pg_engine(database_url: str) -> Iterator[Any]:
 
 def _campaign_with_attempt(engine: Any) -> tuple[int, int]:
     with session_scope(engine) as session:
-        campaign = Campaign(name="two writers")
-        session.add(campaign)
-        session.flush()
-        assert campaign.id is not None
-        attempt = Attempt(campaign_id=campaign.id, title="followed")
-        session.add(attempt)
-        session.flush()
-        assert attempt.id is not None
-        return campaign.id, attempt.id
+        return stored_attempt(session, campaign="two writers", title="followed")
 
 
 def _waiting_locks(engine: Any, locktype: str) -> int:

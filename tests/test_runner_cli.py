@@ -17,6 +17,7 @@ from tests.cli import free_port, launch, serving, wait_until_serving
 from tests.conftest import owner_client
 from tests.helpers import attempt_of, make_campaign, wait_for
 from tests.runner_helpers import (
+    StandInGPUs,
     bench_command,
     port_listening,
     served_env,
@@ -89,6 +90,35 @@ def test_try_runs_the_loop_and_says_how_it_ended_by_its_exit_status(
         assert no_token.returncode == 2 and "CAMPAIGN_DASH_TOKEN" in no_token.stderr
     gone = try_(env, tmp_path, "EAGLE-3", "x", "--host", "local", "--url", url, "--", "true")
     assert gone.returncode == 2 and "cannot reach the dashboard" in gone.stderr
+
+
+def test_try_fails_a_measured_run_whose_stop_was_not_proven(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    gpus = StandInGPUs(tmp_path / "gpus")
+    gpus.install(sshd.bin)
+    env = {**env, "CAMPAIGN_DASH_GPU_RELEASE_SECONDS": "1"}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    orphan_file = tmp_path / "orphan.pid"
+    server_port = free_port()
+    # A helper of the server's leaves its session and keeps the GPU memory.
+    server = server_command(server_port, *gpus.gpu_state_args(40000),
+                            "--gpu-orphan", str(orphan_file)).split()  # fmt: skip
+    try:
+        with serving(env, tmp_path, port), owner_client(url) as api:
+            make_campaign(api, name="EAGLE-3")
+            leaky = try_(
+                env, tmp_path, "EAGLE-3", "Leaky", "--host", sshd.alias, "--bench",
+                bench_command(server_port, "--num-prompts", "3"), "--repeat", "1",
+                "--url", url, "--", *server,
+            )  # fmt: skip
+    finally:
+        if orphan_file.exists():
+            os.kill(int(orphan_file.read_text()), signal.SIGKILL)
+    assert leaky.returncode == 2, leaky.stdout + leaky.stderr
+    assert "  measured" in leaky.stdout.splitlines()  # its figures are recorded all the same
+    assert "NOT proven stopped: GPU memory not back" in leaky.stderr, leaky.stderr
 
 
 def _run(api: httpx.Client, attempt_id: int) -> dict[str, Any]:

@@ -300,6 +300,28 @@ def test_a_launch_is_refused_while_a_compute_process_holds_the_gpu(
     assert not port_listening(port)
 
 
+def test_a_launch_onto_other_gpus_than_a_busy_one_goes_ahead(
+    dash: httpx.Client, sshd: Sshd, gpus: StandInGPUs
+) -> None:
+    gpus.gpus = [{"index": i, "memory_total": 143771, "memory_used": 0} for i in (0, 1)]
+    StandInGPUs.__init__(gpus, gpus.directory, *gpus.gpus)
+    campaign = make_campaign(dash)
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        gpus.hold(holder.pid, 10758, gpu=1)  # another job's, on GPU 1
+        runs = {}
+        for visible in ("0", "1"):
+            command = f"CUDA_VISIBLE_DEVICES={visible} {server_command(free_port())}"
+            attempt = launch(dash, campaign["id"], sshd.alias, command)
+            runs[visible] = ended(dash, attempt["id"])["run"]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (runs["0"]["state"], runs["0"]["outcome"]) == ("done", "ready"), runs["0"]["reason"]
+    assert (runs["1"]["state"], runs["1"]["outcome"]) == ("failed", "refused")
+    assert runs["1"]["reason"].startswith(f"refused: GPUs busy: pid {holder.pid} sleep holds")
+
+
 def test_a_stop_proves_the_gpu_memory_is_back(
     dash: httpx.Client, sshd: Sshd, gpus: StandInGPUs
 ) -> None:

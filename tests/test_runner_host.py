@@ -346,6 +346,49 @@ def test_preflight_refuses_when_nvidia_smi_fails(
     assert refused["problems"] == [f"GPUs not checked: nvidia-smi failed: exit status 9: {message}"]
 
 
+def two_gpus(gpus: StandInGPUs) -> None:
+    gpus.gpus = [{"index": i, "memory_total": 143771, "memory_used": 0} for i in (0, 1)]
+    StandInGPUs.__init__(gpus, gpus.directory, *gpus.gpus)
+
+
+def test_preflight_checks_only_the_gpus_the_command_makes_visible(
+    host: HostLink, runs: Path, gpus: StandInGPUs, holder: subprocess.Popen[bytes]
+) -> None:
+    two_gpus(gpus)
+    gpus.hold(holder.pid, 10758, gpu=1)  # another team's job, on GPU 1
+
+    def problems(visible: str | None) -> list[str]:
+        answer = host.call("preflight", {"runs_root": str(runs), "gpus": visible})
+        assert len(answer["gpu"]["devices"]) == 2  # the whole host is still reported
+        return list(answer["problems"])
+
+    holds = f"GPUs busy: pid {holder.pid} sleep holds 10758 MiB on GPU 1; "
+    for free in ("0", " 0 ", "GPU-00000000", "GPU-00000000-39c3-6e6a-ceb6-3d4d06d7e93f"):
+        assert problems(free) == [], free
+    for busy in ("1", "0,1", "1,0"):
+        assert problems(busy) == [holds + "GPU 1 has 10758 of 143771 MiB in use"], busy
+    # Unset, or naming what nvidia-smi does not list (a MIG instance, a typo): every GPU.
+    for unknown in (None, "MIG-5f7a", "2", "GPU-0"):
+        assert problems(unknown) == [holds + "GPU 1 has 10758 of 143771 MiB in use"], unknown
+    assert problems("") == []  # no GPU at all for that command
+
+
+def test_a_stop_is_proven_on_its_own_gpus_whatever_another_job_takes_meanwhile(
+    host: HostLink, runs: Path, gpus: StandInGPUs, holder: subprocess.Popen[bytes]
+) -> None:
+    two_gpus(gpus)
+    port = free_port()
+    before = host.call("preflight", {"port": port, "runs_root": str(runs), "gpus": "0"})["gpu"]
+    start(host, runs / "g3", server_command(port, *gpus.gpu_state_args(40000)))
+    wait_for(lambda: healthy(host, port), what="/health")
+    gpus.hold(holder.pid, 20000, gpu=1)  # another job starts on GPU 1 while this one runs
+    stop = {"run_dir": str(runs / "g3"), "port": port, "grace_s": 5, "gpu_before": before,
+            "gpu_wait_s": 0.5}  # fmt: skip
+    report = host.call("stop", {**stop, "gpus": "0"})
+    assert report["stopped"] is True
+    assert report["gpu_memory_back"] is True and report["gpu_left"] == []
+
+
 def test_stop_proves_gpu_memory_back_to_what_it_was_before_the_launch(
     host: HostLink, runs: Path, gpus: StandInGPUs
 ) -> None:

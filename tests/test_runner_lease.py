@@ -14,9 +14,10 @@ from sqlmodel import Session
 
 from app import migrate
 from app.db import make_engine
-from app.models import Attempt, Campaign, Run, RunState, utcnow
+from app.models import Run, RunState, utcnow
 from app.runner.lease import LEASE_S, instance_id
 from app.runner.records import LeaseLost, Records
+from tests.helpers import stored_attempt
 
 # Another machine's dashboard: nothing about its process can be judged from here.
 ELSEWHERE = "gpu-dash-2:4123/b89dbc42-d292-4d09-8b98-bdaa71c21382/pid:[4026531836]/8812/a1b2c3d4"
@@ -32,15 +33,8 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 def add_run(engine: Engine, **fields: object) -> int:
     with Session(engine, expire_on_commit=False) as session:
-        campaign = Campaign(name="EAGLE-3")
-        session.add(campaign)
-        session.flush()
-        assert campaign.id is not None
-        attempt = Attempt(campaign_id=campaign.id, title="Torch symmetric memory")
-        session.add(attempt)
-        session.flush()
-        assert attempt.id is not None
-        run = Run(attempt_id=attempt.id, host="gpu-box", command="x", run_key="k", **fields)
+        _, attempt_id = stored_attempt(session, campaign="EAGLE-3", title="Torch symmetric memory")
+        run = Run(attempt_id=attempt_id, host="gpu-box", command="x", run_key="k", **fields)
         session.add(run)
         session.commit()
         assert run.id is not None

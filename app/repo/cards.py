@@ -4,7 +4,7 @@ change whenever a card's own data does, read alike by every dashboard of the dat
 import functools
 from typing import Any, NamedTuple
 
-from sqlalchemy import String, and_, bindparam, func, type_coerce
+from sqlalchemy import String, and_, bindparam, cast, func
 from sqlalchemy import select as sa_select
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
@@ -13,8 +13,8 @@ from app.models import Attempt, Measurement, Note, Run, TailState
 
 
 class CardStamp(NamedTuple):
-    """Timestamps as the database gives them (SQLite: text), only ever compared: parsing
-    a thousand of them per page view was half the query's time."""
+    """Timestamps as text, cast by the database, only ever compared: parsing a thousand of
+    them per page view was half the query's time on SQLite, and 1.3 ms on PostgreSQL."""
 
     status: str
     title: str
@@ -53,7 +53,7 @@ def _stamps_query() -> Any:
         return query.correlate(Attempt).scalar_subquery()
 
     def raw(column: Any) -> Any:
-        return type_coerce(column, String)
+        return cast(column, String)
 
     runs = aliased(Run)
     latest_run = of_attempt(func.max(runs.id), runs.attempt_id)

@@ -30,6 +30,7 @@ from app.schemas import (
 from app.tailing.factory import log_source_refusal, trust_offered_key
 
 router = APIRouter(include_in_schema=False)
+NOTES = "partials/_campaign_notes.html"  # a campaign's notes, as a form's answer
 
 
 async def submitted_form(request: Request) -> FormData:
@@ -184,14 +185,7 @@ def create_attempt(
         raise form.refuse({"source": refusal})
     with form:
         actions.create_attempt(session, campaign_id, data)
-    if is_htmx(request):
-        session.flush()
-        return render(
-            request,
-            "partials/_timeline.html",
-            campaign_context(session, campaign_id, campaign_renders(request)),
-        )
-    return see_other(f"/campaigns/{campaign_id}")
+    return _campaign_answer(request, session, campaign_id, "partials/_timeline.html")
 
 
 @router.post("/campaigns/{campaign_id}/notes", dependencies=OwnerForm)
@@ -201,14 +195,7 @@ def add_campaign_note(
     form = PageForm(submitted, "campaign-note", "campaign", campaign_id)
     with form:
         actions.add_campaign_note(session, campaign_id, form.parse(NoteCreate, ["body"]))
-    if is_htmx(request):
-        session.flush()
-        return render(
-            request,
-            "partials/_campaign_notes.html",
-            campaign_context(session, campaign_id, campaign_renders(request)),
-        )
-    return see_other(f"/campaigns/{campaign_id}#notes")
+    return _campaign_answer(request, session, campaign_id, NOTES, anchor="notes")
 
 
 @router.post("/campaigns/{campaign_id}/shares", dependencies=OwnerForm)
@@ -374,14 +361,18 @@ def _note_owner_answer(
 ) -> Response:
     if attempt_id is not None:
         return _attempt_answer(request, session, attempt_id, anchor="notes")
+    return _campaign_answer(request, session, campaign_id, NOTES, anchor="notes")
+
+
+def _campaign_answer(
+    request: Request, session: SessionDep, campaign_id: int, partial: str, anchor: str = ""
+) -> Response:
+    """After a campaign page's form: the part it changed, for htmx; else back to the page."""
     if is_htmx(request):
         session.flush()
-        return render(
-            request,
-            "partials/_campaign_notes.html",
-            campaign_context(session, campaign_id, campaign_renders(request)),
-        )
-    return see_other(f"/campaigns/{campaign_id}#notes")
+        context = campaign_context(session, campaign_id, campaign_renders(request))
+        return render(request, partial, context)
+    return see_other(f"/campaigns/{campaign_id}" + (f"#{anchor}" if anchor else ""))
 
 
 def _attempt_answer(

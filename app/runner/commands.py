@@ -1,6 +1,9 @@
-"""What a launch command says about itself: the port it will listen on, its health URL."""
+"""What a launch command says about itself: the port it will listen on, its health URL,
+the GPUs it may use."""
 
 import shlex
+
+from app.flags import command_flags
 
 # Where the engines listen when the command names no port.
 DEFAULT_PORTS = (("sglang", 30000), ("vllm", 8000))
@@ -40,3 +43,10 @@ def health_url(command: str, given: str | None) -> str | None:
         return given or None
     port = listen_port(command)
     return f"http://127.0.0.1:{port}/health" if port else None
+
+
+def visible_gpus(command: str) -> str | None:
+    """The CUDA_VISIBLE_DEVICES the command sets (`CUDA_VISIBLE_DEVICES=0,1 python ...`,
+    `export ...;`), as written; None when it sets none: every GPU of the host is its."""
+    value = command_flags(command).get("CUDA_VISIBLE_DEVICES")
+    return value if isinstance(value, str) else None

@@ -13,7 +13,7 @@ from app.diagnosis import diagnose_bytes
 from app.models import Run, RunState, Status
 from app.runner import hostprog
 from app.runner.benchfiles import ResultFile, result_file, run_figures
-from app.runner.commands import health_url, listen_port
+from app.runner.commands import health_url, listen_port, visible_gpus
 from app.runner.hosts import HostAnswerError, HostLink
 from app.runner.records import FINISHED, LeaseLost, Records
 from app.tailing.sources import HostUnavailable
@@ -239,7 +239,12 @@ class RunDriver:
         port = run.port if run.port is not None else listen_port(run.command)
         check = self._ask(
             "preflight",
-            {"port": port, "runs_root": self.runs_root, "skip_run": run.run_key},
+            {
+                "port": port,
+                "runs_root": self.runs_root,
+                "skip_run": run.run_key,
+                "gpus": visible_gpus(run.command),
+            },
             stoppable=True,
         )
         if not check["ok"]:
@@ -500,7 +505,8 @@ class RunDriver:
         report = self._ask(
             "stop",
             {"run_dir": run.run_dir, "name": "server", "port": run.port, "grace_s": run.grace_s,
-             "gpu_before": (run.preflight or {}).get("gpu"), "gpu_wait_s": self.gpu_release_s},
+             "gpu_before": (run.preflight or {}).get("gpu"), "gpu_wait_s": self.gpu_release_s,
+             "gpus": visible_gpus(run.command)},
             timeout_s=run.grace_s + self.gpu_release_s + 60,
         )  # fmt: skip
         said = [reason] if reason else []

@@ -615,6 +615,29 @@ def gpus_busy(gpu: Answer) -> List[str]:
     return said
 
 
+def only_visible(gpu: Answer, visible: Optional[str]) -> Answer:
+    """The GPUs a CUDA_VISIBLE_DEVICES names (nvidia-smi's indices, which are CUDA's on a host
+    of one kind of GPU, or UUIDs and their prefixes) and what runs on them; all of them when
+    it is unset or names one nvidia-smi does not list (a MIG instance): better a refusal
+    that names another job's GPU than a launch onto one in use."""
+    if visible is None or not gpu.get("devices"):
+        return gpu
+    names = [name.strip() for name in visible.split(",") if name.strip()]
+    picked = []
+    for name in names:
+        uuid = name.startswith("GPU-")
+        found = [d for d in gpu["devices"]
+                 if d["index"] == name or (uuid and d["uuid"].startswith(name))]  # fmt: skip
+        if len(found) != 1:
+            return gpu
+        picked.append(found[0])
+    indices = {d["index"] for d in picked}
+    narrowed = dict(gpu)
+    narrowed["devices"] = picked
+    narrowed["processes"] = [p for p in gpu.get("processes", []) if p["gpu"] in indices]
+    return narrowed
+
+
 def gpu_left(before: Answer, now: Answer) -> List[str]:
     """What holds GPU memory that was free before the launch: compute processes that were
     not there, GPUs using more than they did (GPU_SLACK_MIB spared). Empty: it is back."""
@@ -677,7 +700,7 @@ def preflight(args: Answer) -> Answer:
         # memory back: a driver nvidia-smi cannot reach would fail the server anyway.
         problems.append("GPUs not checked: %s" % gpu["error"])
     elif gpu.get("present"):
-        busy = gpus_busy(gpu)
+        busy = gpus_busy(only_visible(gpu, args.get("gpus")))
         if busy:
             problems.append("GPUs busy: " + "; ".join(busy))
     runs = live_runs(args.get("runs_root") or RUNS_ROOT, args.get("skip_run"))
@@ -766,7 +789,11 @@ def stop(args: Answer) -> Answer:
     if port:
         report["port_free"] = _wait(lambda: not listeners(int(port)), PORT_WAIT_S)
     report.update(
-        _gpu_proof(args.get("gpu_before") or {}, float(args.get("gpu_wait_s", GPU_WAIT_S)))
+        _gpu_proof(
+            args.get("gpu_before") or {},
+            float(args.get("gpu_wait_s", GPU_WAIT_S)),
+            args.get("gpus"),
+        )
     )
     report["shm_removed"], report["shm_left"] = _free_shm(job)
     _wait(lambda: _read_json(os.path.join(run_dir, name + ".exit")) is not None, 2.0)
@@ -774,19 +801,24 @@ def stop(args: Answer) -> Answer:
     return report
 
 
-def _gpu_proof(before: Answer, wait_s: float) -> Answer:
+def _gpu_proof(before: Answer, wait_s: float, visible: Optional[str]) -> Answer:
     """Whether GPU memory is back to what it was before the launch (`before`, preflight's
-    look), looking again until `wait_s`: the driver frees a process's memory as it ends
-    (within 0.2 s of a SIGKILL, on an H200), so what stays longer is held by something else."""
+    look) on the GPUs the server could use (`visible`: its CUDA_VISIBLE_DEVICES), looking
+    again until `wait_s`: the driver frees a process's memory as it ends (within 0.2 s of a
+    SIGKILL, on an H200), so what stays longer is held by something else."""
     gpu = gpus()
     if not gpu.get("present") or not before.get("devices"):
         return {"gpu": gpu}
-    holders = gpu_left(before, gpu)
+
+    def left(now: Answer) -> List[str]:
+        return gpu_left(only_visible(before, visible), only_visible(now, visible))
+
+    holders = left(gpu)
 
     def back() -> bool:
         nonlocal gpu, holders
         gpu = gpus()
-        holders = gpu_left(before, gpu)
+        holders = left(gpu)
         return not holders
 
     proven = not holders or _wait(back, wait_s)

@@ -1,8 +1,9 @@
 """The campaign page's card stamps from indexes: each attempt's columns they read
-(app/repo/cards.py) and each measurement's value beside its attempt. On SQLite the attempt
-row holds its diagnosis before `fingerprint` and `updated_at`, on overflow pages read for
-every attempt of a page: 4.9 ms of stamps for 1,000 attempts, 3.4 ms with these. Each
-replaces the single-column index it starts with.
+(app/repo/cards.py), and each measurement's id and value beside its attempt. On SQLite the
+attempt row holds its diagnosis before `fingerprint` and `updated_at`, on overflow pages read
+for every attempt of a page: 4.9 ms of stamps for 1,000 attempts, 3.4 ms with these. On
+PostgreSQL an attempt's newest figure was found by walking the primary key backwards: 86 ms,
+9 ms with these. Each replaces the single-column index it starts with.
 
 Revision ID: 0011
 Revises: 0010
@@ -25,12 +26,12 @@ CARD_COLUMNS = ["campaign_id", "id", "status", "title", "fingerprint", "retest_o
 def upgrade() -> None:
     op.create_index("ix_attempt_campaign_card", "attempt", CARD_COLUMNS)
     op.drop_index("ix_attempt_campaign_id", table_name="attempt")
-    op.create_index("ix_measurement_attempt_value", "measurement", ["attempt_id", "value"])
+    op.create_index("ix_measurement_attempt_stamp", "measurement", ["attempt_id", "id", "value"])
     op.drop_index("ix_measurement_attempt_id", table_name="measurement")
 
 
 def downgrade() -> None:
     op.create_index("ix_measurement_attempt_id", "measurement", ["attempt_id"])
-    op.drop_index("ix_measurement_attempt_value", table_name="measurement")
+    op.drop_index("ix_measurement_attempt_stamp", table_name="measurement")
     op.create_index("ix_attempt_campaign_id", "attempt", ["campaign_id"])
     op.drop_index("ix_attempt_campaign_card", table_name="attempt")
