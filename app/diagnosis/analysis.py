@@ -49,7 +49,9 @@ _STARTUP = re.compile(
     r"|load_tensors|llama_model_load|[Ll]oading (?:model|checkpoint|safetensors)"
 )
 _RUNTIME = re.compile(
-    r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d|train|test_\w+"
+    # "train" and "test_" as words of their own: not from_pretrained, latest_checkpoint
+    r"event_loop|run_engine_loop|engine_step|Decode batch|Prefill batch|\bEpoch \d"
+    r"|(?<![A-Za-z])train|(?<![A-Za-z])test_\w+"
     r"|run_test|barrier|sigkill_handler|oom-killer"
 )
 # A server's own word that it never came up ("Shard 0 failed to start", "Engine core

@@ -168,6 +168,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"misaligned address", r"unspecified launch failure", r"CUDA runtime error",
         r"CUDA Error", r"an illegal instruction", r"\bcuda\w*\(.*\) failed",
         r"kernel (?:execution|launch) (?:error|failed)",
+        # cuDNN's frontend failing to run an operation graph (PyTorch's SDPA on cuDNN:
+        # "Expected mha_graph.execute(...).is_good() to be true, but got false")
+        r"\bmha_graph\b", r"\.is_good\(\) to be true",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
@@ -194,6 +197,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'", r"failed to load model",
         r"\b[\w.]+\.(?:weight|bias|\w*scale)\b.*\b(?:does not exist|not found|is missing)",
         r"(?:[Ff]ailed|[Uu]nable) to load\b.*\bmodel", r"load failed for\b.*\bmodel",
+        # weights whose shapes are not the model's config ("size mismatch for ...: copying a
+        # param with shape ...", transformers' "ignore_mismatched_sizes")
+        r"\bignore_mismatched_sizes\b", r"\bsize mismatch for\b",
     )),
     # A bad value, when nothing more telling is said.
     ("config_or_args", _any(r"\bValueError\b")),

@@ -64,6 +64,7 @@ READY_EXPRESSIONS = (
         b"ready to roll", b"Application startup complete", b"Uvicorn running on",
         b"server is listening", b"HTTP server listening", b"Started server process",
         b'msg="Listening on ',  # Ollama
+        b"======== Running on http",  # aiohttp's web.run_app
     )),
     rb"router/src/server\.rs",  # Text Generation Inference: "...server.rs:2000: Connected"
 )  # fmt: skip
