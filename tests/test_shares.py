@@ -183,3 +183,23 @@ def test_share_buttons_for_the_owner(
     revoked = browser.post(f"/shares/{link_id}/revoke", data={"csrf_token": csrf_of(page)})
     assert revoked.status_code == 303
     assert anonymous.get(f"/s/{token}").status_code == 404
+
+
+def test_each_share_cell_says_what_it_is_on_a_phone(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    # At 390 px the table's head is hidden and a link's row is a stack of cells: three dates
+    # and "yes" said nothing of which was Created, Expires, Last opened or Masked.
+    campaign = make_campaign(api)
+    share(api, campaign["id"])
+    page = open_page(f"/campaigns/{campaign['id']}")
+    labels = "tr => [...tr.cells].map(td => getComputedStyle(td, '::before').content)"
+    row = page.locator("#shares tbody tr")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert row.evaluate(labels)[:5] == ['"Link"', '"Created"', '"Expires"', '"Last opened"',
+                                        '"Masked"']  # fmt: skip
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1400, "height": 900})  # the head says it there
+    assert page.locator("#shares thead").is_visible()
+    assert set(row.evaluate(labels)) == {"none"}
