@@ -291,4 +291,14 @@
     localizeTimes(event.target);
     keepLogsAtEnd(document);
   });
+
+  // An error page's Back, from this file: a `javascript:` link is inline script, which the
+  // policy refuses. Without script (or history) it is a link to the campaigns.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a[data-back]");
+    if (link && window.history.length > 1) {
+      event.preventDefault();
+      window.history.back();
+    }
+  });
 })();
