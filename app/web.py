@@ -220,6 +220,11 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
             for e in exc.errors()
         ]
+        if not wants_json(request):  # a page's address, cut short or mistyped
+            detail = "; ".join(
+                f"{e['loc'][-1] if e['loc'] else 'request'}: {e['msg']}" for e in errors
+            )
+            return error_response(request, 422, detail)
         return JSONResponse({"detail": errors}, status_code=422)
 
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
