@@ -82,7 +82,14 @@
     listen(root);
     var closeOn = root.getAttribute("sse-close");
     if (closeOn) {
-      source.addEventListener(closeOn, function () { source.close(); setLive(false); });
+      source.addEventListener(closeOn, function () {
+        source.close();
+        // Not offline: the server ended it for good (a share link revoked or expired).
+        setLive(false);
+        ended = root.getAttribute("data-closed") || "ended";
+        var badge = document.getElementById("live-status");
+        if (badge) { badge.textContent = ended; }
+      });
     }
     source.onerror = function () {
       if (source.readyState === 2) { source.close(); follow(root); }
@@ -143,9 +150,10 @@
 
   // A stream that says nothing for three heartbeats is as good as dead: say so.
   var lastHeard = Date.now();
+  var ended = "";  // what the badge says once the server ended the stream for good
   function setLive(on) {
     var badge = document.getElementById("live-status");
-    if (!badge) { return; }
+    if (!badge || ended) { return; }
     badge.textContent = on ? "live" : "offline, retrying";
     badge.className = on ? "live-status on" : "live-status off";
     if (on) { lastHeard = Date.now(); }
