@@ -108,6 +108,8 @@
       var added = Array.prototype.slice.call(template.content.children);
       if (el.getAttribute("hx-swap") === "beforeend") {
         el.appendChild(template.content);  // a log's new lines
+      } else if (added.length === 1 && added[0].isEqualNode(el)) {
+        return;  // nothing changed: a value typed into it (not an attribute) stays
       } else {
         var kept = keptChoices(el);
         el.replaceWith(template.content);
