@@ -125,7 +125,13 @@ def build_chart(
         if baseline:  # the step up or down where the baseline changed
             baseline.append(Segment(left, baseline[-1].y2, left, y))
         baseline.append(Segment(left, y, right, y))
-    tick_step, tick_values = nice_ticks(low, high)
+    # Round in the metric's own units, not in units of `scale`: 1,250 tok/s, not 1,249.28.
+    real_low, real_high = low * scale, high * scale
+    if math.isfinite(real_low) and math.isfinite(real_high):
+        tick_step, real_ticks = nice_ticks(real_low, real_high)
+        tick_step, tick_values = tick_step / scale, [t / scale for t in real_ticks]
+    else:  # a range past the float limit: round in units of `scale`
+        tick_step, tick_values = nice_ticks(low, high)
     ticks = [(round(y_at(v), 2), tick_label(v, tick_step, scale)) for v in tick_values]
     target_y = round(y_of(campaign.target), 2) if campaign.target is not None else None
     every = max(1, math.ceil(len(points) / X_LABELS))

@@ -375,6 +375,16 @@ def try_(
 
 READ_CHUNK = 4 << 20
 EXIT_NO_CRASH, EXIT_CRASHED, EXIT_UNREADABLE = 0, 1, 2
+SNIFF_BYTES = 8192
+
+
+def not_text(chunk: bytes) -> bool:
+    """Whether a log's first bytes are binary (a compressed rotation, a core file): a third
+    of them undecodable or control characters. The NULs a copytruncate leaves at the start
+    are skipped, and a stray NUL or bad byte in a line does not count: that is still a log."""
+    text = chunk.lstrip(b"\0")[:SNIFF_BYTES].decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b\b\f"))
+    return odd * 3 > len(text)
 
 
 class Unreadable(click.ClickException):
@@ -417,8 +427,17 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
         # Reading lets go of the GIL: the next chunk is read while this one is diagnosed.
         with stream, ThreadPoolExecutor(max_workers=1) as reader:
             ahead = reader.submit(stream.read, READ_CHUNK)
+            sniffed = False
             while chunk := ahead.result():
                 ahead = reader.submit(stream.read, READ_CHUNK)
+                if not sniffed and chunk.strip(b"\0"):
+                    sniffed = True
+                    if not_text(chunk):
+                        # "No crash seen" would pass it as a healthy server's log.
+                        raise Unreadable(
+                            f"{name} is not a text log: it holds binary data "
+                            "(a compressed log: zcat it into diagnose -)"
+                        )
                 diagnoser.feed(chunk)
     except OSError as error:
         raise Unreadable(f"cannot read {name}: {error.strerror or error}") from None

@@ -30,6 +30,7 @@ LAUNCH = (
     "python3 -m sglang.launch_server --model /shared/kimi-k2.5-int4 --port 30000 --tp 8 "
     "--trust-remote-code --host 0.0.0.0"
 )
+ENVIRONMENT = re.compile(r"[A-Z_][A-Z0-9_]*=\S*")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,16 @@ class Step:
     set_baseline: bool = False
     # Earlier attempts that were waiting on this one (marked "blocked by" it once it lands).
     unblocks: tuple[str, ...] = ()
+
+    def command(self, kept: str) -> str:
+        """The launch command as typed at a shell: an environment assignment before the
+        program, flags after what the adopted attempts kept, a description of a change that
+        no flag makes ("(custom all-reduce on)", a CUDA upgrade) in neither."""
+        words = self.flags.split()
+        if words and all(ENVIRONMENT.fullmatch(word) for word in words):
+            return " ".join([*words, LAUNCH, kept]).strip()
+        own = self.flags if self.flags.startswith("-") else ""
+        return " ".join(part for part in (LAUNCH, kept, own) if part)
 
     @property
     def expected_status(self) -> Status:
@@ -143,6 +154,9 @@ class Replay:
         self.campaign_id = 0
         self.ids: dict[str, int] = {}
         self.log_files: dict[int, Path] = {}
+        # What the attempts adopted as new baselines changed, kept by every later launch.
+        self.kept_flags = ""
+        self.kept_server_flags: dict[str, object] = {}
         self.done = threading.Event()
         self.statuses: Counter[str] = Counter()  # of the attempts, once the story is over
 
@@ -200,14 +214,15 @@ class Replay:
         path = self.workdir / log_name(number, step.title)
         retest = self.ids.get(step.retest_of) if step.retest_of else None
         data = AttemptCreate(
-            title=step.title, hypothesis=step.hypothesis, command=f"{LAUNCH} {step.flags}".strip(),
+            title=step.title, hypothesis=step.hypothesis, command=step.command(self.kept_flags),
             flags=step.flags, source=f"file://{path}", retest_of=retest,
         )  # fmt: skip
         attempt_id = self._write(lambda s: actions.create_attempt(s, self.campaign_id, data).id)
         self.ids[step.title] = attempt_id
         self.log_files[attempt_id] = path
         self.stop.wait(self.step_s * 0.1)  # the server is launched a moment later
-        self._type(path, demo_logs.startup(step.server_flags, ready=step.crash is None),
+        server_flags = {**self.kept_server_flags, **step.server_flags}
+        self._type(path, demo_logs.startup(server_flags, ready=step.crash is None),
                    self.step_s * 0.35)  # fmt: skip
         if step.crash is not None:
             self._type(path, step.crash(), self.step_s * 0.2)
@@ -244,6 +259,10 @@ class Replay:
                 status=step.verdict, verdict=step.verdict_text, set_baseline=step.set_baseline
             )
             self._write(lambda s: actions.update_attempt(s, attempt_id, update))
+            if step.set_baseline and step.verdict == Status.adopted:
+                own = step.flags if step.flags.startswith("-") else ""
+                self.kept_flags = " ".join(part for part in (self.kept_flags, own) if part)
+                self.kept_server_flags |= step.server_flags
         if step.note:
             self._write(
                 lambda s: actions.add_attempt_note(s, attempt_id, NoteCreate(body=step.note))

@@ -20,7 +20,7 @@ def server_args(flags: dict[str, object]) -> str:
         "model_path": MODEL, "tokenizer_path": MODEL, "tokenizer_mode": "auto", "load_format": "auto",
         "trust_remote_code": True, "context_length": None, "host": "0.0.0.0", "port": 30000,
         "skip_server_warmup": False, "dtype": "auto", "kv_cache_dtype": "auto",
-        "mem_fraction_static": 0.85, "chunked_prefill_size": 8192, "cuda_graph_max_bs": 128,
+        "mem_fraction_static": 0.85, "chunked_prefill_size": 8192, "cuda_graph_max_bs": 80,
         "tp_size": 8, "watchdog_timeout": 300, "crash_dump_folder": None,
         "disable_custom_all_reduce": False, "enable_torch_symm_mem": False,
         "enable_flashinfer_allreduce_fusion": False, "disable_cuda_graph": False,

@@ -398,9 +398,10 @@ class FlagSet:
         if engine is None and baseline is not None and not command.strip():
             engine = baseline.engine
         flags = command_flags(command)
+        if not command.strip() and baseline is not None:
+            # Typed flags or none: not a command that dropped every flag of the baseline's.
+            flags = dict(baseline.command)
         if typed.strip():
-            if not command.strip() and baseline is not None:
-                flags = dict(baseline.command)
             flags.update(command_flags(typed, engine))
         return cls(command=flags, logged=logged, engine=engine)
 

@@ -5,7 +5,8 @@ once it is committed, call `publish(campaign_id)`. The bus carries no data: it w
 campaign's broadcasters, one per view, each of which reads the new events once, renders
 them once in a worker thread and hands the same bytes to every subscriber's bounded
 buffer. A subscriber whose buffer is full is dropped and resumes by its last event id, so
-the database stays the source of truth. On PostgreSQL, NOTIFY wakes the other instances.
+the database stays the source of truth. On PostgreSQL, NOTIFY wakes the other instances; on
+one SQLite file, a look at the newest event ids.
 """
 
 import asyncio
@@ -406,3 +407,44 @@ class PostgresRelay:
             except Exception:
                 log.exception("listening for other instances' events failed; retrying")
                 self._stop.wait(2.0)
+
+
+class SqliteRelay:
+    """Carries other instances' events into this one's bus on one SQLite file, which has no
+    NOTIFY: a look at the newest event ids twice a second (a read of the primary key, which
+    waits on no writer), so a page on a second `serve` is not a heartbeat behind."""
+
+    def __init__(
+        self, engine: Any, deliver: Callable[[int], None], *, every_s: float = 0.5
+    ) -> None:
+        self.engine, self.deliver, self.every_s = engine, deliver, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sqlite-look", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        after: int | None = None
+        while not self._stop.wait(0 if after is None else self.every_s):
+            try:
+                with self.engine.connect() as connection:
+                    if after is None:
+                        newest = "SELECT coalesce(max(id), 0) FROM event"
+                        after = int(connection.execute(text(newest)).scalar_one())
+                        continue
+                    rows = connection.execute(
+                        text("SELECT campaign_id, max(id) FROM event WHERE id > :after"
+                             " GROUP BY campaign_id"),
+                        {"after": after},
+                    ).all()  # fmt: skip
+            except Exception:
+                log.exception("looking for other instances' events failed; retrying")
+                continue
+            for campaign_id, newest_id in rows:
+                after = max(after, int(newest_id))
+                self.deliver(int(campaign_id))

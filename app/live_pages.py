@@ -73,6 +73,7 @@ ATTEMPT_PAGE = LivePage(
         LivePartial("partials/_tail_state.html", "tail-{id}", kinds=_kinds("attempt")),
         LivePartial("partials/_log_lines.html", "log-{id}", kinds=_kinds("log"), append=True),
         LivePartial("partials/_status_choice.html", "status-{id}", kinds=_kinds("attempt")),
+        LivePartial("partials/_measure_form.html", "measure-{id}", kinds=_kinds("attempt")),
         LivePartial("partials/_attempt_notes_list.html", "notes-{id}", kinds=_kinds("note")),
     ),
 )  # fmt: skip

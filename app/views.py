@@ -118,7 +118,10 @@ class _Flags:
         ids = {c.attempt_id for a in attempts if (c := self._in_force(a)) and c.attempt_id}
         self.baselines = {a.id: a for a in repo.attempts_by_ids(session, attempt_ids=ids)}
         self.first = first
-        self._sets: dict[int | None, FlagSet] = {}
+        # By attempt, and whether read on its own (as a baseline) or over its baseline: an
+        # attempt without a command is its baseline's command only as an attempt, whichever
+        # of the two is asked first.
+        self._sets: dict[tuple[int | None, bool], FlagSet] = {}
 
     def _in_force(self, attempt: Attempt) -> BaselineChange | None:
         index = bisect.bisect_right(self.times, attempt.started_at or attempt.created_at)
@@ -131,15 +134,16 @@ class _Flags:
         return self.first
 
     def flag_set(self, attempt: Attempt, baseline: Attempt | None) -> FlagSet:
-        if attempt.id not in self._sets:
+        key = (attempt.id, baseline is None)
+        if key not in self._sets:
             base = self.flag_set(baseline, None) if baseline is not None else None
-            self._sets[attempt.id] = FlagSet.of(
+            self._sets[key] = FlagSet.of(
                 attempt.command,
                 LoggedArgs.from_json(attempt.logged_args),
                 typed=attempt.flags,
                 baseline=base,
             )
-        return self._sets[attempt.id]
+        return self._sets[key]
 
     def views(self, attempt: Attempt) -> tuple[FlagsOut, FlagDiffOut | None]:
         baseline = self.baseline_of(attempt)

@@ -23,7 +23,7 @@ from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
 from app.errors import Conflict, Invalid, NotFound
 from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
-from app.live import Bus, Hub, PostgresRelay
+from app.live import Bus, Hub, PostgresRelay, SqliteRelay
 from app.paths import resource_dir
 from app.rendering import is_htmx, make_templates, render
 from app.routes import (
@@ -121,7 +121,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     relay = (
         PostgresRelay(settings.database_url, from_other_instances)
         if is_postgres(settings.database_url)
-        else None
+        else SqliteRelay(engine, from_other_instances)
     )
 
     @asynccontextmanager
@@ -220,6 +220,11 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
             for e in exc.errors()
         ]
+        if not wants_json(request):  # a page's address, cut short or mistyped
+            detail = "; ".join(
+                f"{e['loc'][-1] if e['loc'] else 'request'}: {e['msg']}" for e in errors
+            )
+            return error_response(request, 422, detail)
         return JSONResponse({"detail": errors}, status_code=422)
 
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")

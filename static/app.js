@@ -82,7 +82,14 @@
     listen(root);
     var closeOn = root.getAttribute("sse-close");
     if (closeOn) {
-      source.addEventListener(closeOn, function () { source.close(); setLive(false); });
+      source.addEventListener(closeOn, function () {
+        source.close();
+        // Not offline: the server ended it for good (a share link revoked or expired).
+        setLive(false);
+        ended = root.getAttribute("data-closed") || "ended";
+        var badge = document.getElementById("live-status");
+        if (badge) { badge.textContent = ended; }
+      });
     }
     source.onerror = function () {
       if (source.readyState === 2) { source.close(); follow(root); }
@@ -101,6 +108,8 @@
       var added = Array.prototype.slice.call(template.content.children);
       if (el.getAttribute("hx-swap") === "beforeend") {
         el.appendChild(template.content);  // a log's new lines
+      } else if (added.length === 1 && added[0].isEqualNode(el)) {
+        return;  // nothing changed: a value typed into it (not an attribute) stays
       } else {
         var kept = keptChoices(el);
         el.replaceWith(template.content);
@@ -143,9 +152,10 @@
 
   // A stream that says nothing for three heartbeats is as good as dead: say so.
   var lastHeard = Date.now();
+  var ended = "";  // what the badge says once the server ended the stream for good
   function setLive(on) {
     var badge = document.getElementById("live-status");
-    if (!badge) { return; }
+    if (!badge || ended) { return; }
     badge.textContent = on ? "live" : "offline, retrying";
     badge.className = on ? "live-status on" : "live-status off";
     if (on) { lastHeard = Date.now(); }
@@ -290,5 +300,15 @@
   document.addEventListener("htmx:afterSwap", function (event) {
     localizeTimes(event.target);
     keepLogsAtEnd(document);
+  });
+
+  // An error page's Back, from this file: a `javascript:` link is inline script, which the
+  // policy refuses. Without script (or history) it is a link to the campaigns.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a[data-back]");
+    if (link && window.history.length > 1) {
+      event.preventDefault();
+      window.history.back();
+    }
   });
 })();

@@ -141,6 +141,29 @@ def test_typed_flags_without_a_command_are_what_differs(api: httpx.Client) -> No
     assert read["flag_diff"]["changed"] == {"tp_size": {"baseline": "8", "attempt": "4"}}
 
 
+def test_an_attempt_without_a_command_or_flags_is_the_baselines_command(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    # An attempt added with a log source alone read "4 changes: -m, -model_path, -tp_size,
+    # -port": the baseline's whole command, as if this one had dropped it.
+    campaign = make_campaign(api)
+    base_log = _log(tmp_path, "baseline", {})
+    baseline = make_attempt(
+        api, campaign["id"], title="Baseline", command=LAUNCH, source=f"file://{base_log}"
+    )
+    _logged(api, baseline["id"])
+    bare = make_attempt(api, campaign["id"], title="Config file changed")
+    read = attempt_of(api, bare["id"])
+    assert read["flag_diff"]["summary"] == "no flag differs from the baseline"
+    assert read["flags"]["engine"] == "sglang"
+    # Its log's echo is what ran: what it adds is the change, the command's `-m` is none.
+    log = _log(tmp_path, "symm", {"enable_torch_symm_mem": True})
+    echoed = make_attempt(api, campaign["id"], title="Symm mem", source=f"file://{log}")
+    assert _logged(api, echoed["id"])["flag_diff"]["summary"] == (
+        "only change: +enable_torch_symm_mem"
+    )
+
+
 def test_secrets_in_flags_are_masked_on_the_api_pages_and_share(
     api: httpx.Client, browser: httpx.Client, anonymous: httpx.Client
 ) -> None:

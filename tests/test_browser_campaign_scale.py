@@ -256,3 +256,35 @@ def test_live_updates_keep_the_filter_and_the_fold(
     assert page.locator("[data-filter-count]").inner_text() == f"{len(running) - 1} of 1000 match"
     assert page.locator("#eliminated-fold").evaluate("d => d.open")
     assert page.evaluate("window.__marker") == "no reload"
+
+
+def test_a_lane_whose_cards_the_filter_hides_says_so(
+    open_page: Any, server: LiveServer, api: httpx.Client
+) -> None:
+    # A search that matched nothing left "In play 2" and "Adopted 1" over empty space:
+    # nothing said the cards were there, only filtered out.
+    campaign = make_campaign(api)
+    adopted = make_attempt(api, campaign["id"], title="Baseline")
+    api.post(f"/api/attempts/{adopted['id']}/measurements", json={"value": 82.0})
+    verdict = {"status": "adopted", "verdict": "the reference"}
+    assert api.patch(f"/api/attempts/{adopted['id']}", json=verdict).status_code == 200
+    for title in ("NCCL Tree", "Torch symmetric memory"):
+        make_attempt(api, campaign["id"], title=title)
+    url = f"/campaigns/{campaign['id']}"
+    filtered_out = "#timeline .lane .filtered-out"
+    for path in (f"{url}?q=no+such+thing", url):  # the server's filter, then the page's
+        page = open_page(path)
+        if path == url:
+            assert page.locator(filtered_out).evaluate_all("ps => ps.map(p => p.offsetParent)") == [
+                None, None
+            ]  # fmt: skip
+            page.fill("#filters input[name=q]", "no such thing")
+        for lane in ("In play", "Adopted"):
+            said = page.locator(f'#timeline .lane[aria-label="{lane}"] .filtered-out')
+            said.wait_for(state="visible", timeout=5_000)
+            assert "match" in said.inner_text()
+        page.fill("#filters input[name=q]", "nccl")
+        page.locator('#timeline .lane[aria-label="In play"] .filtered-out').wait_for(
+            state="hidden", timeout=5_000
+        )
+        assert page.locator('#timeline .lane[aria-label="Adopted"] .filtered-out').is_visible()

@@ -96,6 +96,32 @@ def test_attempt_page_tail_grows_live(api: httpx.Client, open_page, tmp_path: Pa
     assert still_marked(page)
 
 
+def test_a_crash_arriving_live_takes_the_measurement_form_away(
+    api: httpx.Client,
+    open_page,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    # The status turned "crashed" live but the "Add a measurement" form stayed: a run typed
+    # into it was refused, its figure gone, where a reload said it takes no more runs.
+    campaign = make_campaign(api)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    page = open_page(f"/attempts/{attempt['id']}")
+    mark(page)
+    field = page.locator("#measure-form input[name=value]")
+    field.fill("91.5")  # typed, not sent yet: a line arriving meanwhile keeps it
+    with log.open("ab") as out:
+        out.write(b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n")
+    page.locator(".chip.status-ready").first.wait_for(timeout=UI_WAIT_MS)
+    assert field.input_value() == "91.5"
+    with log.open("ab") as out:
+        out.write((DATA / "seed_torch_symm_mem.log").read_bytes())
+    page.locator(".chip.status-crashed").first.wait_for(timeout=UI_WAIT_MS)
+    page.locator("#measure-form", has_text="takes no more runs").wait_for(timeout=UI_WAIT_MS)
+    assert field.count() == 0 and still_marked(page)
+
+
 def test_hostile_log_lines_and_notes_stay_text(
     api: httpx.Client, open_page, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

@@ -56,6 +56,28 @@ def test_the_head_tells_the_story_on_the_owners_page_and_the_share_page(
     assert "reached" in head and "110.0" in head and "+34.1 %" in head
 
 
+def test_the_charts_key_says_which_side_is_better_when_lower_is(
+    browser: httpx.Client, api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    # A latency campaign's faster attempt is a green point below the baseline, under a key
+    # that said "green above the baseline, red below".
+    campaign = make_campaign(api, metric="ms", higher_is_better=False, baseline=100.0)
+    attempt = make_attempt(api, campaign["id"], title="Chunked prefill")
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90.0})
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares").json()["token"]
+    for page in (
+        browser.get(f"/campaigns/{campaign['id']}").text,
+        anonymous.get(f"/s/{token}").text,
+    ):
+        assert 'class="point up"' in page
+        assert "green below the baseline (lower is better), red above" in page
+    higher = make_campaign(api, baseline=82.0)
+    api.post(
+        f"/api/attempts/{make_attempt(api, higher['id'])['id']}/measurements", json={"value": 90.0}
+    )
+    assert "green above the baseline, red below" in browser.get(f"/campaigns/{higher['id']}").text
+
+
 def test_a_gain_of_nothing_is_shown_neither_as_a_gain_nor_as_a_loss(
     browser: httpx.Client, api: httpx.Client
 ) -> None:

@@ -168,6 +168,27 @@ def test_exit_status_2_when_the_log_cannot_be_read_or_the_usage_is_wrong(
         assert b"Traceback" not in result.stderr
 
 
+def test_exit_status_2_for_binary_data_not_a_log(tmp_path: Path) -> None:
+    # A rotated log still compressed, or a core file: "no crash seen" would tell a script
+    # `diagnose run.log.1.gz || ...` that the server was fine.
+    import gzip
+    import os
+
+    compressed = tmp_path / "server.log.1.gz"
+    compressed.write_bytes(gzip.compress(SEED.read_bytes()))
+    garbage = tmp_path / "core"
+    garbage.write_bytes(os.urandom(20000))
+    for path in (compressed, garbage):
+        for result in (run(str(path)), run(str(path), "--json"), run("-", stdin=path.read_bytes())):
+            assert result.returncode == 2, (path, result.stdout)
+            assert b"not a text log" in result.stderr and not result.stdout
+            assert b"Traceback" not in result.stderr
+    # Text is diagnosed however it is spoiled: the NULs a copytruncate leaves at the start,
+    # a stray NUL or bad UTF-8 in a line.
+    spoiled = b"\0" * 10000 + HEALTHY + b"\xff\xfe broken \x00 bytes\n" + SEED.read_bytes()
+    assert run("-", stdin=spoiled).returncode == 1
+
+
 def test_help_states_the_exit_statuses() -> None:
     result = run("--help")
     assert result.returncode == 0

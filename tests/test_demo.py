@@ -150,6 +150,16 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> No
         assert path == workdir / name, title
         stored = httpx.get(f"{url}/api/attempts/{attempt['id']}/log", headers=auth).content
         assert stored == path.read_bytes(), title
+    # Each card says what its attempt changed against the baseline in force, as the story
+    # has it: the graph batch size adopted at #8 is kept by every later launch.
+    diffs = [(a["flag_diff"] or {}).get("summary") for a in attempts]
+    assert diffs[7] == "only change: cuda_graph_max_bs: 80 → 128"
+    assert diffs[8] == "no flag differs from the baseline"
+    assert diffs[9] == "only change: +enable_flashinfer_allreduce_fusion"
+    assert all("--cuda-graph-max-bs 128" in a["command"] for a in attempts[7:])
+    # Commands read as typed at a shell: the environment before the program.
+    assert attempts[4]["command"].startswith("NCCL_ALGO=Tree python3 -m sglang")
+    assert {a["flags"]["command"]["host"] for a in attempts} == {"0.0.0.0"}
     assert attempts[2]["blocked_by"] == attempts[6]["blocked_by"] == attempts[8]["id"]
     torch, retest = attempts[6], attempts[10]
     assert torch["diagnosis"]["fingerprint"] == retest["diagnosis"]["fingerprint"]

@@ -224,3 +224,17 @@ def test_the_live_campaign_page_follows_figures_whose_sum_overflows(api: httpx.C
     finally:
         reader.close()
     assert 'data-points="1"' in head.data
+
+
+def test_the_charts_ticks_are_round_figures_on_the_points_scale() -> None:
+    # Laid out in units of 1,024, the ticks of 1,234.5 and 1,300 tok/s were at 1,228.8,
+    # 1,249.28, ... and labelled "1,229", "1,249", "1,270", "1,290": no round figure, and
+    # each label a little off its line.
+    chart = build_chart(
+        _campaign(1234.5), [_attempt(1, 1234.5, 1234.5), _attempt(2, 1300.0, 1234.5)]
+    )
+    ticks = [(y, float(label.replace(",", ""))) for y, label in chart.ticks]
+    assert len(ticks) >= 3 and all(value % 10 == 0 for _, value in ticks), chart.ticks
+    (y1, v1), (y2, v2) = ticks[0], ticks[1]
+    for point, value in zip(chart.points, (1234.5, 1300.0), strict=True):
+        assert point.y == pytest.approx(y1 + (value - v1) * (y2 - y1) / (v2 - v1), abs=0.02)

@@ -339,3 +339,27 @@ def test_the_campaigns_benchmark_pattern_is_set_refused_in_place_and_cleared(
     assert fields["bench_pattern"] == pattern
     assert browser.post(action, data=fields | {"bench_pattern": ""}).status_code == 303
     assert api.get(f"/api/campaigns/{campaign['id']}").json()["bench_pattern"] is None
+
+
+def test_a_lower_is_better_campaign_from_the_form(browser: httpx.Client, api: httpx.Client) -> None:
+    # The form had no way to say a latency (ms) gets better as it falls: a TTFT campaign made
+    # there judged a faster attempt a regression, in red.
+    page = browser.get("/").text
+    defaults = form_defaults(page, "/campaigns")
+    assert defaults["higher_is_better"] == "true"  # throughput, the default
+    fields = defaults | {
+        "name": "TTFT",
+        "metric": "ms",
+        "baseline": "100",
+        "higher_is_better": "false",
+    }
+    created = browser.post("/campaigns", data=fields)
+    assert created.status_code == 303
+    campaign = api.get(created.headers["location"].replace("/campaigns", "/api/campaigns")).json()
+    assert campaign["higher_is_better"] is False
+    attempt = make_attempt(api, campaign["id"])
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90.0})
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["improved"] is True
+    # Refused for another field, the choice is kept.
+    refused = browser.post("/campaigns", data=fields | {"baseline": "fast"})
+    assert form_defaults(refused.text, "/campaigns")["higher_is_better"] == "false"

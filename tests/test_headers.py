@@ -166,3 +166,21 @@ def test_pages_work_in_chromium_without_a_policy_violation(
     assert page.evaluate("window.__ran") is None
     assert any(v.startswith("style-src") for v in violations(page))
     assert any(v.startswith("script-src") for v in violations(page))
+
+
+@pytest.mark.browser
+def test_an_error_pages_back_link_goes_back(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    # It was `javascript:history.back()`: inline script, which the policy refuses, so the
+    # link did nothing but log a violation.
+    campaign = make_campaign(api)
+    page = open_page(f"/campaigns/{campaign['id']}")
+    start = page.url
+    page.goto(start.replace(f"/campaigns/{campaign['id']}", "/attempts/999999"))
+    errors, found = watched(page)
+    assert page.locator("#error").count() == 1 and found == []
+    page.click("#error ~ p a:has-text('Back')")
+    page.wait_for_url(start, timeout=10_000)
+    assert [e for e in errors if "Content Security Policy" in e] == []

@@ -277,6 +277,31 @@ def test_two_dashboards_on_one_database_follow_a_log_once(
         second.stop()
 
 
+def test_two_dashboards_on_one_database_hear_each_others_changes_at_once(
+    one_database: tuple[LiveServer, Settings], tmp_path: Path
+) -> None:
+    # A page open on a second `serve` of one SQLite file heard of the first one's log lines
+    # and notes only at its next heartbeat (15 s): SQLite has no NOTIFY to wake it.
+    first, settings = one_database
+    second = LiveServer(settings).start()
+    try:
+        api_a, api_b = owner_client(first.url), owner_client(second.url)
+        campaign = make_campaign(api_a)
+        heartbeat = settings.heartbeat_seconds
+        for listen, write in ((api_b, api_a), (api_a, api_b)):
+            reader = SSEReader(listen, f"/api/campaigns/{campaign['id']}/events")
+            try:
+                reader.next(skip=())  # its hello: it is listening
+                note = write.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": "hi"})
+                assert note.status_code == 201
+                heard = reader.until(lambda m: m.event == "note", timeout=heartbeat / 3)
+                assert json.loads(heard.data)["id"] == note.json()["id"]
+            finally:
+                reader.close()
+    finally:
+        second.stop()
+
+
 def test_two_dashboards_on_one_database_drive_a_launch_once(
     one_database: tuple[LiveServer, Settings],
 ) -> None:

@@ -128,6 +128,17 @@ def test_unknown_pages_are_404_pages(browser: httpx.Client) -> None:
         assert response.status_code == 404 and has_root(response.text, "error")
 
 
+def test_a_malformed_page_address_is_an_error_page(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    # A pasted link cut short ("/campaigns/1x") showed the browser a raw JSON blob.
+    for path in ("/campaigns/abc", "/attempts/1x"):
+        response = browser.get(path)
+        assert response.status_code == 422 and has_root(response.text, "error"), path
+        assert "Input should be a valid integer" in response.text, path
+    assert api.get("/api/campaigns/abc").json()["detail"][0]["loc"] == ["path", "campaign_id"]
+
+
 def test_create_campaign_and_attempt_by_plain_forms(
     browser: httpx.Client, api: httpx.Client
 ) -> None:

@@ -201,3 +201,38 @@ def test_the_live_share_page_shows_a_renamed_attempt_in_its_head(
     finally:
         reader.close()
     assert "NCCL Tree" in head.data and "NCCL Ring" not in head.data
+
+
+def test_each_share_cell_says_what_it_is_on_a_phone(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    # At 390 px the table's head is hidden and a link's row is a stack of cells: three dates
+    # and "yes" said nothing of which was Created, Expires, Last opened or Masked.
+    campaign = make_campaign(api)
+    share(api, campaign["id"])
+    page = open_page(f"/campaigns/{campaign['id']}")
+    labels = "tr => [...tr.cells].map(td => getComputedStyle(td, '::before').content)"
+    row = page.locator("#shares tbody tr")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert row.evaluate(labels)[:5] == ['"Link"', '"Created"', '"Expires"', '"Last opened"',
+                                        '"Masked"']  # fmt: skip
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1400, "height": 900})  # the head says it there
+    assert page.locator("#shares thead").is_visible()
+    assert set(row.evaluate(labels)) == {"none"}
+
+
+def test_a_share_page_open_when_its_link_is_revoked_says_so(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    # The reader's page stopped following (the stream said "gone") but its badge read
+    # "offline, retrying", as if the network were down and it would come back.
+    campaign = make_campaign(api)
+    link = share(api, campaign["id"])
+    page = open_page(f"/s/{link['token']}", logged_in=False)
+    page.wait_for_selector("#live-status.on", timeout=10_000)
+    assert api.delete(f"/api/shares/{link['token']}").status_code in (200, 204)
+    page.locator("#live-status", has_text="no longer shared").wait_for(timeout=10_000)
+    assert "retrying" not in page.locator("#live-status").inner_text()

@@ -275,6 +275,25 @@ def test_the_host_going_away_is_not_the_server_crashing(
     )
 
 
+def test_a_closed_port_says_so_without_paramikos_errno(
+    ssh_api: httpx.Client, tmp_path: Path
+) -> None:
+    # It read "[Errno None] Unable to connect to port 18599 on 127.0.0.1; reconnecting in 5 s".
+    from tests.sshd import free_port
+
+    attempt = attach(ssh_api, f"ssh://walker@127.0.0.1:{free_port()}{tmp_path / 'x.log'}")
+    tail = wait_for(
+        lambda: (
+            (t := attempt_of(ssh_api, attempt["id"])["tail"])
+            and "reconnecting in" in (t["last_error"] or "")
+            and t
+        ),
+        what="a visible retry delay",
+    )
+    assert tail["state"] == "host unreachable"
+    assert tail["last_error"].startswith("Unable to connect to port "), tail["last_error"]
+
+
 def test_proxyjump_reaches_a_host_through_another(
     ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
 ) -> None:

@@ -113,7 +113,9 @@ def campaign_list(request: Request, session: SessionDep) -> Response:
     )  # fmt: skip
 
 
-CAMPAIGN_FIELDS = ["name", "metric", "baseline", "target", "description", "noise_pct"]
+CAMPAIGN_FIELDS = [
+    "name", "metric", "baseline", "target", "description", "noise_pct", "higher_is_better"
+]  # fmt: skip
 
 
 @router.post("/campaigns", dependencies=OwnerForm)

@@ -111,7 +111,7 @@ class SSHSource:
                 lost = isinstance(error, ConnectionError | EOFError) or "closed" in str(error)
                 outcome = State(
                     TailStatus.connection_lost if lost else TailStatus.host_unreachable,
-                    str(error) or type(error).__name__,
+                    _reason(error),
                     infrastructure=True,
                 )
             if stop.is_set():
