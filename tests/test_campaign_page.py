@@ -79,11 +79,17 @@ def test_the_charts_key_says_which_side_is_better_when_lower_is(
 
 
 def test_a_gain_of_nothing_is_shown_neither_as_a_gain_nor_as_a_loss(
-    browser: httpx.Client, api: httpx.Client
+    browser: httpx.Client, api: httpx.Client, anonymous: httpx.Client
 ) -> None:
     # The home page's form leaves the baseline empty: the first adopted result (the box
     # ticked by default) becomes the first baseline, and the gain over it is 0.
     campaign = make_campaign(api, baseline=None)
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares").json()["token"]
+    for page in (browser.get(f"/campaigns/{campaign['id']}"), anonymous.get(f"/s/{token}")):
+        start = page.text.index('<dl class="figures headline">')
+        told = page.text[start : page.text.index("</dl>", start)]
+        # Until then there is no baseline to speak of: said so, not "from — tok/s".
+        assert "no baseline yet" in told and "from —" not in told and "— <small>" not in told, told
     attempt = make_attempt(api, campaign["id"])
     api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 92.6})
     assert patch(api, attempt["id"], status="adopted", set_baseline=True).status_code == 200
