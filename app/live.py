@@ -376,14 +376,16 @@ def take_event_turn(session: Any, campaign_id: int) -> None:
                         {"channel": CHANNEL, "campaign": str(campaign_id)})  # fmt: skip
 
 
-class PostgresRelay:
-    """Carries other instances' events into this one's bus (LISTEN/NOTIFY)."""
+class _Relay:
+    """Carries other instances' events into this one's bus, from a thread of its own:
+    `deliver` is called with the campaign id of each event."""
 
-    def __init__(self, database_url: str, deliver: Callable[[int], None]) -> None:
-        self.database_url = database_url
-        self.deliver = deliver  # called with the campaign id of each event
+    name = "relay"
+
+    def __init__(self, deliver: Callable[[int], None]) -> None:
+        self.deliver = deliver
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pg-listen", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -391,6 +393,19 @@ class PostgresRelay:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class PostgresRelay(_Relay):
+    """LISTEN/NOTIFY."""
+
+    name = "pg-listen"
+
+    def __init__(self, database_url: str, deliver: Callable[[int], None]) -> None:
+        super().__init__(deliver)
+        self.database_url = database_url
 
     def _run(self) -> None:
         import psycopg
@@ -409,24 +424,18 @@ class PostgresRelay:
                 self._stop.wait(2.0)
 
 
-class SqliteRelay:
-    """Carries other instances' events into this one's bus on one SQLite file, which has no
-    NOTIFY: a look at the newest event ids twice a second (a read of the primary key, which
-    waits on no writer), so a page on a second `serve` is not a heartbeat behind."""
+class SqliteRelay(_Relay):
+    """One SQLite file has no NOTIFY: a look at the newest event ids twice a second (a read
+    of the primary key, which waits on no writer), so a page on a second `serve` is not a
+    heartbeat behind."""
+
+    name = "sqlite-look"
 
     def __init__(
         self, engine: Any, deliver: Callable[[int], None], *, every_s: float = 0.5
     ) -> None:
-        self.engine, self.deliver, self.every_s = engine, deliver, every_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="sqlite-look", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
+        super().__init__(deliver)
+        self.engine, self.every_s = engine, every_s
 
     def _run(self) -> None:
         after: int | None = None
@@ -444,6 +453,7 @@ class SqliteRelay:
                     ).all()  # fmt: skip
             except Exception:
                 log.exception("looking for other instances' events failed; retrying")
+                self._stop.wait(self.every_s)  # not at once, even before the first look
                 continue
             for campaign_id, newest_id in rows:
                 after = max(after, int(newest_id))

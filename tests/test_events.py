@@ -212,3 +212,27 @@ def test_publishing_never_waits_for_listeners() -> None:
     assert published, "a publisher waited for a listener's loop"
     assert outcome == [([True, True], [False, False])]  # a flag per listener, not a queue
     assert bus.listener_count(1) == 0
+
+
+def test_the_sqlite_relay_retries_a_failing_look_at_its_pace(tmp_path: Path) -> None:
+    from sqlalchemy import event
+
+    from app.db import make_engine
+    from app.live import SqliteRelay
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'no-tables.db'}")  # every look fails
+    looks: list[float] = []
+    event.listen(engine, "before_cursor_execute", lambda *_: looks.append(time.monotonic()))
+    relay = SqliteRelay(engine, lambda _campaign: None, every_s=0.2)
+    relay.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(looks) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        relay.stop()
+        engine.dispose()
+    assert len(looks) >= 4, looks
+    # The first look fails before it knows where the events end: still not a busy loop.
+    gaps = [later - earlier for earlier, later in itertools.pairwise(looks[:4])]
+    assert min(gaps) >= 0.15, gaps
