@@ -27,6 +27,7 @@ HEALTH_POLL_S = 0.25
 # long at most, so that a stop asked for meanwhile is heard.
 BENCH_WAIT_S = 0.5
 CATCH_UP_S = 5.0  # for the tail to read the last lines of a crashed server's log
+EXIT_STATUS_WAIT_S = 5.0  # a server gone, its wrapper writing how it ended
 GIVE_UP_S = 600.0  # a host unreachable this long: the run fails as infrastructure
 FAILED_OUTCOMES = frozenset({"crashed", "ready_timeout", "bench_failed", "server_died"})
 
@@ -335,6 +336,11 @@ class RunDriver:
             # traceback is printed before the process ends), and the host says when.
             args = {"run_dir": run.run_dir, "name": "server", "timeout": CATCH_UP_S}
             job = self._ask("wait", args, timeout_s=CATCH_UP_S + 30.0)["jobs"]["server"]
+        # Its session can be empty a moment before its wrapper writes the exit status.
+        deadline = time.monotonic() + EXIT_STATUS_WAIT_S
+        while not job.get("exit") and not job.get("lost") and time.monotonic() < deadline:
+            self._pause(POLL_S)
+            job = self._status(run)["server"]
         diagnosis = self._caught_up(run, job)
         ended = job.get("exit") or {}
         exit_code = ended.get("exit_code")
