@@ -43,16 +43,29 @@ class OwnerAuth:
         self._token_hash = ""
         self._key = b""
         self._sessions: frozenset[str] = frozenset()
+        # Sessions this process opened (True) or ended (False) while a refresh read the
+        # database: its read may be older than them, so they are applied over it.
+        self._changed_meanwhile: dict[str, bool] | None = None
         self._lock = threading.Lock()
         # Called when a credential stops being valid: open live streams check theirs.
         self.on_revoke: Callable[[], None] = lambda: None
 
     def refresh(self) -> None:
-        with session_scope(self._engine) as session:
-            key = repo.get_secret(session, name=SIGNING_KEY) or ""
-            stored = repo.get_secret(session, name=OWNER_TOKEN_HASH) or ""
-            sessions = frozenset(repo.list_owner_sessions(session))
         with self._lock:
+            self._changed_meanwhile = {}
+        try:
+            with session_scope(self._engine) as session:
+                key = repo.get_secret(session, name=SIGNING_KEY) or ""
+                stored = repo.get_secret(session, name=OWNER_TOKEN_HASH) or ""
+                read = set(repo.list_owner_sessions(session))
+        except BaseException:
+            with self._lock:
+                self._changed_meanwhile = None
+            raise
+        with self._lock:
+            changed, self._changed_meanwhile = self._changed_meanwhile or {}, None
+            read |= {digest for digest, opened in changed.items() if opened}
+            sessions = frozenset(read - {d for d, opened in changed.items() if not opened})
             revoked = bool(self._sessions - sessions) or (
                 bool(self._token_hash) and self._token_hash != (self._configured_hash or stored)
             )
@@ -75,6 +88,8 @@ class OwnerAuth:
             repo.add_owner_session(session, token_hash=digest)
         with self._lock:
             self._sessions = self._sessions | {digest}
+            if self._changed_meanwhile is not None:
+                self._changed_meanwhile[digest] = True
         return cookie
 
     def end_session(self, cookie: str | None) -> None:
@@ -85,6 +100,8 @@ class OwnerAuth:
             repo.delete_owner_session(session, token_hash=digest)
         with self._lock:
             self._sessions = self._sessions - {digest}
+            if self._changed_meanwhile is not None:
+                self._changed_meanwhile[digest] = False
         self.on_revoke()
 
     def session_ok(self, cookie: str | None) -> bool:

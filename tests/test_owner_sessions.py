@@ -4,8 +4,10 @@ each login gets a cookie of its own, and logout (CSRF-checked) ends it."""
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
 from app.auth import SESSION_COOKIE
 from tests.cli import clean_env, free_port, run_cli, serving
@@ -123,3 +125,34 @@ def test_open_live_streams_end_with_the_session(tmp_path: Path) -> None:
         assert tab.until(lambda m: m.event == "reload", timeout=5).event == "reload"
         tab.close()
         owner.close()
+
+
+def test_a_login_while_the_sessions_are_read_again_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app import migrate, repo
+    from app.auth import OwnerAuth
+    from app.db import make_engine
+
+    url = f"sqlite:///{tmp_path / 'auth.db'}"
+    migrate.upgrade(url)
+    engine = make_engine(url)
+    auth = OwnerAuth(engine, "a-configured-owner-token-" + "x" * 20)
+    auth.refresh()
+    before = auth.open_session()
+    cookies: dict[str, str] = {}
+    read = repo.list_owner_sessions
+
+    def read_then_another_request_logs_in_and_out(session: Any) -> list[str]:
+        rows = read(session)
+        cookies["new"] = auth.open_session()  # committed after this read
+        auth.end_session(before)
+        return list(rows)
+
+    monkeypatch.setattr(repo, "list_owner_sessions", read_then_another_request_logs_in_and_out)
+    auth.refresh()  # its read is older than that login and that logout
+    monkeypatch.undo()
+    assert auth.session_ok(cookies["new"]) and not auth.session_ok(before)
+    auth.refresh()
+    assert auth.session_ok(cookies["new"]) and not auth.session_ok(before)
+    engine.dispose()
