@@ -633,3 +633,16 @@ def test_a_last_line_without_its_newline_can_say_ready() -> None:
     assert result.ready is True and result.ready_at is not None
     docker = diagnose("sglang-1  | INFO:     Uvicorn running on http://0.0.0.0:8000\n")
     assert docker.ready is True  # a container named sglang does not make the log sglang's
+
+
+def test_a_servers_refused_arguments_mean_it_never_became_ready() -> None:
+    # Arguments are checked while a server starts; a script's are not a readiness.
+    server = diagnose(
+        "usage: vllm serve [model_tag] [options]\n"
+        "vllm serve: error: unrecognized arguments: --temperature 0.8\n"
+    )
+    assert server.error_class == "config_or_args" and server.ready is False
+    script = diagnose(
+        "usage: bench.py [-h] [--steps STEPS]\nbench.py: error: unrecognized arguments: --lr 3\n"
+    )
+    assert script.error_class == "config_or_args" and script.ready is None

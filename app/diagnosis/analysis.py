@@ -359,7 +359,7 @@ def analyze(
     ) or any(_RUNTIME.search(e.content) for e in entries[max(0, root_index - 60) : root_index + 5]):
         ready = None
     elif (
-        error_class == "cuda_graph"
+        error_class in ("cuda_graph", "config_or_args")
         or any(
             _STARTUP.search(e.content) for e in entries[max(0, root_index - 80) : root_index + 40]
         )
