@@ -98,14 +98,14 @@ FLOORS = {
         "top3": 0.96,
         "error_class": 0.92,
         "crashed": 0.98,
-        "ready": 0.8,
+        "ready": 0.82,
     },
     "validation": {
         "root_cause": 1.0,
         "top3": 1.0,
         "error_class": 1.0,
         "crashed": 1.0,
-        "ready": 0.81,
+        "ready": 0.83,
     },
 }
 

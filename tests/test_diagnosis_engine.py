@@ -646,3 +646,17 @@ def test_a_servers_refused_arguments_mean_it_never_became_ready() -> None:
         "usage: bench.py [-h] [--steps STEPS]\nbench.py: error: unrecognized arguments: --lr 3\n"
     )
     assert script.error_class == "config_or_args" and script.ready is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I1118 07:23:26.677120 28532 http_server.cc:3558] Started HTTPService at 0.0.0.0:8000",
+        "I1204 08:17:45.082233 1 grpc_server.cc:1939] Started GRPCInferenceService at 0.0.0.0:8001",
+        "[INFO ] main org.pytorch.serve.ModelServer - Model server started.",
+        'time=2026-03-01T10:00:00Z level=INFO msg="llama runner started in 4 s"',
+        "Running on local URL:  http://127.0.0.1:7860",
+    ],
+)
+def test_the_readiness_lines_of_triton_torchserve_ollamas_runner_and_gradio(line: str) -> None:
+    assert diagnose(line + "\n").ready is True

@@ -65,6 +65,12 @@ READY_EXPRESSIONS = (
         b"server is listening", b"HTTP server listening", b"Started server process",
         b'msg="Listening on ',  # Ollama
         b"======== Running on http",  # aiohttp's web.run_app
+        # Triton Inference Server, once its models are loaded ("Started HTTPService at",
+        # "Starting HTTPService at" before 20.x, "Started GRPCInferenceService at")
+        b"HTTPService at", b"GRPCInferenceService at", b"GRPCService at",
+        b"Model server started",  # TorchServe
+        b"llama runner started in",  # Ollama's model runner
+        b"Running on local URL:",  # Gradio
     )),
     rb"router/src/server\.rs",  # Text Generation Inference: "...server.rs:2000: Connected"
 )  # fmt: skip
