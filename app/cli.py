@@ -104,6 +104,22 @@ def database_errors(url: str) -> Iterator[None]:
         raise click.ClickException(f"cannot open the database {shown}: {error.orig}") from None
 
 
+def missing_sqlite_file(url: str) -> str | None:
+    """The absolute path of a SQLite database file that does not exist; None otherwise."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from app.db import is_sqlite
+
+    try:
+        path = make_url(url).database if is_sqlite(url) else None
+    except ArgumentError:
+        return None  # database_errors says what is wrong with the URL
+    if not path or path == ":memory:" or Path(path).exists():
+        return None
+    return str(Path(path).resolve())
+
+
 def prepare_database(settings: Settings) -> str | None:
     """Migrate to head and make sure an owner token exists; returns one just generated."""
     from app import migrate
@@ -216,6 +232,14 @@ def token_reset(host: str | None, port: int | None) -> None:
     settings = Settings()
     if settings.token:
         raise click.ClickException("CAMPAIGN_DASH_TOKEN is set: change it there instead.")
+    missing = missing_sqlite_file(settings.database_url)
+    if missing:
+        # Run from the wrong directory, a reset made a database of its own there and a link
+        # that no running dashboard knows.
+        raise click.ClickException(
+            f"no database at {missing}: nothing to reset (set CAMPAIGN_DASH_DATABASE_URL to "
+            "the one `serve` uses; a first `serve` makes a database and prints its link)"
+        )
     with database_errors(settings.database_url):
         migrate.upgrade(settings.database_url)
         engine = make_engine(settings.database_url)

@@ -75,6 +75,21 @@ def test_a_database_that_cannot_be_opened_is_one_clear_line(tmp_path: Path) -> N
             assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
 
 
+def test_token_reset_where_there_is_no_database_makes_none(tmp_path: Path) -> None:
+    # From the wrong directory, it made a database of its own there and printed a link
+    # that no running dashboard knew.
+    env = clean_env()
+    result = run_cli("token", "reset", env=env, cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        f"Error: no database at {tmp_path.resolve() / 'campaign-dash.db'}: nothing to reset "
+        "(set CAMPAIGN_DASH_DATABASE_URL to the one `serve` uses; a first `serve` makes a "
+        "database and prints its link)"
+    ], result.stderr
+    assert "Log in" not in result.stdout and list(tmp_path.iterdir()) == []
+
+
 def test_a_port_in_use_is_one_clear_line_and_leaves_the_dashboards_links_alone(
     env: dict[str, str], tmp_path: Path
 ) -> None:
