@@ -18,7 +18,10 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--model", required=True)
 parser.add_argument("--port", type=int, default=8100)
 parser.add_argument("--mode", default="serve",
-                    choices=["make", "serve", "cudnn_after_ready", "requests"])  # fmt: skip
+                    choices=["make", "serve", "cudnn_after_ready", "requests", "request_oom",
+                             "oom_after_ready", "bad_token"])  # fmt: skip
+parser.add_argument("--odd-at", type=int, default=-1,
+                    help="requests: the request number whose body is a mode's bad one")
 parser.add_argument("--seconds", type=float, default=6.0)
 args = parser.parse_args()
 
@@ -53,7 +56,12 @@ if args.mode == "requests":
     import urllib.request
 
     for n in range(int(args.seconds)):
-        body = json.dumps({"prompt": "the server is", "max_new_tokens": 16}).encode()
+        fields = {"prompt": "the server is", "max_new_tokens": 16}
+        if n == args.odd_at:
+            # A batch of 4,096 prompts with room for 100,000 new tokens each; token ids past
+            # the vocabulary, as a client with another model's tokenizer sends them.
+            fields |= {"n": 4096, "max_new_tokens": 100_000, "input_ids": [5, 7, 50_000]}
+        body = json.dumps(fields).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{args.port}/generate", body)
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:
@@ -84,6 +92,25 @@ def batch_loop() -> None:
         prompts = [item[0]["prompt"] for item in batch]
         new = max(item[0].get("max_new_tokens", 16) for item in batch)
         ids = tokenizer(prompts, return_tensors="pt", padding=False).input_ids.cuda()
+        odd = [item[0] for item in batch if "n" in item[0]]
+        if odd and args.mode == "bad_token":
+            ids = torch.tensor([odd[0]["input_ids"]], device="cuda")
+        if odd and args.mode in ("request_oom", "oom_after_ready"):
+            try:
+                # The batch's KV cache, reserved before it runs: 2 layers x K and V.
+                rows = odd[0]["n"] * (ids.shape[1] + odd[0]["max_new_tokens"])
+                kv = torch.empty((2, 2, rows, model.config.n_embd), dtype=torch.bfloat16,
+                                 device="cuda")  # fmt: skip
+                del kv
+            except torch.OutOfMemoryError:
+                if args.mode == "oom_after_ready":
+                    log.exception("Scheduler hit an exception")
+                    os._exit(1)
+                # A server that refuses the one request and goes on serving the others.
+                log.exception("Request failed: the batch does not fit; it is dropped")
+                for _, future, loop in batch:
+                    loop.call_soon_threadsafe(future.set_result, "")
+                continue
         if args.mode == "cudnn_after_ready" and tokens > 64:
             # A batch of a million rows, never budgeted for: SDPA's cuDNN kernel refuses it.
             ids = ids.repeat(1 << 20, 1)
