@@ -109,12 +109,11 @@ def missing_sqlite_file(url: str) -> str | None:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    from app.db import is_sqlite
-
     try:
-        path = make_url(url).database if is_sqlite(url) else None
+        parsed = make_url(url)
     except ArgumentError:
         return None  # database_errors says what is wrong with the URL
+    path = parsed.database if parsed.get_backend_name() == "sqlite" else None
     if not path or path == ":memory:" or Path(path).exists():
         return None
     return str(Path(path).resolve())
