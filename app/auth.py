@@ -158,14 +158,6 @@ def ensure_owner_secrets(engine: Engine, configured_token: str | None) -> str | 
     return generated
 
 
-def load_owner_auth(engine: Engine, configured_token: str | None) -> tuple[OwnerAuth, str | None]:
-    """The owner's auth, and a freshly generated token to print once (None if none was made)."""
-    generated = ensure_owner_secrets(engine, configured_token)
-    auth = OwnerAuth(engine, configured_token)
-    auth.refresh()
-    return auth, generated
-
-
 def reset_owner_token(engine: Engine) -> str:
     """A new owner token; every browser session ends with the old one."""
     token = new_token()

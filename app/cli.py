@@ -119,19 +119,24 @@ def missing_sqlite_file(url: str) -> str | None:
     return str(Path(path).resolve())
 
 
-def prepare_database(settings: Settings) -> str | None:
-    """Migrate to head and make sure an owner token exists; returns one just generated."""
+def prepare_database(
+    settings: Settings, revision: str = "head", *, secrets: bool = True
+) -> str | None:
+    """Migrate and (`secrets`) make sure an owner token exists, under the start-up lock:
+    dashboards starting at once, or a `db upgrade` beside them, take turns. Returns a token
+    just generated, to print once."""
     from app import migrate
     from app.auth import ensure_owner_secrets
     from app.db import make_engine, startup_lock
 
     with database_errors(settings.database_url):
         engine = make_engine(settings.database_url)
-    with database_errors(settings.database_url), startup_lock(settings.database_url):
-        migrate.upgrade(settings.database_url)
-        generated = ensure_owner_secrets(engine, settings.token)
-    engine.dispose()
-    return generated
+    try:
+        with database_errors(settings.database_url), startup_lock(settings.database_url):
+            migrate.upgrade(settings.database_url, revision)
+            return ensure_owner_secrets(engine, settings.token) if secrets else None
+    finally:
+        engine.dispose()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -165,7 +170,7 @@ def serve(host: str, port: int) -> None:
     elif not settings.token:
         click.echo("Log in with the link printed at first start, or run: campaign-dash token reset")
     with database_errors(settings.database_url):
-        app = create_app(settings, migrate_on_start=False)
+        app = create_app(settings)
         with session_scope(app.state.engine) as session:
             repo.set_secret(session, name=SERVED_AT, value=base_url(settings, host, port))
     # What start-up made (modules, templates, mappers: 130,000 objects) lives as long as the
@@ -193,12 +198,11 @@ def db() -> None:
 )
 def db_upgrade(revision: str) -> None:
     """Run the migrations on CAMPAIGN_DASH_DATABASE_URL."""
-    from app import migrate
     from app.config import Settings
 
     settings = Settings()
-    with database_errors(settings.database_url):
-        migrate.upgrade(settings.database_url, revision)
+    # No secrets here: a token generated now would never be printed.
+    prepare_database(settings, revision, secrets=False)
     click.echo(f"Database at {revision}.")
 
 
@@ -223,7 +227,7 @@ def token() -> None:
 )
 def token_reset(host: str | None, port: int | None) -> None:
     """Generate a new owner token (ends every browser session) and print its login link."""
-    from app import migrate, repo
+    from app import repo
     from app.auth import reset_owner_token
     from app.config import Settings
     from app.db import make_engine, session_scope
@@ -239,8 +243,8 @@ def token_reset(host: str | None, port: int | None) -> None:
             f"no database at {missing}: nothing to reset (set CAMPAIGN_DASH_DATABASE_URL to "
             "the one `serve` uses; a first `serve` makes a database and prints its link)"
         )
+    prepare_database(settings, secrets=False)
     with database_errors(settings.database_url):
-        migrate.upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
         new = reset_owner_token(engine)
         with session_scope(engine) as session:
@@ -301,7 +305,7 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
     generated = prepare_database(settings)
     token = settings.token or generated
     assert token is not None  # a fresh database always gets a generated token
-    app = create_app(settings, migrate_on_start=False)
+    app = create_app(settings)
     url = login_url(settings, "127.0.0.1", sock.getsockname()[1], token)
     click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
     click.echo(f"Open: {url}")

@@ -345,6 +345,10 @@ class Hub:
         never ends by itself."""
         while not should_exit():
             await asyncio.sleep(0.5)
+        self.close()
+
+    def close(self) -> None:
+        """End every stream now and refuse new ones (on the server's event loop)."""
         self.closed = True
         for broadcaster in list(self.broadcasters.values()):
             for subscriber in list(broadcaster.subscribers):

@@ -13,12 +13,12 @@ from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from app import changes, migrate
-from app.auth import AuthRefresher, load_owner_auth
+from app import changes
+from app.auth import AuthRefresher, OwnerAuth
 from app.bodies import BodyGuard
 from app.campaign_renders import CampaignRenders
 from app.config import Settings
-from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope, startup_lock
+from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope
 from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
 from app.errors import Conflict, Invalid, NotFound
 from app.forms import FormRefused
@@ -92,12 +92,12 @@ def api_docs(request: Request) -> Response:
     return page
 
 
-def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
+def create_app(settings: Settings) -> FastAPI:
+    """The app over a database already prepared (migrated, its secrets made: `serve` and
+    `db upgrade` do it under the start-up lock). Building it touches neither the database
+    nor the network; its lifespan reads the owner's credentials, then starts the work."""
     engine = make_engine(settings.database_url)
-    with startup_lock(settings.database_url):
-        if migrate_on_start:
-            migrate.upgrade(settings.database_url)
-        auth, _ = load_owner_auth(engine, settings.token)
+    auth = OwnerAuth(engine, settings.token)
     refresher = AuthRefresher(auth)
     bus = Bus()
     auth.on_revoke = bus.publish_all
@@ -137,6 +137,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # The connection pool is sized for this many request threads (app/db.py).
         anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
+        await asyncio.to_thread(auth.refresh)
         # Blocking work (SSH reads, catching up a large log) runs in the tailer's threads.
         if relay is not None:
             relay.start()
@@ -145,6 +146,7 @@ def create_app(settings: Settings, *, migrate_on_start: bool = True) -> FastAPI:
         refresher.start()
         # sse-starlette's hook on uvicorn's Ctrl-C and SIGTERM sets this flag.
         closer = asyncio.create_task(app.state.live.close_on_exit(lambda: AppStatus.should_exit))
+        app.state.loop = asyncio.get_running_loop()  # whoever stops the server closes the hub
         app.state.serving = True
         yield
         app.state.serving = False

@@ -1,21 +1,29 @@
-"""Fixtures: a fresh database per test (SQLite, and PostgreSQL when configured), a real
+"""Fixtures: a database per test copied from one migrated template (SQLite, and PostgreSQL
+for the tests where the database decides), the app through an in-process client or a real
 uvicorn server on a free loopback port, and HTTP clients for the owner and strangers."""
 
+import asyncio
+import contextlib
 import os
+import shutil
 import socket
+import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 
+from app.cli import prepare_database
 from app.config import Settings
 from app.web import create_app
 
@@ -27,46 +35,126 @@ PG_URL_ENV = "CAMPAIGN_DASH_TEST_DATABASE_URL"
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    for line in (
+        "browser: drives Debian's Chromium through Playwright",
+        "both_databases: runs on SQLite and again on PostgreSQL (the database decides it)",
+        "serial: runs alone, after the parallel pass (it times the machine or fills it)",
+    ):
+        config.addinivalue_line("markers", line)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    # Every test that touches the database runs on SQLite, and again on PostgreSQL
-    # when CAMPAIGN_DASH_TEST_DATABASE_URL names a server.
-    if "backend" in metafunc.fixturenames:
+    # Tests the database decides (concurrency, locks, ids, leases, migrations, NOTIFY) run
+    # on SQLite and again on PostgreSQL when CAMPAIGN_DASH_TEST_DATABASE_URL names a server.
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_databases"
+    ):
         backends = ["sqlite"] + (["postgresql"] if os.environ.get(PG_URL_ENV) else [])
         metafunc.parametrize("backend", backends, scope="function")
 
 
-def _create_pg_database(admin_url: str) -> tuple[str, str]:
+@pytest.fixture
+def backend() -> str:
+    return "sqlite"
+
+
+def _admin_conninfo() -> str:
+    url = make_url(os.environ[PG_URL_ENV])
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _pg_url(name: str) -> str:
+    url = make_url(os.environ[PG_URL_ENV]).set(drivername="postgresql+psycopg", database=name)
+    return url.render_as_string(hide_password=False)
+
+
+def _pg_execute(statement: str) -> None:
     import psycopg
 
+    with psycopg.connect(_admin_conninfo(), autocommit=True) as conn:
+        conn.execute(statement)
+
+
+class Templates:
+    """One migrated, prepared database per backend for this test process, made on first use
+    and copied for each test: Alembic runs once, not once per test."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._sqlite: Path | None = None
+        self._pg: str | None = None
+
+    @staticmethod
+    def prepare(url: str) -> None:
+        prepare_database(Settings(database_url=url, token=OWNER_TOKEN, _env_file=None))  # type: ignore[call-arg]
+
+    def sqlite_copy(self, target: Path) -> None:
+        if self._sqlite is None:
+            path = self.root / "template.db"
+            self.prepare(f"sqlite:///{path}")
+            self._sqlite = path
+        # Through SQLite's backup API: the template is a database, not a file to copy.
+        with sqlite3.connect(self._sqlite) as source, sqlite3.connect(target) as copy:
+            source.backup(copy)
+        copy.close()
+        source.close()
+
+    def pg_copy(self, name: str) -> None:
+        if self._pg is None:
+            template = "cd_tmpl_" + uuid.uuid4().hex[:12]
+            _pg_execute(f'CREATE DATABASE "{template}"')
+            self.prepare(_pg_url(template))  # its engine is disposed: nobody stays connected
+            self._pg = template
+        _pg_execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._pg}"')
+
+    def drop(self) -> None:
+        if self._pg is not None:
+            _pg_execute(f'DROP DATABASE IF EXISTS "{self._pg}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Templates]:
+    made = Templates(tmp_path_factory.mktemp("templates"))
+    try:
+        yield made
+    finally:
+        made.drop()
+
+
+@contextmanager
+def pg_database(copy_of: Templates | None = None) -> Iterator[str]:
     name = "cd_test_" + uuid.uuid4().hex[:12]
-    url = make_url(admin_url)
-    conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return url.set(database=name).render_as_string(hide_password=False), name
-
-
-def _drop_pg_database(admin_url: str, name: str) -> None:
-    import psycopg
-
-    conninfo = (
-        make_url(admin_url).set(drivername="postgresql").render_as_string(hide_password=False)
-    )
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    if copy_of is None:
+        _pg_execute(f'CREATE DATABASE "{name}"')
+    else:
+        copy_of.pg_copy(name)
+    try:
+        yield _pg_url(name)
+    finally:
+        _pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
-def database_url(backend: str, tmp_path: Path) -> Iterator[str]:
+def database_url(backend: str, tmp_path: Path, templates: Templates) -> Iterator[str]:
+    """A database migrated to head, with the owner's secrets made: a copy of the template."""
     if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'campaign-dash.db'}"
+        path = tmp_path / "campaign-dash.db"
+        templates.sqlite_copy(path)
+        yield f"sqlite:///{path}"
         return
-    admin_url = os.environ[PG_URL_ENV]
-    url, name = _create_pg_database(admin_url)
-    try:
-        yield url.replace("postgresql://", "postgresql+psycopg://", 1)
-    finally:
-        _drop_pg_database(admin_url, name)
+    with pg_database(templates) as url:
+        yield url
+
+
+@pytest.fixture
+def empty_database_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A database nothing has touched (migration tests, a first start)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    with pg_database(None) as url:
+        yield url
 
 
 @pytest.fixture
@@ -75,17 +163,18 @@ def settings(database_url: str) -> Settings:
 
 
 class LiveServer:
-    """A real uvicorn server in a thread, on a port the OS picked."""
+    """A real uvicorn server in a thread, on a port the OS picked. The database is prepared
+    first as `serve` prepares it (a no-op on a template's copy)."""
 
     def __init__(self, settings: Settings, port: int = 0) -> None:
         self.settings = settings
+        prepare_database(settings)
         self.app = create_app(settings)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", port))
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        # Open event streams must not hold a stopping server forever.
         config = uvicorn.Config(
             self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
         )
@@ -104,9 +193,19 @@ class LiveServer:
         return self
 
     def stop(self) -> None:
+        close_streams(self.app)
         self._server.should_exit = True
         self._thread.join(timeout=15)
         self._sock.close()
+
+
+def close_streams(app: FastAPI) -> None:
+    """Live streams never end by themselves: the hub ends them as the server stops, as a
+    signal does for `serve`, so that shutting down waits on none."""
+    loop: asyncio.AbstractEventLoop | None = getattr(app.state, "loop", None)
+    if loop is not None and not loop.is_closed():
+        with contextlib.suppress(RuntimeError):  # closed meanwhile: nothing is left open
+            loop.call_soon_threadsafe(app.state.live.close)
 
 
 def no_server_error(response: httpx.Response) -> None:
@@ -145,8 +244,36 @@ def running(settings: Settings) -> Iterator[tuple[LiveServer, httpx.Client]]:
         live.stop()
 
 
+class InProcess:
+    """The app served through Starlette's in-process client: no socket, no uvicorn, for
+    request/response tests. Its lifespan runs as the server's does, once; every client
+    (owner, stranger, browser: each with its own cookies) goes through its transport."""
+
+    url = "http://testserver"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        prepare_database(settings)
+        self.app = create_app(settings)
+        self._runner = TestClient(self.app, base_url=self.url)
+        self._runner.__enter__()
+
+    def client(self, **options: Any) -> httpx.Client:
+        # The runner's transport runs each request on the event loop of its lifespan.
+        transport = self._runner._transport
+        return httpx.Client(
+            transport=transport, base_url=self.url, event_hooks=SERVER_ERRORS, **options
+        )
+
+    def close(self) -> None:
+        close_streams(self.app)
+        self._runner.__exit__(None, None, None)
+
+
 @pytest.fixture
 def server(settings: Settings) -> Iterator[LiveServer]:
+    """A real uvicorn: for tests where a socket, a second process, a stream's timing or a
+    browser is the point."""
     live = LiveServer(settings).start()
     try:
         yield live
@@ -155,23 +282,40 @@ def server(settings: Settings) -> Iterator[LiveServer]:
 
 
 @pytest.fixture
-def api(server: LiveServer) -> Iterator[httpx.Client]:
-    with owner_client(server.url) as client:
+def app_under_test(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Any]:
+    """The real server when the test asked for it; the in-process client otherwise."""
+    if "server" in request.fixturenames:
+        yield request.getfixturevalue("server")
+        return
+    local = InProcess(settings)
+    try:
+        yield local
+    finally:
+        local.close()
+
+
+def _client(target: Any, **options: Any) -> httpx.Client:
+    if isinstance(target, InProcess):
+        return target.client(**options)
+    return httpx.Client(base_url=target.url, timeout=20, event_hooks=SERVER_ERRORS, **options)
+
+
+@pytest.fixture
+def api(app_under_test: Any) -> Iterator[httpx.Client]:
+    with _client(app_under_test, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}) as client:
         yield client
 
 
 @pytest.fixture
-def anonymous(server: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=20, event_hooks=SERVER_ERRORS) as client:
+def anonymous(app_under_test: Any) -> Iterator[httpx.Client]:
+    with _client(app_under_test) as client:
         yield client
 
 
 @pytest.fixture
-def browser(server: LiveServer) -> Iterator[httpx.Client]:
+def browser(app_under_test: Any) -> Iterator[httpx.Client]:
     """The owner in a browser: logged in by the login link, holding the session cookie."""
-    with httpx.Client(
-        base_url=server.url, timeout=20, headers={"Accept": "text/html"}, event_hooks=SERVER_ERRORS
-    ) as client:
+    with _client(app_under_test, headers={"Accept": "text/html"}) as client:
         response = client.get("/login", params={"token": OWNER_TOKEN})
         assert response.status_code == 303
         yield client
@@ -216,7 +360,6 @@ HTMX_FILES = {
 
 def vendored_htmx() -> dict[str, bytes]:
     """The CDN files, taken from the npm registry's packages (tests run offline otherwise)."""
-    import shutil
     import subprocess
     import tarfile
 
@@ -244,7 +387,6 @@ def vendored_htmx() -> dict[str, bytes]:
 
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[object]:
-    import shutil
 
     from playwright.sync_api import sync_playwright
 

@@ -11,6 +11,7 @@ def campaign(api: httpx.Client) -> dict:
     return make_campaign(api)
 
 
+@pytest.mark.both_databases
 def test_create_and_read_an_attempt(api: httpx.Client, campaign: dict) -> None:
     attempt = make_attempt(
         api,
@@ -165,6 +166,7 @@ def test_unknown_attempts_and_notes_are_404(api: httpx.Client) -> None:
     assert api.get("/api/attempts/not-a-number").status_code == 422
 
 
+@pytest.mark.both_databases
 def test_links_must_stay_inside_the_campaign(api: httpx.Client, campaign: dict) -> None:
     other = make_campaign(api, name="other")
     elsewhere = make_attempt(api, other["id"])
@@ -178,6 +180,7 @@ def test_links_must_stay_inside_the_campaign(api: httpx.Client, campaign: dict) 
     assert patch(api, mine["id"], blocked_by=mine["id"]).status_code == 422
 
 
+@pytest.mark.both_databases
 def test_measurements_give_mean_spread_and_count(api: httpx.Client, campaign: dict) -> None:
     attempt = make_attempt(api, campaign["id"], source="file:///tmp/x.log")
     for value in (84.0, 86.0, 85.0):
@@ -230,6 +233,7 @@ def test_closed_attempts_take_no_measurements(api: httpx.Client, campaign: dict)
         assert api.post(f"/api/attempts/{attempt['id']}/measurements", json=bad).status_code == 422
 
 
+@pytest.mark.both_databases
 def test_a_pivot_moves_the_baseline_for_later_attempts_only(api: httpx.Client) -> None:
     """The seeds' CUDA 13 upgrade: 89.5 -> 92.6 tok/s, then retests judged against 92.6."""
     campaign = make_campaign(api, baseline=89.5)

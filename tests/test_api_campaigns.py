@@ -9,6 +9,7 @@ from tests.conftest import OWNER_TOKEN
 from tests.helpers import make_attempt, make_campaign
 
 
+@pytest.mark.both_databases
 def test_create_list_and_read_a_campaign(api: httpx.Client) -> None:
     created = make_campaign(api, target=120, description="Beat 82 tok/s with EAGLE-3")
     assert created["metric"] == "tok/s"
@@ -35,6 +36,7 @@ def test_any_metric_and_direction(api: httpx.Client) -> None:
     assert faster["improved"] is True
 
 
+@pytest.mark.both_databases
 def test_campaigns_are_newest_first_and_separate(api: httpx.Client) -> None:
     first = make_campaign(api, name="first")
     second = make_campaign(api, name="second")
@@ -43,6 +45,7 @@ def test_campaigns_are_newest_first_and_separate(api: httpx.Client) -> None:
     assert api.get(f"/api/campaigns/{second['id']}").json()["attempts"] == []
 
 
+@pytest.mark.both_databases
 def test_patch_moves_the_baseline_and_keeps_its_history(api: httpx.Client) -> None:
     campaign = make_campaign(api)
     patched = api.patch(f"/api/campaigns/{campaign['id']}", json={"baseline": 89.5, "target": 100})

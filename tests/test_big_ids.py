@@ -11,6 +11,8 @@ from app.repo import MAX_ID
 from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign
 from tests.sse import SSEReader
 
+pytestmark = pytest.mark.both_databases
+
 HUGE = [MAX_ID + 1, 2**63 - 1, 2**63, 2**64, 10**30, -(2**63) - 1]
 
 

@@ -17,10 +17,10 @@ from tests.conftest import OWNER_TOKEN
 
 
 @pytest.fixture
-def env(database_url: str) -> dict[str, str]:
+def env(empty_database_url: str) -> dict[str, str]:
     values = dict(os.environ)
     values.pop("CAMPAIGN_DASH_TOKEN", None)
-    values["CAMPAIGN_DASH_DATABASE_URL"] = database_url
+    values["CAMPAIGN_DASH_DATABASE_URL"] = empty_database_url
     return values
 
 
@@ -159,6 +159,7 @@ def test_serve_prints_a_login_link_once_and_data_survives_a_restart(
         assert body["attempts"][0]["delta_pct"] == pytest.approx(-34.15, abs=0.01)
 
 
+@pytest.mark.both_databases
 def test_two_dashboards_started_at_once_on_a_new_database_both_serve_one_token(
     env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -8,6 +8,8 @@ from app import migrate
 from app.db import make_engine, session_scope
 from app.models import Campaign
 
+pytestmark = pytest.mark.both_databases
+
 
 def _rename(database_url: str, name: str) -> None:
     engine = make_engine(database_url)

@@ -50,6 +50,7 @@ def test_attempt_note_and_log_events_arrive_as_json(api: httpx.Client, tmp_path:
     reader.close()
 
 
+@pytest.mark.both_databases
 def test_last_event_id_gets_exactly_what_was_missed(api: httpx.Client) -> None:
     campaign = make_campaign(api)
     reader = SSEReader(api, events_url(campaign["id"]))

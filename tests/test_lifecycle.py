@@ -146,6 +146,7 @@ def _newest_event(session: object, campaign_id: int) -> int:
     return max(ids, default=0)
 
 
+@pytest.mark.both_databases
 def test_the_hook_runs_once_per_commit_that_recorded_and_never_after_a_rollback(
     tmp_path: Path,
 ) -> None:
@@ -216,6 +217,7 @@ def _waiting_locks(engine: Any, locktype: str) -> int:
         return int(probe.execute(text(query), {"type": locktype}).scalar_one())
 
 
+@pytest.mark.both_databases
 def test_a_campaigns_event_ids_commit_in_order(pg_engine: Any) -> None:
     """A reader that saw id N+1 committed must never see id N commit afterwards: on
     PostgreSQL ids are handed out at insert, so the campaign's event writers take turns
@@ -265,6 +267,7 @@ def test_a_campaigns_event_ids_commit_in_order(pg_engine: Any) -> None:
     assert [row.kind for row in rows] == ["campaign", "note"]
 
 
+@pytest.mark.both_databases
 def test_a_writer_holding_a_row_and_one_waiting_for_it_both_commit(pg_engine: Any) -> None:
     """The owner's PATCH holds the attempt's row; the tailer, with its log event recorded,
     waits for that row. The turn to write events is taken only at commit, after every

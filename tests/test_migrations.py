@@ -1,5 +1,6 @@
 """Migrations: head matches the models, and data from the previous revision survives."""
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -9,6 +10,14 @@ from sqlmodel import SQLModel
 import app.models  # noqa: F401
 from app import migrate
 from app.db import make_engine
+
+pytestmark = pytest.mark.both_databases
+
+
+@pytest.fixture
+def database_url(empty_database_url: str) -> str:
+    """Here each test migrates a database nothing has touched, itself."""
+    return empty_database_url
 
 
 def test_upgrade_head_on_a_fresh_database_matches_the_models(database_url: str) -> None:

@@ -20,9 +20,8 @@ from tests.conftest import (
     OWNER_TOKEN,
     PG_URL_ENV,
     LiveServer,
-    _create_pg_database,
-    _drop_pg_database,
     owner_client,
+    pg_database,
 )
 from tests.helpers import attempt_of, make_attempt, make_campaign, stored_log, tail_of, wait_for
 from tests.runner_helpers import (
@@ -35,20 +34,15 @@ from tests.runner_helpers import (
 from tests.sse import SSEReader
 from tests.sshd import Sshd
 
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def pg_settings(tmp_path: Path) -> Iterator[Settings]:
-    admin = os.environ.get(PG_URL_ENV)
-    if not admin:
+    if not os.environ.get(PG_URL_ENV):
         pytest.skip(f"{PG_URL_ENV} names no PostgreSQL server")
-    url, name = _create_pg_database(admin)
-    try:
-        yield Settings(  # type: ignore[call-arg]
-            _env_file=None, token=OWNER_TOKEN,
-            database_url=url.replace("postgresql://", "postgresql+psycopg://", 1),
-        )  # fmt: skip
-    finally:
-        _drop_pg_database(admin, name)
+    with pg_database() as url:  # empty: the two dashboards prepare it under the lock
+        yield Settings(_env_file=None, token=OWNER_TOKEN, database_url=url)  # type: ignore[call-arg]
 
 
 @pytest.fixture

@@ -127,6 +127,7 @@ def test_open_live_streams_end_with_the_session(tmp_path: Path) -> None:
         owner.close()
 
 
+@pytest.mark.both_databases
 def test_a_login_while_the_sessions_are_read_again_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,8 @@ from app.runner.lease import LEASE_S, instance_id
 from app.runner.records import LeaseLost, Records
 from tests.helpers import stored_attempt
 
+pytestmark = pytest.mark.both_databases
+
 # Another machine's dashboard: nothing about its process can be judged from here.
 ELSEWHERE = "gpu-dash-2:4123/b89dbc42-d292-4d09-8b98-bdaa71c21382/pid:[4026531836]/8812/a1b2c3d4"
 

@@ -9,6 +9,8 @@ import pytest
 
 from tests.helpers import attempt_of, make_attempt, make_campaign, patch, wait_for
 
+pytestmark = pytest.mark.both_databases
+
 CRASH_LOG = (Path(__file__).parent / "data" / "seed_torch_symm_mem.log").read_bytes()
 
 
