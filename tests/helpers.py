@@ -52,6 +52,16 @@ def wait_for(probe: Callable[[], T | None], *, timeout: float = 30.0, what: str 
     raise AssertionError(f"timed out after {timeout} s waiting for {what or probe}: last {last!r}")
 
 
+def wait_for_readers(app: Any, count: int, *, what: str) -> None:
+    """Until `count` live streams have joined their broadcasters: a reader that joins after
+    a change catches it up from the database, in a batch of its own."""
+    hub = app.state.live
+    wait_for(
+        lambda: sum(len(b.subscribers) for b in list(hub.broadcasters.values())) >= count,
+        what=what,
+    )
+
+
 def attempt_of(api: httpx.Client, attempt_id: int) -> dict[str, Any]:
     response = api.get(f"/api/attempts/{attempt_id}")
     assert response.status_code == 200, response.text

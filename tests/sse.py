@@ -5,6 +5,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import anyio
 import httpx
 
 
@@ -63,8 +64,8 @@ class SSEReader:
                             data.append(value)
                         elif name == "id":
                             ident = value
-        except httpx.HTTPError:
-            pass
+        except (httpx.HTTPError, anyio.ClosedResourceError):
+            pass  # the server went away (the in-process one says so with a closed stream)
         finally:
             self._ready.set()
             self._messages.put(None)

@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.helpers import UI_WAIT_MS, make_attempt, make_campaign
+from tests.conftest import LiveServer
+from tests.helpers import UI_WAIT_MS, make_attempt, make_campaign, wait_for_readers
 from tests.sse import SSEReader
 
 pytestmark = pytest.mark.browser
@@ -156,7 +157,6 @@ def test_a_failing_stream_shows_offline_then_recovers(
     open_page,
     server,  # type: ignore[no-untyped-def]
 ) -> None:
-    from tests.conftest import LiveServer
 
     campaign = make_campaign(api)
     page = open_page(f"/campaigns/{campaign['id']}")
@@ -238,6 +238,7 @@ def test_offline_without_the_cdn_the_pages_stay_live(
 def test_changes_in_quick_succession_all_reach_the_page(
     api: httpx.Client,
     anonymous: httpx.Client,
+    server: LiveServer,
     open_page,
     shared: bool,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -256,6 +257,8 @@ def test_changes_in_quick_succession_all_reach_the_page(
     else:
         page = open_page(f"/campaigns/{campaign['id']}")
         reader = SSEReader(api, f"/api/campaigns/{campaign['id']}/events?view=campaign")
+    # Both in the same broadcaster's batches: one that joined late would catch up alone.
+    wait_for_readers(server.app, 2, what="the page's stream and the reader's joined")
     mark(page)
     page.evaluate(
         """card => { window.__verdicts = [];

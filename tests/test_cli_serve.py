@@ -5,15 +5,19 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from sqlalchemy import text
 
-from app.db import make_engine
+from app.db import STARTUP_LOCK_KEY, libpq_dsn, make_engine, sqlite_lock_path, startup_lock
 from tests.cli import clean_env, free_port, interrupt, launch, run_cli, serving, wait_until_serving
 from tests.conftest import OWNER_TOKEN
+from tests.helpers import wait_for
 
 
 @pytest.fixture
@@ -225,3 +229,58 @@ def test_access_log_redacts_tokens_in_urls() -> None:
     assert redact_url("/login?next=/&token=abc") == "/login?next=/&token=[redacted]"
     assert redact_url("/s/Zx9_abc.md") == "/s/[redacted].md"
     assert redact_url("/campaigns/1") == "/campaigns/1"
+
+
+def _waiting_for_the_lock(database_url: str, pid: int) -> bool:
+    """Whether process `pid` is blocked on the start-up lock (the kernel's or PostgreSQL's
+    own list of waiters, not a guess from time passing)."""
+    if database_url.startswith("sqlite"):
+        inode = os.stat(sqlite_lock_path(database_url.removeprefix("sqlite:///"))).st_ino
+        waiting = [line.split() for line in Path("/proc/locks").read_text().splitlines()]
+        # A blocked request reads "N: -> FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF".
+        return any(
+            f[1] == "->" and f[5] == str(pid) and f[6].endswith(f":{inode}") for f in waiting
+        )
+    with psycopg.connect(libpq_dsn(database_url)) as connection:
+        rows = connection.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND objid = %s",
+            (STARTUP_LOCK_KEY,),
+        ).fetchone()
+    return bool(rows and rows[0])
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize("command", [("db", "upgrade"), ("token", "reset")])
+def test_db_upgrade_and_token_reset_wait_for_the_start_up_lock(
+    command: tuple[str, str], env: dict[str, str], tmp_path: Path
+) -> None:
+    """Migrations run under the lock that dashboards starting at once take: a `db upgrade` or
+    a `token reset` beside a starting dashboard waits for its turn."""
+    database_url = env["CAMPAIGN_DASH_DATABASE_URL"]
+    assert run_cli("db", "upgrade", "--revision", "0001", env=env, cwd=tmp_path).returncode == 0
+    with startup_lock(database_url):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app", *command],
+            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for(
+                lambda: (
+                    process.poll() is not None or _waiting_for_the_lock(database_url, process.pid)
+                ),
+                what=f"{' '.join(command)} waiting for the lock",
+            )
+            assert process.poll() is None, process.communicate()
+            with make_engine(database_url).connect() as connection:
+                version = connection.execute(text("SELECT version_num FROM alembic_version"))
+                assert version.scalar_one() == "0001"  # untouched while the lock is held
+        except BaseException:
+            process.kill()
+            raise
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    with make_engine(database_url).connect() as connection:
+        version = connection.execute(text("SELECT version_num FROM alembic_version"))
+        assert version.scalar_one() != "0001"
+    assert ("Log in:" in out) == (command == ("token", "reset"))

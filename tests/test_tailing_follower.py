@@ -312,6 +312,7 @@ def test_a_file_of_another_user_cannot_say_it_has_no_writer() -> None:
     assert ("D", 0, b"owned by root, followed by nobody\n") in frames
 
 
+@pytest.mark.serial  # it times the gaps between looks
 def test_a_file_quiet_for_long_is_looked_at_less_and_less(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

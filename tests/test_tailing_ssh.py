@@ -175,6 +175,7 @@ def test_more_tails_than_max_sessions_open_a_second_connection(
     assert len(sshd.session_pids()) == 2
 
 
+@pytest.mark.serial
 def test_killed_connections_lose_and_repeat_nothing(
     ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
 ) -> None:
@@ -309,6 +310,7 @@ def test_proxyjump_reaches_a_host_through_another(
     wait_for(lambda: stored_log(ssh_api, attempt["id"]) == log.read_bytes(), what="via ProxyJump")
 
 
+@pytest.mark.serial
 @pytest.mark.timeout(660)  # its own bound (600 s) speaks first, with the tail's state
 def test_a_1_gib_catch_up_completes_with_progress_and_a_responsive_dashboard(
     ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
@@ -419,6 +421,7 @@ def test_a_refused_key_says_authentication_failed(
     assert stored_log(ssh_api, attempt["id"]) == b""
 
 
+@pytest.mark.serial
 def test_a_silent_peer_is_noticed_within_30_seconds(
     ssh_api: httpx.Client, sshd: Sshd, tmp_path: Path
 ) -> None:
