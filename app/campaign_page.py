@@ -8,7 +8,6 @@ from sqlmodel import Session
 from app import actions, repo, sharing, views
 from app.campaign_renders import CampaignRenders
 from app.models import Status
-from app.routes.events import newest_event_id
 
 
 def campaign_context(
@@ -50,7 +49,7 @@ def campaign_context(
         "shares": [sharing.share_out(link) for link in sharing.list_links(session, campaign_id)],
         # Read in the render's own snapshot: the page's live stream starts right after it,
         # so a change committed between the render and the stream's start is not missed.
-        "live_cursor": newest_event_id(session, campaign_id),
+        "live_cursor": repo.newest_event_id(session, campaign_id),
         "new_attempt": _new_attempt_defaults(attempts, retest),
     }
     context["attempt_options"] = renders.options(campaign_id, attempts)

@@ -13,7 +13,7 @@ from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from app import changes
+from app import changes, repo
 from app.auth import AuthRefresher, OwnerAuth
 from app.bodies import BodyGuard
 from app.campaign_renders import CampaignRenders
@@ -180,8 +180,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.live = Hub(
         bus,
         lambda: session_scope(engine, snapshot=True),
-        events.events_after,
-        events.newest_event_id,
+        repo.events_after,
+        repo.newest_event_id,
         heartbeat_s=settings.heartbeat_seconds,
     )
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)

@@ -49,7 +49,6 @@ from app.config import Settings
 from app.db import session_scope
 from app.diagnosis import diagnose_bytes
 from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, TailState
-from app.routes.events import events_after, newest_event_id
 from app.tailing.status import TailStatus
 from app.web import create_app
 
@@ -243,10 +242,10 @@ def main() -> None:
             memory: dict[str, Any] = {}
             with session_scope(dashboard.state.engine, snapshot=True) as session:
                 live.prime(session, memory)
-                cursor = newest_event_id(session, campaign_id)
+                cursor = repo.newest_event_id(session, campaign_id)
             change()
             with session_scope(dashboard.state.engine, snapshot=True) as session:
-                events = events_after(session, campaign_id, cursor, None)
+                events = repo.events_after(session, campaign_id, cursor, None)
                 assert events and live(session, events, memory)
 
         def add_figure(run: int) -> None:

@@ -18,7 +18,6 @@ from app.forms import Form as PageForm
 from app.forms import FormRefused
 from app.models import Status
 from app.rendering import is_htmx, render
-from app.routes.events import newest_event_id
 from app.schemas import (
     AttemptCreate,
     AttemptUpdate,
@@ -249,7 +248,7 @@ def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True)
         "titles": repo.attempt_titles(session, campaign_id=attempt.campaign_id),
         "notes": [views.note_view(n) for n in notes],
         "statuses": [s.value for s in Status],
-        "live_cursor": newest_event_id(session, attempt.campaign_id),
+        "live_cursor": repo.newest_event_id(session, attempt.campaign_id),
     }
 
 

@@ -68,7 +68,7 @@ def share_context(session: Session, link: ShareLink, token: str) -> dict[str, An
         "chart_link_prefix": "#attempt-",
         "token": token,
         # The page's live stream starts right after this render (see campaign_context).
-        "live_cursor": events.newest_event_id(session, link.campaign_id),
+        "live_cursor": repo.newest_event_id(session, link.campaign_id),
     }
 
 
@@ -106,7 +106,7 @@ def _shared_summary(name: str, request: Request) -> Response:
         raise NotFound("a share link ends in nothing, .md or .json")
     with session_scope(engine, snapshot=True) as session:
         link = sharing.find(session, token)
-        cursor = events.newest_event_id(session, link.campaign_id)
+        cursor = repo.newest_event_id(session, link.campaign_id)
         key = (link.id or 0, suffix, is_owner(request), is_htmx(request))
         cached = renders.get(key, cursor)
         if cached is None:
@@ -146,7 +146,7 @@ async def shared_events(
             link = sharing.find(session, token)
             resume = events.resume_point(last_event_id, after)
             if resume is None:
-                resume = events.newest_event_id(session, link.campaign_id)
+                resume = repo.newest_event_id(session, link.campaign_id)
             return link.campaign_id, resume
 
     campaign_id, cursor = await anyio.to_thread.run_sync(start)
