@@ -1,13 +1,14 @@
 """The campaign page's context: its attempts by lane, the head's story and chart, the
-filter, the forms; the parts that grow with the attempts kept rendered (app/campaign_renders.py)."""
+filter, the forms; the parts that grow with the attempts kept rendered
+(app/pages/campaign_renders.py)."""
 
 from typing import Any
 
 from sqlmodel import Session
 
 from app import actions, repo, sharing, views
-from app.campaign_renders import CampaignRenders
 from app.models import Status
+from app.pages.campaign_renders import CampaignRenders
 
 
 def campaign_context(

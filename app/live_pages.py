@@ -12,10 +12,10 @@ from sqlmodel import Session
 from sse_starlette import ServerSentEvent
 
 from app import repo, views
-from app.campaign_renders import CampaignRenders
 from app.live import Message, Render
 from app.models import LiveEvent
-from app.rendering import CSRF_BYTES, CSRF_MARK, render_fragment
+from app.pages.campaign_renders import CampaignRenders
+from app.pages.rendering import CSRF_BYTES, CSRF_MARK, render_fragment
 
 # What can change about a campaign's attempts between two batches, beyond their cards.
 ADDED, REMOVED, STATUS, TITLE, CAUSE, MEASURED = (
@@ -34,7 +34,7 @@ class LivePartial:
     each: bool = False  # one per changed attempt (its card), instead of the whole
     within: str | None = None  # the whole partial it is part of: re-rendered, it is too
     append: bool = False  # a log event's new lines, appended where they go
-    # The page context's rendering of it, kept for every owner (app/campaign_renders.py).
+    # The page context's rendering of it, kept for every owner (app/pages/campaign_renders.py).
     ready: str | None = None
 
 

@@ -43,12 +43,12 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from app import flags, live_pages, repo
-from app.campaign_renders import CampaignRenders
 from app.changes import record
 from app.config import Settings
 from app.db import session_scope
 from app.diagnosis import diagnose_bytes
 from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, TailState
+from app.pages.campaign_renders import CampaignRenders
 from app.tailing.status import TailStatus
 from app.web import create_app
 

@@ -14,11 +14,11 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from sse_starlette import ServerSentEvent
 
 from app import actions, live_pages, repo
-from app.campaign_renders import campaign_renders
 from app.db import session_scope
 from app.deps import is_owner, require_api_owner, session_cookie
 from app.errors import NotFound
 from app.live import Hub, Message, Signal, View, ViewKey
+from app.pages.campaign_renders import campaign_renders
 from app.sse import LiveStream
 
 __all__ = ["SEND_TIMEOUT_S", "stream"]

@@ -10,14 +10,14 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from app import actions, repo, sharing, views
 from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
 from app.campaign_page import campaign_context
-from app.campaign_renders import campaign_renders
 from app.db import session_scope
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
 from app.errors import Invalid
 from app.forms import Form as PageForm
 from app.forms import FormRefused
 from app.models import Status
-from app.rendering import is_htmx, render
+from app.pages.campaign_renders import campaign_renders
+from app.pages.rendering import is_htmx, render
 from app.schemas import (
     AttemptCreate,
     AttemptUpdate,

@@ -10,13 +10,13 @@ from sqlmodel import Session
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from app import actions, live_pages, repo, sharing
-from app.chart import build_chart
 from app.db import session_scope
 from app.deps import SessionDep, is_owner, require_api_owner
 from app.errors import NotFound
 from app.live import View
 from app.models import ShareLink
-from app.rendering import RenderCache, is_htmx, render
+from app.pages.chart import build_chart
+from app.pages.rendering import RenderCache, is_htmx, render
 from app.routes import events
 from app.sse import LiveStream
 
