@@ -13,12 +13,13 @@ import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request
 from sse_starlette import ServerSentEvent
 
-from app import actions, live_pages, repo
+from app import actions, repo
 from app.db import session_scope
 from app.deps import is_owner, require_api_owner, session_cookie
 from app.errors import NotFound
 from app.live import Hub, Message, Signal, View, ViewKey
-from app.pages.campaign_renders import campaign_renders
+from app.pages import PAGES
+from app.pages.live import Subject, json_render
 from app.sse import LiveStream
 
 __all__ = ["SEND_TIMEOUT_S", "stream"]
@@ -53,20 +54,18 @@ async def campaign_events(
             return resume if resume is not None else repo.newest_event_id(session, campaign_id)
 
     cursor = await anyio.to_thread.run_sync(start)
-    templates = request.app.state.templates
     key: ViewKey
-    if view == "campaign":
-        key = (campaign_id, "campaign")
-        page = live_pages.campaign_view(campaign_renders(request), campaign_id)
-        live_view = View(campaign_id, page, prime=page.prime)
-    elif view == "attempt" and attempt is not None:
-        key = (campaign_id, "attempt", attempt)
-        live_view = View(campaign_id, live_pages.attempt_page_view(templates, attempt))
-    elif view == "attempt":
-        raise NotFound("the attempt view needs ?attempt=")
-    else:
+    if view is None:
         key = (campaign_id, "json")
-        live_view = View(campaign_id, live_pages.json_render)
+        live_view = View(campaign_id, json_render)
+    else:
+        page = PAGES[view]
+        if page.of_attempt and attempt is None:
+            raise NotFound(f"the {view} view needs ?attempt=")
+        # One broadcaster per page, and per attempt on an attempt's page.
+        key = (campaign_id, view, attempt) if page.of_attempt else (campaign_id, view)
+        render = page.renderer(request, Subject(campaign_id, attempt_id=attempt))
+        live_view = View(campaign_id, render, prime=render.prime)
     csrf = request.app.state.auth.csrf_token(session_cookie(request)).encode()
 
     def still_owner() -> bool:
