@@ -9,7 +9,7 @@ import re
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.rendering import HTMX_SRI, HTMX_URL
+from app.pages.rendering import HTMX_SRI, HTMX_URL
 
 # Nothing inline: an injected <script> or style="..." does not run, even if escaping failed.
 PAGE_POLICY = "; ".join(

@@ -98,7 +98,7 @@ class Attempt(SQLModel, table=True):
     started_at: datetime | None = None
     closed_at: datetime | None = None
     # Moves with every update of the row, whoever writes it: the campaign page's cache of
-    # each card is keyed by it (app/campaign_renders.py), across dashboards.
+    # each card is keyed by it (app/pages/campaign_renders.py), across dashboards.
     updated_at: datetime = Field(default_factory=utcnow, sa_column_kwargs={"onupdate": utcnow})
 
 

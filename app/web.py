@@ -13,10 +13,9 @@ from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from app import changes
+from app import changes, repo
 from app.auth import AuthRefresher, OwnerAuth
 from app.bodies import BodyGuard
-from app.campaign_renders import CampaignRenders
 from app.config import Settings
 from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope
 from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
@@ -24,8 +23,9 @@ from app.errors import Conflict, Invalid, NotFound
 from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay, SqliteRelay
+from app.pages.campaign_renders import CampaignRenders
+from app.pages.rendering import is_htmx, make_templates, render
 from app.paths import resource_dir
-from app.rendering import is_htmx, make_templates, render
 from app.routes import (
     api_attempts,
     api_campaigns,
@@ -180,8 +180,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.live = Hub(
         bus,
         lambda: session_scope(engine, snapshot=True),
-        events.events_after,
-        events.newest_event_id,
+        repo.events_after,
+        repo.newest_event_id,
         heartbeat_s=settings.heartbeat_seconds,
     )
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)

@@ -42,14 +42,14 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app import flags, live_pages, repo
-from app.campaign_renders import CampaignRenders
+from app import flags, repo
 from app.changes import record
 from app.config import Settings
 from app.db import session_scope
 from app.diagnosis import diagnose_bytes
 from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, TailState
-from app.routes.events import events_after, newest_event_id
+from app.pages.campaign import campaign_view
+from app.pages.campaign_renders import CampaignRenders
 from app.tailing.status import TailStatus
 from app.web import create_app
 
@@ -239,14 +239,14 @@ def main() -> None:
         def watched(change: Callable[[], None]) -> None:
             """The change, then its rendering by the page's live view (as when the page is
             open somewhere: its broadcaster renders each change once, in a worker thread)."""
-            live = live_pages.campaign_view(dashboard.state.campaign_renders, campaign_id)
+            live = campaign_view(dashboard.state.campaign_renders, campaign_id)
             memory: dict[str, Any] = {}
             with session_scope(dashboard.state.engine, snapshot=True) as session:
                 live.prime(session, memory)
-                cursor = newest_event_id(session, campaign_id)
+                cursor = repo.newest_event_id(session, campaign_id)
             change()
             with session_scope(dashboard.state.engine, snapshot=True) as session:
-                events = events_after(session, campaign_id, cursor, None)
+                events = repo.events_after(session, campaign_id, cursor, None)
                 assert events and live(session, events, memory)
 
         def add_figure(run: int) -> None:

@@ -1,4 +1,4 @@
-"""The campaign page kept rendered between requests (app/campaign_renders.py): a change made
+"""The campaign page kept rendered between requests (app/pages/campaign_renders.py): a change made
 through another dashboard of the same database is never served stale, whatever of a card it
 changes; the page with its kept renderings is the page rendered from nothing; after one change
 only that attempt's card is rendered anew."""
@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 
 from app import repo, views
-from app.campaign_renders import CampaignRenders, Card, Shared
 from app.config import Settings
 from app.db import session_scope
 from app.models import Attempt, Run, utcnow
-from app.rendering import CSRF_MARK, SPLICE_MARK, Splice
+from app.pages.campaign_renders import CampaignRenders, Card, Shared
+from app.pages.rendering import CSRF_MARK, SPLICE_MARK, Splice
 from tests.conftest import OWNER_TOKEN, SERVER_ERRORS, LiveServer, running
 from tests.helpers import csrf_of, make_attempt, make_campaign, patch, seed_long_campaign
 from tests.sse import SSEReader

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.chart import MAX_TICKS, build_chart
+from app.pages.chart import MAX_TICKS, build_chart
 from app.schemas import AttemptOut, CampaignOut
 from tests.conftest import LiveServer
 from tests.helpers import attempt_of, csrf_of, make_attempt, make_campaign, wait_for

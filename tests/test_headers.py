@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from app.rendering import HTMX_SRI, HTMX_URL
+from app.pages.rendering import HTMX_SRI, HTMX_URL
 from tests.conftest import OWNER_TOKEN, LiveServer
 from tests.helpers import make_attempt, make_campaign
 

@@ -1,6 +1,6 @@
 """Every query the application makes, as typed keyword-only functions: campaigns,
-attempts, measurements, notes and the owner's secrets here; logs, tails and share links in
-the modules beside it (all importable from `app.repo`)."""
+attempts, measurements, notes and the owner's secrets here; logs, tails, share links and live
+events in the modules beside it (all importable from `app.repo`)."""
 
 from collections import defaultdict
 from collections.abc import Iterable
@@ -24,6 +24,7 @@ from app.models import (
     utcnow,
 )
 from app.repo.cards import CardStamp, card_stamps
+from app.repo.events import events_after, newest_event_id, oldest_event_id
 from app.repo.ids import MAX_ID, MAX_OFFSET, storable
 from app.repo.logs import (
     STREAM_ROWS,
@@ -40,9 +41,10 @@ from app.repo.tails import followed_attempt_ids, prune_live_events, tail_state
 
 __all__ = [
     "MAX_ID", "MAX_OFFSET", "STREAM_ROWS", "CardStamp", "Match", "add_log_chunk",
-    "card_stamps", "find_share_link",
+    "card_stamps", "events_after", "find_share_link",
     "followed_attempt_ids", "get_share_link", "kept_log_bytes", "list_share_links",
-    "log_chunks", "middle_chunks", "note_share_opened", "prune_live_events", "search",
+    "log_chunks", "middle_chunks", "newest_event_id", "note_share_opened", "oldest_event_id",
+    "prune_live_events", "search",
     "seen_before", "storable", "stored_log", "stream_stored_log", "tail_state",
 ]  # fmt: skip
 

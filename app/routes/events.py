@@ -11,45 +11,23 @@ from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request
-from sqlmodel import Session, col, func, select
 from sse_starlette import ServerSentEvent
 
-from app import actions, live_pages, repo
-from app.campaign_renders import campaign_renders
+from app import actions, repo
 from app.db import session_scope
 from app.deps import is_owner, require_api_owner, session_cookie
 from app.errors import NotFound
 from app.live import Hub, Message, Signal, View, ViewKey
-from app.models import LiveEvent
+from app.pages import PAGES
+from app.pages.live import Subject, json_render
 from app.sse import LiveStream
 
-__all__ = ["SEND_TIMEOUT_S", "newest_event_id", "stream"]
+__all__ = ["SEND_TIMEOUT_S", "stream"]
 
 router = APIRouter(tags=["events"])
 
 SEND_TIMEOUT_S = 10.0  # a client that takes no bytes this long is cut (found within 2x)
-BATCH = 500
 TOO_FAR_BEHIND = 5_000
-
-
-def newest_event_id(session: Session, campaign_id: int) -> int:
-    query = select(func.coalesce(func.max(LiveEvent.id), 0))
-    return int(session.exec(query.where(LiveEvent.campaign_id == campaign_id)).one() or 0)
-
-
-def _oldest_id(session: Session, campaign_id: int) -> int:
-    query = select(func.coalesce(func.min(LiveEvent.id), 0))
-    return int(session.exec(query.where(LiveEvent.campaign_id == campaign_id)).one() or 0)
-
-
-def events_after(
-    session: Session, campaign_id: int, after: int, upto: int | None
-) -> list[LiveEvent]:
-    """The next events after `after` (up to `upto`, when given), oldest first."""
-    query = select(LiveEvent).where(LiveEvent.campaign_id == campaign_id, col(LiveEvent.id) > after)
-    if upto is not None:
-        query = query.where(col(LiveEvent.id) <= upto)
-    return list(session.exec(query.order_by(col(LiveEvent.id)).limit(BATCH)))
 
 
 @router.get("/api/campaigns/{campaign_id}/events", dependencies=[Depends(require_api_owner)])
@@ -73,23 +51,21 @@ async def campaign_events(
                 if found.campaign_id != campaign_id:
                     raise NotFound(f"attempt {attempt} is not in campaign {campaign_id}")
             resume = resume_point(last_event_id, after)
-            return resume if resume is not None else newest_event_id(session, campaign_id)
+            return resume if resume is not None else repo.newest_event_id(session, campaign_id)
 
     cursor = await anyio.to_thread.run_sync(start)
-    templates = request.app.state.templates
     key: ViewKey
-    if view == "campaign":
-        key = (campaign_id, "campaign")
-        page = live_pages.campaign_view(campaign_renders(request), campaign_id)
-        live_view = View(campaign_id, page, prime=page.prime)
-    elif view == "attempt" and attempt is not None:
-        key = (campaign_id, "attempt", attempt)
-        live_view = View(campaign_id, live_pages.attempt_page_view(templates, attempt))
-    elif view == "attempt":
-        raise NotFound("the attempt view needs ?attempt=")
-    else:
+    if view is None:
         key = (campaign_id, "json")
-        live_view = View(campaign_id, live_pages.json_render)
+        live_view = View(campaign_id, json_render)
+    else:
+        page = PAGES[view]
+        if page.of_attempt and attempt is None:
+            raise NotFound(f"the {view} view needs ?attempt=")
+        # One broadcaster per page, and per attempt on an attempt's page.
+        key = (campaign_id, view, attempt) if page.of_attempt else (campaign_id, view)
+        render = page.renderer(request, Subject(campaign_id, attempt_id=attempt))
+        live_view = View(campaign_id, render, prime=render.prime)
     csrf = request.app.state.auth.csrf_token(session_cookie(request)).encode()
 
     def still_owner() -> bool:
@@ -146,17 +122,17 @@ async def stream(
         with session_scope(engine, snapshot=True) as session:
             # The last event this reader saw was pruned, and maybe more after it: reload.
             # (Ids are shared by all campaigns, so gaps between a campaign's ids are normal.)
-            lost = bool(after) and _oldest_id(session, view.campaign_id) > after
+            lost = bool(after) and repo.oldest_event_id(session, view.campaign_id) > after
             if lost or upto - after > TOO_FAR_BEHIND:
                 return [], after, True
-            events = events_after(session, view.campaign_id, after, upto)
+            events = repo.events_after(session, view.campaign_id, after, upto)
             if not events:
                 return [], upto, False
             return view.render(session, events, None), events[-1].id or upto, False
 
     def newest() -> int:
         with session_scope(engine, snapshot=True) as session:
-            return newest_event_id(session, view.campaign_id)
+            return repo.newest_event_id(session, view.campaign_id)
 
     yield HELLO
     if not still_allowed():

@@ -12,7 +12,7 @@ from app import actions, views
 from app.db import session_scope
 from app.deps import require_api_owner, require_page_owner
 from app.frame_source import SourceNotShown, read_frame_source
-from app.rendering import is_htmx, render
+from app.pages.rendering import is_htmx, render
 from app.schemas import AttemptOut, FrameSourceOut
 
 router = APIRouter()

@@ -9,13 +9,14 @@ from sqlmodel import Session
 from starlette.responses import Response
 
 from app import actions, views
-from app.campaign_renders import campaign_renders
 from app.deps import SessionDep
 from app.forms import Form as PageForm
 from app.forms import FormState
 from app.models import Attempt
-from app.rendering import render
-from app.routes.pages import FormDep, OwnerForm, campaign_context, see_other
+from app.pages.campaign import campaign_context
+from app.pages.campaign_renders import campaign_renders
+from app.pages.rendering import render
+from app.routes.pages import FormDep, OwnerForm, see_other
 from app.runner import launching
 from app.schemas import AttemptCreate, LaunchIn, RetestIn
 

@@ -9,16 +9,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app import actions, repo, sharing, views
 from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
-from app.campaign_page import campaign_context
-from app.campaign_renders import campaign_renders
 from app.db import session_scope
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
 from app.errors import Invalid
 from app.forms import Form as PageForm
 from app.forms import FormRefused
 from app.models import Status
-from app.rendering import is_htmx, render
-from app.routes.events import newest_event_id
+from app.pages.attempt import attempt_context
+from app.pages.campaign import campaign_context
+from app.pages.campaign_renders import campaign_renders
+from app.pages.rendering import is_htmx, render
 from app.schemas import (
     AttemptCreate,
     AttemptUpdate,
@@ -233,24 +233,6 @@ def revoke_share(link_id: int, request: Request, session: SessionDep) -> Respons
 
 
 # --- attempts --------------------------------------------------------------
-
-
-def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True) -> dict[str, Any]:
-    """The attempt page's context; a live update, which only appends to the log it shows,
-    goes `with_log=False` (reading the last 512 KiB is the page's first render's cost)."""
-    attempt = actions.require_attempt(session, attempt_id)
-    campaign = actions.require_campaign(session, attempt.campaign_id)
-    notes = repo.list_notes(session, campaign_id=attempt.campaign_id, attempt_id=attempt_id)
-    view = views.attempt_view(session, attempt)
-    return {
-        "campaign": campaign,
-        "attempt": view,
-        "log_lines": views.log_tail(session, view) if with_log else [],
-        "titles": repo.attempt_titles(session, campaign_id=attempt.campaign_id),
-        "notes": [views.note_view(n) for n in notes],
-        "statuses": [s.value for s in Status],
-        "live_cursor": newest_event_id(session, attempt.campaign_id),
-    }
 
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse, dependencies=OwnerPage)

@@ -1,7 +1,7 @@
 """Share links: the owner's API and buttons, and the public read-only summary at /s/{token}."""
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -9,14 +9,14 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from app import actions, live_pages, repo, sharing
-from app.chart import build_chart
+from app import actions, repo, sharing
 from app.db import session_scope
 from app.deps import SessionDep, is_owner, require_api_owner
 from app.errors import NotFound
 from app.live import View
 from app.models import ShareLink
-from app.rendering import RenderCache, is_htmx, render
+from app.pages.rendering import RenderCache, is_htmx, render
+from app.pages.share import share_context, share_view
 from app.routes import events
 from app.sse import LiveStream
 
@@ -58,20 +58,6 @@ def revoke_share(token: str, session: SessionDep) -> Response:
 # --- public ----------------------------------------------------------------------
 
 
-def share_context(session: Session, link: ShareLink, token: str) -> dict[str, Any]:
-    result = sharing.summary(session, link)
-    shared = [s.attempt for s in result.attempts]
-    return {
-        "summary": result,
-        "campaign": result.campaign,
-        "chart_data": build_chart(result.campaign, shared, link_prefix="#attempt-"),
-        "chart_link_prefix": "#attempt-",
-        "token": token,
-        # The page's live stream starts right after this render (see campaign_context).
-        "live_cursor": events.newest_event_id(session, link.campaign_id),
-    }
-
-
 # A share's live render masks the whole campaign: at most a third of a core on it.
 SHARE_PACE = 2.0
 
@@ -106,7 +92,7 @@ def _shared_summary(name: str, request: Request) -> Response:
         raise NotFound("a share link ends in nothing, .md or .json")
     with session_scope(engine, snapshot=True) as session:
         link = sharing.find(session, token)
-        cursor = events.newest_event_id(session, link.campaign_id)
+        cursor = repo.newest_event_id(session, link.campaign_id)
         key = (link.id or 0, suffix, is_owner(request), is_htmx(request))
         cached = renders.get(key, cursor)
         if cached is None:
@@ -146,7 +132,7 @@ async def shared_events(
             link = sharing.find(session, token)
             resume = events.resume_point(last_event_id, after)
             if resume is None:
-                resume = events.newest_event_id(session, link.campaign_id)
+                resume = repo.newest_event_id(session, link.campaign_id)
             return link.campaign_id, resume
 
     campaign_id, cursor = await anyio.to_thread.run_sync(start)
@@ -158,12 +144,9 @@ async def shared_events(
             return False
         return True
 
-    def context(session: Session) -> dict[str, Any]:
-        return share_context(session, sharing.find(session, token), token)
-
     # One broadcaster per link: its rendering (redacted or not) is the same for every reader.
     key = (campaign_id, "share", token)
-    render = live_pages.share_view(request.app.state.templates, campaign_id, context)
+    render = share_view(request.app.state.templates, campaign_id, token)
     view = View(campaign_id, render, still_valid=still_shared, prime=render.prime,
                 pace=SHARE_PACE)  # fmt: skip
     messages = events.stream(request, key, view, cursor, b"", lambda: True, ending=events.GONE)

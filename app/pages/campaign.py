@@ -1,14 +1,47 @@
-"""The campaign page's context: its attempts by lane, the head's story and chart, the
-filter, the forms; the parts that grow with the attempts kept rendered (app/campaign_renders.py)."""
+"""The campaign page: its context (attempts by lane, the head's story and chart, the filter,
+the forms; what grows with the attempts kept rendered in app/pages/campaign_renders.py), its
+live partials and its live renderer."""
 
 from typing import Any
 
+from fastapi import Request
 from sqlmodel import Session
 
 from app import actions, repo, sharing, views
-from app.campaign_renders import CampaignRenders
 from app.models import Status
-from app.routes.events import newest_event_id
+from app.pages.campaign_renders import CampaignRenders, campaign_renders
+from app.pages.live import (
+    ADDED,
+    MEASURED,
+    REMOVED,
+    SHAPE,
+    STATUS,
+    TITLE,
+    LivePage,
+    LivePartial,
+    PageEntry,
+    PageRenderer,
+    Subject,
+    event_kinds,
+)
+
+PAGE = LivePage(
+    "campaign",
+    (
+        # The chart's points and the best result name their attempts: a title is shown.
+        LivePartial("partials/_campaign_head.html", "campaign-head", kinds=event_kinds("campaign"),
+                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED, TITLE}), ready="head_rendered"),
+        # A new or deleted attempt, or one that moves lane, changes the timeline's shape.
+        LivePartial("partials/_timeline.html", "timeline", kinds=event_kinds("campaign"), on=SHAPE,
+                    ready="timeline_rendered"),
+        LivePartial("partials/_attempt_card.html", "card-{id}",
+                    kinds=event_kinds("attempt", "note"), each=True, within="timeline"),
+        LivePartial("partials/_attempt_choices.html", "attempt-choices",
+                    on=frozenset({ADDED, REMOVED, TITLE})),
+        LivePartial("partials/_campaign_notes_list.html", "campaign-notes",
+                    kinds=event_kinds("note")),
+    ),
+)  # fmt: skip
 
 
 def campaign_context(
@@ -50,7 +83,7 @@ def campaign_context(
         "shares": [sharing.share_out(link) for link in sharing.list_links(session, campaign_id)],
         # Read in the render's own snapshot: the page's live stream starts right after it,
         # so a change committed between the render and the stream's start is not missed.
-        "live_cursor": newest_event_id(session, campaign_id),
+        "live_cursor": repo.newest_event_id(session, campaign_id),
         "new_attempt": _new_attempt_defaults(attempts, retest),
     }
     context["attempt_options"] = renders.options(campaign_id, attempts)
@@ -75,3 +108,36 @@ def _new_attempt_defaults(attempts: list[Any], retest: int | None) -> dict[str, 
         "source": "" if original.run is not None else original.source or "",
         "retest_of": str(original.id),
     }
+
+
+def campaign_view(renders: CampaignRenders, campaign_id: int) -> PageRenderer:
+    """The page's live renderer: its context and cards from the same kept renderings as
+    the page's own request."""
+
+    def cards(
+        session: Session, context: dict[str, Any] | None, ids: list[int]
+    ) -> dict[int, dict[str, Any] | str]:
+        if context is not None:
+            rendered: dict[int, str] = context["card_html"]
+        else:
+            # The cards as the page keeps them: only the changed ones are rendered.
+            campaign = repo.get_campaign(session, campaign_id=campaign_id)
+            if campaign is None:
+                return {}
+            rendered = {i: card.html for i, card in renders.cards(session, campaign).items()}
+        return {i: rendered[i] for i in ids if i in rendered}
+
+    return PageRenderer(
+        renders.templates,
+        PAGE,
+        lambda session: campaign_context(session, campaign_id, renders),
+        shapes=lambda session: repo.attempt_shapes(session, campaign_id=campaign_id),
+        cards=cards,
+    )
+
+
+def _stream_view(request: Request, subject: Subject) -> PageRenderer:
+    return campaign_view(campaign_renders(request), subject.campaign_id)
+
+
+ENTRY = PageEntry(PAGE, _stream_view)

@@ -1,21 +1,21 @@
-"""The live views, declared in one place: which partials each page has, the event kinds
-(and the changes to its attempts) that refresh each, the SSE event each travels as; and
-how a batch of events becomes the messages of a view, rendered once for all its readers."""
+"""What every live page shares: how a page declares its partials (the event kinds and the
+changes to its attempts that refresh each, the SSE event each travels as), how the registry
+holds a page, and how a batch of events becomes a view's messages, rendered once for all."""
 
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from sqlmodel import Session
 from sse_starlette import ServerSentEvent
 
 from app import repo, views
-from app.campaign_renders import CampaignRenders
-from app.live import Message, Render
+from app.live import Message
 from app.models import LiveEvent
-from app.rendering import CSRF_BYTES, CSRF_MARK, render_fragment
+from app.pages.rendering import CSRF_BYTES, CSRF_MARK, render_fragment
 
 # What can change about a campaign's attempts between two batches, beyond their cards.
 ADDED, REMOVED, STATUS, TITLE, CAUSE, MEASURED = (
@@ -34,7 +34,7 @@ class LivePartial:
     each: bool = False  # one per changed attempt (its card), instead of the whole
     within: str | None = None  # the whole partial it is part of: re-rendered, it is too
     append: bool = False  # a log event's new lines, appended where they go
-    # The page context's rendering of it, kept for every owner (app/campaign_renders.py).
+    # The page context's rendering of it, kept for every owner (app/pages/campaign_renders.py).
     ready: str | None = None
 
 
@@ -44,55 +44,8 @@ class LivePage:
     partials: tuple[LivePartial, ...]
 
 
-def _kinds(*names: str) -> frozenset[str]:
+def event_kinds(*names: str) -> frozenset[str]:
     return frozenset(names)
-
-
-CAMPAIGN_PAGE = LivePage(
-    "campaign",
-    (
-        # The chart's points and the best result name their attempts: a title is shown.
-        LivePartial("partials/_campaign_head.html", "campaign-head", kinds=_kinds("campaign"),
-                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED, TITLE}), ready="head_rendered"),
-        # A new or deleted attempt, or one that moves lane, changes the timeline's shape.
-        LivePartial("partials/_timeline.html", "timeline", kinds=_kinds("campaign"), on=SHAPE,
-                    ready="timeline_rendered"),
-        LivePartial("partials/_attempt_card.html", "card-{id}", kinds=_kinds("attempt", "note"),
-                    each=True, within="timeline"),
-        LivePartial("partials/_attempt_choices.html", "attempt-choices",
-                    on=frozenset({ADDED, REMOVED, TITLE})),
-        LivePartial("partials/_campaign_notes_list.html", "campaign-notes", kinds=_kinds("note")),
-    ),
-)  # fmt: skip
-
-ATTEMPT_PAGE = LivePage(
-    "attempt",
-    (
-        LivePartial("partials/_attempt_summary.html", "attempt-{id}",
-                    kinds=_kinds("attempt", "campaign")),
-        LivePartial("partials/_tail_state.html", "tail-{id}", kinds=_kinds("attempt")),
-        LivePartial("partials/_log_lines.html", "log-{id}", kinds=_kinds("log"), append=True),
-        LivePartial("partials/_status_choice.html", "status-{id}", kinds=_kinds("attempt")),
-        LivePartial("partials/_measure_form.html", "measure-{id}", kinds=_kinds("attempt")),
-        LivePartial("partials/_attempt_notes_list.html", "notes-{id}", kinds=_kinds("note")),
-    ),
-)  # fmt: skip
-
-SHARE_PAGE = LivePage(
-    "share",
-    (
-        LivePartial("partials/_share_summary.html", "share-summary",
-                    kinds=_kinds("campaign", "note", "share"), on=SHAPE),
-        # As on the campaign page: the chart's points and the best result name attempts.
-        LivePartial("partials/_share_head.html", "share-head",
-                    on=frozenset({ADDED, REMOVED, STATUS, MEASURED, TITLE}),
-                    within="share-summary"),
-        LivePartial("partials/_share_item.html", "share-attempt-{id}", kinds=_kinds("attempt"),
-                    each=True, within="share-summary"),
-    ),
-)  # fmt: skip
-
-PAGES = {page.name: page for page in (CAMPAIGN_PAGE, ATTEMPT_PAGE, SHARE_PAGE)}
 
 
 def message(upto: int, event: str, data: str, *, with_id: bool = True) -> Message:
@@ -287,59 +240,33 @@ def attempt_changes(
     return frozenset(changes)
 
 
-def campaign_view(renders: CampaignRenders, campaign_id: int) -> PageRenderer:
-    from app.campaign_page import campaign_context  # the page's own context
-
-    def cards(
-        session: Session, context: dict[str, Any] | None, ids: list[int]
-    ) -> dict[int, dict[str, Any] | str]:
-        if context is not None:
-            rendered: dict[int, str] = context["card_html"]
-        else:
-            # The cards as the page keeps them: only the changed ones are rendered.
-            campaign = repo.get_campaign(session, campaign_id=campaign_id)
-            if campaign is None:
-                return {}
-            rendered = {i: card.html for i, card in renders.cards(session, campaign).items()}
-        return {i: rendered[i] for i in ids if i in rendered}
-
-    return PageRenderer(
-        renders.templates,
-        CAMPAIGN_PAGE,
-        lambda session: campaign_context(session, campaign_id, renders),
-        shapes=lambda session: repo.attempt_shapes(session, campaign_id=campaign_id),
-        cards=cards,
-    )
+# --- the registry's entries ---------------------------------------------------------
 
 
-def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> Render:
-    from app.routes.pages import attempt_context
+@dataclass(frozen=True)
+class Subject:
+    """What one live stream of a page is of: a campaign and, on a page of one attempt or of
+    one share link, that attempt or link."""
 
-    def context(session: Session) -> dict[str, Any]:
-        if repo.get_attempt(session, attempt_id=attempt_id) is None:
-            return {"gone": True}
-        return attempt_context(session, attempt_id, with_log=False)
-
-    return PageRenderer(templates, ATTEMPT_PAGE, context, attempt_id=attempt_id)
+    campaign_id: int
+    attempt_id: int | None = None
+    token: str | None = None
 
 
-def share_view(
-    templates: Jinja2Templates, campaign_id: int, context: Callable[[Session], dict[str, Any]]
-) -> PageRenderer:
-    def cards(
-        session: Session, whole: dict[str, Any] | None, ids: list[int]
-    ) -> dict[int, dict[str, Any] | str]:
-        # The mask learns from every text of the campaign: the whole summary, read once.
-        found = whole if whole is not None else context(session)
-        items = {s.attempt.id: s for s in found["summary"].attempts}
-        return {i: {**found, "shared": items[i], "attempt": items[i].attempt}
-                for i in ids if i in items}  # fmt: skip
+# A page's live renderer for one stream; the request brings the app's templates and the
+# renderings it keeps.
+RendererFactory = Callable[[Request, Subject], PageRenderer]
 
-    return PageRenderer(
-        templates,
-        SHARE_PAGE,
-        context,
-        is_owner=False,
-        shapes=lambda session: repo.attempt_shapes(session, campaign_id=campaign_id),
-        cards=cards,
-    )
+
+@dataclass(frozen=True)
+class PageEntry:
+    """A page as the registry (app/pages/__init__.py) holds it: its live declaration and
+    its live renderer's factory."""
+
+    page: LivePage
+    renderer: RendererFactory
+    of_attempt: bool = False  # one attempt's page: its stream needs the attempt
+
+    @property
+    def name(self) -> str:
+        return self.page.name

@@ -1,0 +1,62 @@
+"""The attempt page: its context (the attempt, its log's tail, its notes, the forms), its live
+partials and its live renderer."""
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+from sqlmodel import Session
+
+from app import actions, repo, views
+from app.models import Status
+from app.pages.live import LivePage, LivePartial, PageEntry, PageRenderer, Subject, event_kinds
+
+PAGE = LivePage(
+    "attempt",
+    (
+        LivePartial("partials/_attempt_summary.html", "attempt-{id}",
+                    kinds=event_kinds("attempt", "campaign")),
+        LivePartial("partials/_tail_state.html", "tail-{id}", kinds=event_kinds("attempt")),
+        LivePartial("partials/_log_lines.html", "log-{id}", kinds=event_kinds("log"), append=True),
+        LivePartial("partials/_status_choice.html", "status-{id}", kinds=event_kinds("attempt")),
+        LivePartial("partials/_measure_form.html", "measure-{id}", kinds=event_kinds("attempt")),
+        LivePartial("partials/_attempt_notes_list.html", "notes-{id}", kinds=event_kinds("note")),
+    ),
+)  # fmt: skip
+
+
+def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True) -> dict[str, Any]:
+    """The attempt page's context; a live update, which only appends to the log it shows,
+    goes `with_log=False` (reading the last 512 KiB is the page's first render's cost)."""
+    attempt = actions.require_attempt(session, attempt_id)
+    campaign = actions.require_campaign(session, attempt.campaign_id)
+    notes = repo.list_notes(session, campaign_id=attempt.campaign_id, attempt_id=attempt_id)
+    view = views.attempt_view(session, attempt)
+    return {
+        "campaign": campaign,
+        "attempt": view,
+        "log_lines": views.log_tail(session, view) if with_log else [],
+        "titles": repo.attempt_titles(session, campaign_id=attempt.campaign_id),
+        "notes": [views.note_view(n) for n in notes],
+        "statuses": [s.value for s in Status],
+        "live_cursor": repo.newest_event_id(session, attempt.campaign_id),
+    }
+
+
+def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> PageRenderer:
+    """The page's live renderer: its partials for this attempt's events only."""
+
+    def context(session: Session) -> dict[str, Any]:
+        if repo.get_attempt(session, attempt_id=attempt_id) is None:
+            return {"gone": True}
+        return attempt_context(session, attempt_id, with_log=False)
+
+    return PageRenderer(templates, PAGE, context, attempt_id=attempt_id)
+
+
+def _stream_view(request: Request, subject: Subject) -> PageRenderer:
+    assert subject.attempt_id is not None  # of_attempt: the route asks for it
+    return attempt_page_view(request.app.state.templates, subject.attempt_id)
+
+
+ENTRY = PageEntry(PAGE, _stream_view, of_attempt=True)
