@@ -17,9 +17,9 @@ from app.auth import sha256_hex
 from app.changes import record
 from app.db import session_scope
 from app.errors import NotFound
+from app.headline import Headline, headline
 from app.markdown import render_markdown
 from app.models import Note, ShareLink, utcnow
-from app.pages.headline import Headline, headline
 from app.redact import Redactor, secrets_only
 from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
 

@@ -18,9 +18,9 @@ from markupsafe import Markup
 from sqlmodel import Session
 
 from app import repo, views
+from app.headline import headline
 from app.models import Campaign
 from app.pages.chart import build_chart
-from app.pages.headline import headline
 from app.pages.rendering import CSRF_MARK, render_fragment
 from app.schemas import AttemptOut, CampaignOut
 
@@ -70,7 +70,7 @@ class _Held:
 
 
 def shown_in_head(attempt: AttemptOut) -> tuple[Any, ...]:
-    """What the head (app/pages/headline.py, app/pages/chart.py) shows of an attempt."""
+    """What the head (app/headline.py, app/pages/chart.py) shows of an attempt."""
     return (attempt.id, attempt.title, attempt.lane, attempt.metric_value, attempt.baseline,
             attempt.delta_pct, attempt.delta_within_noise, attempt.improved)  # fmt: skip
 
