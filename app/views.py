@@ -17,7 +17,6 @@ from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status
 from app.redact import mask_secrets
 from app.repo import stored_log
-from app.runner.launching import runs_by_attempt
 from app.runner.views import run_view
 from app.schemas import (
     AttemptOut,
@@ -193,7 +192,7 @@ def attempt_views(
     ids = [a.id for a in attempts if a.id is not None]
     samples = repo.samples_by_attempt(session, attempt_ids=ids)
     tails = repo.tail_states(session, attempt_ids=ids)
-    runs = runs_by_attempt(session, ids)
+    runs = repo.runs_by_attempt(session, attempt_ids=ids)
     if basis is None:
         basis = CardBasis.read(session, campaign.id)
     history = basis.history

@@ -26,14 +26,6 @@ def latest_run(session: Session, attempt_id: int) -> Run | None:
     return session.exec(query).first()
 
 
-def runs_by_attempt(session: Session, attempt_ids: list[int]) -> dict[int, Run]:
-    """Each attempt's latest run."""
-    if not attempt_ids:
-        return {}
-    query = select(Run).where(col(Run.attempt_id).in_(attempt_ids)).order_by(col(Run.id))
-    return {run.attempt_id: run for run in session.exec(query)}
-
-
 def add_run(session: Session, attempt: Attempt, launch: LaunchIn) -> Run:
     assert attempt.id is not None
     run = Run(
