@@ -118,12 +118,18 @@ Item = Batch | Signal
 
 
 class Subscriber:
-    """One reader's bounded buffer of whole batches. Full: dropped, never waited for."""
+    """One reader's bounded buffer of whole batches. Full: dropped, never waited for.
+
+    While its stream waits with nothing to send, `direct` writes a batch straight to its
+    socket from the broadcaster: a change costs each reader a write of bytes, not a wake-up
+    of its task. A socket that would make the write wait sends the reader back to its
+    buffer and its own task, in order, until it has caught up."""
 
     def __init__(self, cursor: int, limit: int) -> None:
         self.cursor = cursor  # this reader has every event up to here already
         self.joined_at = 0  # the broadcaster's cursor when it joined: catch up to there
         self.dropped = False
+        self.direct: Callable[[Batch], bool] | None = None
         self._limit = limit
         self._items: deque[Item] = deque()
         self._ready = asyncio.Event()
@@ -131,6 +137,10 @@ class Subscriber:
     def offer(self, item: Item) -> bool:
         if self.dropped:
             return False
+        if self.direct is not None and isinstance(item, tuple) and not self._items:
+            if self.direct(item):
+                return True
+            self.direct = None
         if len(self._items) >= self._limit:
             self.dropped = True  # what it holds is still delivered, then its stream ends
         else:
@@ -140,6 +150,7 @@ class Subscriber:
 
     def drop(self) -> None:
         self.dropped = True
+        self.direct = None
         self._ready.set()
 
     async def take(self) -> list[Item] | None:

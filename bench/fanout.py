@@ -2,7 +2,10 @@
 1,000-attempt campaign, and against a bare sse-starlette broadcaster in the same run.
 
     python bench/fanout.py [--seconds 15] [--json-clients 500] [--page-clients 200]
-                           [--share-clients 300] [--attempts 1000]
+                           [--share-clients 300] [--attempts 1000] [--server-cpus 0,1]
+
+With --server-cpus, the dashboard and the bare broadcaster run on those cores alone and the
+clients and the writer on the others (a many-core host); without it all share the machine.
 
 A writer thread posts changes through the API (each one a verdict on a different attempt,
 so no two coalesce into one card); every client scans its stream for each change's marker.
@@ -21,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +32,21 @@ import httpx
 
 TOKEN = "bench-owner-token-" + "x" * 24
 MARK = re.compile(rb"bench-(\d+)-x")
+SERVER_CPUS: set[int] = set()  # the servers' cores, when pinned
+
+
+def pin_server() -> None:
+    """Runs in the server's child process before it starts."""
+    if SERVER_CPUS:
+        os.sched_setaffinity(0, SERVER_CPUS)
+
+
+def more_files() -> None:
+    """Thousands of sockets on each side: the soft limit up to the hard one."""
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def free_port() -> int:
@@ -63,6 +82,7 @@ def start_dashboard(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],
         env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=pin_server,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     wait_up(url, process, "/openapi.json")
@@ -73,7 +93,7 @@ def start_bare() -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, __file__, "--serve-bare", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin_server,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     wait_up(url, process, "/ready")
@@ -196,6 +216,7 @@ async def scenario(
     start_at: int,
     server: int,
     owner_gets: str | None = None,
+    when_connected: Callable[[], object] | None = None,
 ) -> tuple[Run, list[float]]:
     run = Run()
     stop = asyncio.Event()
@@ -211,6 +232,8 @@ async def scenario(
     if owner_gets:
         getter = threading.Thread(target=owner_getter, args=(url, owner_gets, gets, getter_stop))
         getter.start()
+    if when_connected is not None:
+        when_connected()
     cpu_before = cpu_seconds(server)
     writer = threading.Thread(target=writer_thread, args=(url, changes, rate, run, start_at))
     writer.start()
@@ -314,10 +337,16 @@ async def main(args: argparse.Namespace) -> None:
             m = int(seconds * 2)
             if "json" in only:
                 changes = verdicts(ids, n, 10_000)
+                profiled: list[subprocess.Popen[bytes] | None] = []
                 run, _ = await scenario(
-                    url, events, owner, args.json_clients, changes, 10, 10_000, process.pid
-                )
+                    url, events, owner, args.json_clients, changes, 10, 10_000, process.pid,
+                    when_connected=lambda: profiled.append(
+                        profile(process.pid, args.profile, seconds)
+                    ),
+                )  # fmt: skip
                 report(f"dashboard JSON, {args.json_clients} clients, 10 changes/s", run, bare_p99)
+                if profiled and profiled[0] is not None:
+                    profiled[0].wait()
             if "campaign" in only:
                 page = events + "?view=campaign"
                 changes = verdicts(ids, m, 20_000)
@@ -344,6 +373,16 @@ async def main(args: argparse.Namespace) -> None:
     print(f"load average after: {loadavg()}")
 
 
+def profile(pid: int, out: str | None, seconds: float) -> subprocess.Popen[bytes] | None:
+    """py-spy on the dashboard while the JSON scenario's changes flow (collapsed stacks, GIL
+    holders only): where a change's time goes."""
+    if not out:
+        return None
+    command = ["py-spy", "record", "--gil", "--nonblocking", "--format", "raw", "--rate", "200",
+               "--duration", str(int(seconds) + 2), "--pid", str(pid), "--output", out]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL)
+
+
 def owner_getter_for(url: str, path: str, out: list[float], seconds: float) -> None:
     stop = threading.Event()
     thread = threading.Thread(target=owner_getter, args=(url, path, out, stop))
@@ -366,8 +405,16 @@ if __name__ == "__main__":
         action="append",
         help="run only these dashboard scenarios (repeatable); bare always runs",
     )
+    parser.add_argument("--profile", help="py-spy's collapsed stacks of the JSON scenario here")
+    parser.add_argument(
+        "--server-cpus", help="cores of the servers, e.g. 0,1; the clients get the others"
+    )
     parser.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
+    more_files()
+    if parsed.server_cpus:
+        SERVER_CPUS.update(int(cpu) for cpu in parsed.server_cpus.split(","))
+        os.sched_setaffinity(0, os.sched_getaffinity(0) - SERVER_CPUS)
     if parsed.serve_bare:
         serve_bare(parsed.serve_bare)
     else:

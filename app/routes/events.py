@@ -17,10 +17,10 @@ from app import actions, repo
 from app.db import session_scope
 from app.deps import is_owner, require_api_owner, session_cookie
 from app.errors import NotFound
-from app.live import Hub, Message, Signal, View, ViewKey
+from app.live import Batch, Hub, Message, Signal, View, ViewKey
 from app.pages import PAGES
 from app.pages.live import Subject, json_render
-from app.sse import LiveStream
+from app.sse import LiveStream, WriteNow
 
 __all__ = ["SEND_TIMEOUT_S", "stream"]
 
@@ -71,10 +71,12 @@ async def campaign_events(
     def still_owner() -> bool:
         return is_owner(request)
 
-    return sse_response(stream(request, key, live_view, cursor, csrf, still_owner))
+    return sse_response(
+        lambda write_now: stream(request, key, live_view, cursor, csrf, still_owner, write_now)
+    )
 
 
-def sse_response(messages: AsyncGenerator[bytes, None]) -> LiveStream:
+def sse_response(messages: Callable[[WriteNow], AsyncGenerator[bytes, None]]) -> LiveStream:
     return LiveStream(
         messages,
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
@@ -108,13 +110,15 @@ async def stream(
     cursor: int,
     csrf: bytes,
     still_allowed: Callable[[], bool],
+    write_now: WriteNow,
     *,
     ending: bytes = RELOAD,
 ) -> AsyncGenerator[bytes, None]:
     """One reader's stream: caught up from the database to where its broadcaster was when
     it joined, then the broadcaster's bytes. The join and the broadcaster's hand-over both
-    run on the loop without an await between, so nothing falls between the two. Whatever
-    waits for the reader goes out as one write; a heartbeat comes with each RECHECK."""
+    run on the loop without an await between, so nothing falls between the two. While it
+    waits, the broadcaster writes each batch to its socket itself (`write_now`); whatever
+    waits for it instead goes out as one write; a heartbeat comes with each RECHECK."""
     hub: Hub = request.app.state.live
     engine = request.app.state.engine
 
@@ -150,8 +154,16 @@ async def stream(
                 yield ServerSentEvent(data="", event="reload", id=reload_id).encode()
                 return
             yield b"".join(message.encode(csrf) for message in messages)
-        # None once dropped for being slow: it reconnects with Last-Event-ID.
-        while (items := await subscriber.take()) is not None:
+
+        def direct(batch: Batch) -> bool:
+            return write_now(b"".join(message.encode(csrf) for message in batch))
+
+        while True:
+            subscriber.direct = direct  # only while no send of this stream is under way
+            items = await subscriber.take()
+            subscriber.direct = None
+            if items is None:  # dropped for being slow: it reconnects with Last-Event-ID
+                return
             chunk = []
             for item in items:
                 if not isinstance(item, Signal):

@@ -149,5 +149,8 @@ async def shared_events(
     render = share_view(request.app.state.templates, campaign_id, token)
     view = View(campaign_id, render, still_valid=still_shared, prime=render.prime,
                 pace=SHARE_PACE)  # fmt: skip
-    messages = events.stream(request, key, view, cursor, b"", lambda: True, ending=events.GONE)
-    return events.sse_response(messages)
+    return events.sse_response(
+        lambda write_now: events.stream(
+            request, key, view, cursor, b"", lambda: True, write_now, ending=events.GONE
+        )
+    )
