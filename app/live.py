@@ -278,10 +278,13 @@ class Broadcaster:
                 given = tuple(m for m in item if m.upto > subscriber.cursor)
                 if not given:
                     continue
+            direct = subscriber.direct is not None
             if not subscriber.offer(given):
                 self.subscribers.discard(subscriber)
                 if isinstance(item, tuple):
                     self.hub.dropped += 1
+            elif direct and subscriber.direct is None:
+                self.hub.behind += 1
         if isinstance(item, Signal) and item is Signal.GONE:
             self.subscribers.clear()
 
@@ -310,6 +313,7 @@ class Hub:
         # Renders per view kind: the fan-out tests count them.
         self.renders: Counter[str] = Counter()
         self.dropped = 0  # readers dropped for a full buffer
+        self.behind = 0  # direct writes a reader's full socket refused: sent from its buffer
         self.closed = False  # the server is stopping: no stream may go on
         self._lock = threading.Lock()
 

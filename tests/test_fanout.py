@@ -22,7 +22,7 @@ from app.db import session_scope
 from app.models import LiveEvent
 from app.routes import events
 from tests.conftest import OWNER_TOKEN, LiveServer, running
-from tests.helpers import make_attempt, make_campaign
+from tests.helpers import make_attempt, make_campaign, wait_for_readers
 from tests.sse import Message, SSEReader, sse_field
 
 JSON_KINDS = {"attempt", "log", "note", "campaign"}
@@ -222,7 +222,32 @@ class RawReader:
         host = f"127.0.0.1:{server.port}"
         fields = [("Host", host), ("Connection", "close"), *headers.items()]
         request = h11.Request(method="GET", target=path, headers=fields)
+        self.body = bytearray()  # what came of the stream and is not read yet
         self.sock.sendall(self.conn.send(request) + self.conn.send(h11.EndOfMessage()))
+
+    def read_until(self, last: int, timeout: float = 30) -> list[Message]:
+        """The messages after those read before, as they come, until one carries id `last`
+        or later."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.sock.settimeout(timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            assert time.monotonic() < deadline, f"no id {last} in time"
+            event = self.conn.next_event()
+            if event is h11.NEED_DATA:
+                self.conn.receive_data(self.sock.recv(1 << 16))
+                continue
+            assert isinstance(event, h11.Data | h11.Response), f"the stream ended: {event}"
+            if not isinstance(event, h11.Data):
+                continue
+            self.body += bytes(event.data)
+            # Whole messages only: the last may still be arriving.
+            text = self.body.decode(errors="replace").replace("\r\n", "\n")
+            whole, _, rest = text.rpartition("\n\n")
+            messages = parse_sse(whole)
+            if any(m.id and int(m.id) >= last for m in messages):
+                self.body = bytearray(rest.encode())
+                return messages
 
     def read_all(self, timeout: float = 30) -> list[Message]:
         """Everything until the server ends the stream, read as fast as it comes: the tiny
@@ -314,6 +339,43 @@ def test_a_slow_reader_is_dropped_and_resumes_with_nothing_lost_or_doubled(
     assert log_ranges(before + after) == [log.stat().st_size]
     all_ids = [int(m.id) for m in before + after if m.id]
     assert all_ids == sorted(set(all_ids))
+
+
+def test_a_reader_behind_then_caught_up_gets_every_change_once_in_order(
+    api: httpx.Client, server: LiveServer, tmp_path: Path
+) -> None:
+    """An idle reader's batches go straight to its socket; once the socket is full they wait
+    in its buffer, are sent from there in order, and the next ones go straight again."""
+    hub = server.app.state.live
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    start = newest_id(server, campaign["id"])
+    slow = RawReader(server, events_url(campaign["id"], after=start),
+                     {"Authorization": f"Bearer {OWNER_TOKEN}"})  # fmt: skip
+    wait_for_readers(server.app, 1, what="the reader joined")
+    log = tmp_path / "big.log"
+    log.write_bytes(b"")
+    api.patch(f"/api/attempts/{attempt['id']}", json={"source": f"file://{log}"})
+    behind_before = hub.behind
+    deadline = time.monotonic() + 30
+    n = 0
+    while hub.behind == behind_before:  # until its socket refused a write
+        assert time.monotonic() < deadline, "the reader's socket never filled"
+        with log.open("a") as out:
+            out.write("".join(f"{i:05d} " + "x" * 2000 + "\n" for i in range(n, n + 100)))
+        n += 100
+        time.sleep(0.05)  # let the tailer commit this chunk on its own
+    assert hub.dropped == 0
+    last = wait_quiet(server, campaign["id"])
+    got = slow.read_until(last)
+    # Caught up: a change now goes straight to its socket again, after all the rest.
+    api.patch(f"/api/attempts/{attempt['id']}", json={"verdict": "after the catch-up"})
+    got += slow.read_until(newest_id(server, campaign["id"]))
+    slow.sock.close()
+    assert log_ranges(got) == [log.stat().st_size]
+    ids = [int(m.id) for m in got if m.id]
+    assert ids == sorted(set(ids)) and ids[-1] == newest_id(server, campaign["id"])
+    assert any("after the catch-up" in m.data for m in got if m.event == "attempt")
 
 
 def test_a_reader_that_takes_no_bytes_is_cut_after_the_send_timeout(
