@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from app.diagnosis import rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
+from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, SERVING
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
 from app.diagnosis.marking import mark
@@ -67,12 +68,9 @@ _RUNTIME = re.compile(
 )
 # A server's own word that it never came up ("Shard 0 failed to start", "Engine core
 # initialization failed", "timed out waiting for llama runner to start").
-_NEVER_STARTED = re.compile(
-    r"\b[Ff]ailed to start\b|ShardCannotStart|[Ii]nitialization failed|waiting for .{0,40} to start"
-    r"|failed to load all models"
-)
+_NEVER_STARTED = _alternation(row.pattern for row in NEVER_STARTED)
 # Work only a live engine logs; a front end answering health checks is no proof.
-_ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
+_ENGINE_SERVING = _alternation(row.pattern for row in SERVING)
 # Words of a server's log: a script or a test that fails while starting was never "not ready".
 _SERVER = re.compile(
     r"\b(?:[Ss]erver|serve|[Ss]erving|uvicorn|API|endpoint|[Ee]ngine|[Ww]orker|[Ss]hard|vLLM|vllm"

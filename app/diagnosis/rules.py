@@ -4,7 +4,7 @@ some class, as ordered, named patterns; what each server prints is read from kno
 import hashlib
 import re
 
-from app.diagnosis.knowledge import benign, wrappers
+from app.diagnosis.knowledge import benign, lifecycle, wrappers
 
 ERROR_CLASSES = (
     "unsupported_arch",
@@ -429,12 +429,7 @@ POINTS_ELSEWHERE = _any(
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
 
 # The line a server prints once per launch, with its configuration.
-LAUNCH = _any(
-    r"server_args=ServerArgs\(",
-    r"non-default args: \{",
-    r"vLLM API server version \d",
-    r"\bStarted [A-Z][\w .-]*[Ss]ervice\.?$",  # systemd (re)starting a unit it supervises
-)
+LAUNCH = Alternatives(tuple(launch.pattern for launch in lifecycle.LAUNCHES))
 
 LOGGING_ERROR = "--- Logging error ---"
 TRACEBACK = "Traceback (most recent call last)"

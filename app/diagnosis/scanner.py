@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import hyperscan
 
 from app.diagnosis.knowledge.figures import FIGURE_KINDS, FigureKind
+from app.diagnosis.knowledge.lifecycle import LAUNCHES
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import decode
 from app.diagnosis.rules import FRAME
@@ -44,7 +45,7 @@ _NEWLINE_COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scan-ne
 
 # Rare literals that make a line worth reading. Few and short on purpose: Hyperscan's
 # speed falls with every literal, and each of these covers a family ("illed": Killed, killed).
-# Readiness lines (knowledge/ready.py) are anchors too.
+# Launch lines bring their own (knowledge/lifecycle.py), readiness lines are anchors too.
 _ANCHORS: list[tuple[bytes, int]] = [
     (lit, 0)
     for lit in (
@@ -55,7 +56,6 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
         b"(idle)", b"xitcode", b"(cuda",
         b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
-        b"server_args=", b"non-default args", b"API server version",
     )
 ]  # fmt: skip
 
@@ -155,6 +155,9 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
 
     for literal, flag in _ANCHORS:
         add(re.escape(literal), _ANCHOR_ID, flag)
+    for launch in LAUNCHES:
+        if launch.anchor:
+            add(re.escape(launch.anchor.encode()), _ANCHOR_ID, 0)
     for ready in READY_LINES:
         add(ready.pattern.encode(), _READY_ID, 0)
     for index, kind in enumerate(FIGURE_KINDS):
