@@ -1,4 +1,3 @@
-"""What the diagnosis engine knows of each server, as rows of data: readiness lines, throughput
-figures, wrappers, benign lines and launch lines. Each row carries an example line in the
-engine's own format and where such a line comes from; tests run every example through the
-engine."""
+"""What the diagnosis engine knows of each server, as rows of data: each row has its pattern,
+the engines that print such a line, an example line in their format and where it comes from
+(tests/test_diagnosis_knowledge.py runs every example through the engine)."""
