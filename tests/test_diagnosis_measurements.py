@@ -19,7 +19,8 @@ from sqlmodel import col, select
 from app import actions, migrate
 from app.db import make_engine, session_scope
 from app.diagnosis import Diagnoser
-from app.diagnosis.scanner import BENCHMARK_LINES, MAX_LINE_BYTES, PERIODIC_LINES, WINDOW
+from app.diagnosis.knowledge.figures import BENCHMARK_LINES, PERIODIC_LINES
+from app.diagnosis.scanner import MAX_LINE_BYTES, WINDOW
 from app.ingest import AttemptTail
 from app.models import Measurement
 from app.schemas import AttemptCreate, CampaignCreate

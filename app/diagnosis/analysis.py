@@ -6,11 +6,14 @@ forwards: newest-first logs, chained tracebacks, logging's own error blocks, wra
 
 import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.diagnosis import rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
+from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, SERVING
+from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
 from app.diagnosis.marking import mark
 from app.diagnosis.scanner import Line
@@ -22,6 +25,12 @@ SURVIVED_GAP_LINES = 2000
 SERVED_AFTER = 3  # engine-side serving lines after a failure: the server lived through it
 SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
+
+
+def _alternation(patterns: Iterable[str]) -> re.Pattern[str]:
+    """One expression matching where any of the patterns does."""
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
+
 
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?")
 # (a terminal's padding to its width marks where a line ended, too; a worker's prefix starts
@@ -35,10 +44,13 @@ _PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # container named after it in front of another server's lines.
 _SGLANG_PREFIX = re.compile(r"\bTP\d+\]")
 _SGLANG = re.compile(r"sglang|ServerArgs\(|fired up and ready")
-# The scanner finds TGI's router by its source file (a literal keeps Hyperscan fast);
-# only its "Connected" line means ready.
-_NOT_READY = re.compile(r"router/src/server\.rs(?!.*: Connected\s*$)")
-_READY_ANY = re.compile(r"fired up and ready to roll|server is listening|HTTP server listening")
+# A readiness line some rows find more broadly than they mean it (TGI's router by its source
+# file): (what the row finds, what must be there too).
+_CONFIRMED = [
+    (re.compile(row.pattern), re.compile(row.confirm)) for row in READY_LINES if row.confirm
+]
+# sglang starts Uvicorn before its warm-up: in its log only the rows that say so mean ready.
+_SGLANG_READY = _alternation(row.pattern for row in READY_LINES if row.in_sglang_log)
 _STARTUP = re.compile(
     r"load_weights|load_model|[Ll]oad(?:ing)? (?:model )?weight|[Cc]apture cuda graph"
     r"|Capturing batches"
@@ -56,12 +68,9 @@ _RUNTIME = re.compile(
 )
 # A server's own word that it never came up ("Shard 0 failed to start", "Engine core
 # initialization failed", "timed out waiting for llama runner to start").
-_NEVER_STARTED = re.compile(
-    r"\b[Ff]ailed to start\b|ShardCannotStart|[Ii]nitialization failed|waiting for .{0,40} to start"
-    r"|failed to load all models"
-)
+_NEVER_STARTED = _alternation(row.pattern for row in NEVER_STARTED)
 # Work only a live engine logs; a front end answering health checks is no proof.
-_ENGINE_SERVING = re.compile(r"Decode batch|Prefill batch|Avg generation throughput")
+_ENGINE_SERVING = _alternation(row.pattern for row in SERVING)
 # Words of a server's log: a script or a test that fails while starting was never "not ready".
 _SERVER = re.compile(
     r"\b(?:[Ss]erver|serve|[Ss]erving|uvicorn|API|endpoint|[Ee]ngine|[Ww]orker|[Ss]hard|vLLM|vllm"
@@ -312,7 +321,7 @@ def analyze(
         (
             line
             for line in (reversed(ready_lines) if newest_first else ready_lines)
-            if (not sglang or _READY_ANY.search(line.text)) and not _NOT_READY.search(line.text)
+            if (not sglang or _SGLANG_READY.search(line.text)) and _confirmed(line.text)
         ),
         None,
     )
@@ -431,6 +440,12 @@ def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Non
             )
         ):
             entry.strength = 0
+
+
+def _confirmed(text: str) -> bool:
+    """Whether a readiness line says ready: every row that finds it more broadly than it
+    means it finds what it needs too."""
+    return all(confirm.search(text) for found, confirm in _CONFIRMED if found.search(text))
 
 
 def _before(first: Line, second: Line, newest_first: bool) -> bool:

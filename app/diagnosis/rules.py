@@ -1,8 +1,10 @@
 """What a line means to an expert: noise, a wrapper around a failure, or a failure of
-some class. Domain knowledge lives here as ordered, named patterns."""
+some class, as ordered, named patterns; what each server prints is read from knowledge/."""
 
 import hashlib
 import re
+
+from app.diagnosis.knowledge import benign, lifecycle, wrappers
 
 ERROR_CLASSES = (
     "unsupported_arch",
@@ -242,83 +244,15 @@ ARCH_CONTEXT = _any(
 
 # Lines that report a failure raised elsewhere; they are never the root cause when
 # anything more specific is around.
-WRAPPERS = _any(
-    r"Received sigquit from a child process",
-    r"It usually means the child failed",
-    r"Initialization failed",
-    r"initialization failed\. See root cause above",
-    r"See (?:the )?root cause above",
-    r"check the stack trace above",
-    r"ChildFailedError",
-    r"failed! Received signal",
-    r"Engine process failed to start",
-    r"EngineDeadError",
-    r"Worker failed with error",
-    r"Capture cuda graph failed: ?$",
-    # an abort that names only the kind of error ("ggml-cuda.cu:97: CUDA error"): the lines
-    # around it say which
-    r"(?:^|:\s)(?:CUDA|HIP|cuBLAS|CUBLAS|ROCm) error\s*$",
-    r"^\s*Killed\s*$",
-    r"\bKilled\b(?! process)",
-    r"exits? with return code = -?\d+",
-    r"Traceback \(most recent call",
-    r"Scheduler hit an exception",
-    r"Exception in (?:thread|worker|ASGI application)",
-    r"Error in (?:atexit|sys\.excepthook)",
-    r"SystemExit",
-    r"KeyboardInterrupt",
-    r"Terminated\b",
-    r"core dumped",
-    r"^(?:[\w.]+\.)?(?:Exception|RuntimeError): ?$",
-    r"ExceptionGroup: unhandled errors",
-    r"sub-exception",
-    r"\bfailed to start\b",
-    r"please check (?:the )?(?:error )?log",
-)
-# Except when the wrapper carries the only real information (DeepSpeed's exit code -9).
-STRONG_WRAPPERS = _any(
-    r"Received sigquit",
-    r"It usually means the child failed",
-    r"See (?:the )?root cause above",
-    r"check the stack trace above",
-    r"ChildFailedError",
-    r"failed! Received signal",
-    r"Engine process failed to start",
-    r"Traceback \(most recent call",
-)
+WRAPPERS = Alternatives(tuple(wrapper.pattern for wrapper in wrappers.WRAPPERS))
+# Those that only point elsewhere (a weak one may hold the only real information:
+# DeepSpeed's exit code -9).
+STRONG_WRAPPERS = Alternatives(tuple(w.pattern for w in wrappers.WRAPPERS if w.strong))
 
 # Lines that look alarming to grep and mean nothing: config dumps and access logs...
-HARD_NOISE = _any(
-    r"server_args=",
-    r"ServerArgs\(",
-    r"EngineArgs\(",
-    r"Namespace\(",
-    r"non-default args",
-    r"\bHTTP/\d(?:\.\d)?\"? \d{3}\b",
-    r"(?:Failed|Successful) requests:",
-    r"\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning)\b",
-    r"No available shared memory broadcast block",
-    r"NCCL INFO",
-)
+HARD_NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if line.hard))
 # ...and advice printed around a real error, which is never the error itself.
-NOISE = _any(
-    r"CUDA kernel errors might be asynchronously reported",
-    r"CUDA_LAUNCH_BLOCKING",
-    r"TORCH_USE_CUDA_DSA",
-    r"^\(?run with NCCL_DEBUG",
-    r"^(?:WARNING|WARN|INFO|DEBUG)\b",
-    r"might cause accuracy degradation",
-    r"This might",
-    r"Possibly you have",
-    r"please (?:try|consider|check|report|file)",
-    r"Please try",
-    r"^For debugging",
-    r"^Compile with",
-    r"\bdebug\b.*\berror\b",
-    r"error_?(?:rate|count|s)=\S|errors?=0\b",
-    r"errors?: 0\b",
-    r"\bwarn(?:ing)?s?\b.*\bdeprecat",
-)
+NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if not line.hard))
 
 # A logger's bracketed error tag after its name tags: TensorRT's "[TRT] [E] 6: ...".
 TAGGED_ERROR = re.compile(r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|F|ERROR|FATAL|CRITICAL)\]\s")
@@ -495,12 +429,7 @@ POINTS_ELSEWHERE = _any(
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
 
 # The line a server prints once per launch, with its configuration.
-LAUNCH = _any(
-    r"server_args=ServerArgs\(",
-    r"non-default args: \{",
-    r"vLLM API server version \d",
-    r"\bStarted [A-Z][\w .-]*[Ss]ervice\.?$",  # systemd (re)starting a unit it supervises
-)
+LAUNCH = Alternatives(tuple(launch.pattern for launch in lifecycle.LAUNCHES))
 
 LOGGING_ERROR = "--- Logging error ---"
 TRACEBACK = "Traceback (most recent call last)"

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 import hyperscan
 
+from app.diagnosis.knowledge.figures import FIGURE_KINDS, FigureKind
+from app.diagnosis.knowledge.lifecycle import LAUNCHES
+from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import decode
 from app.diagnosis.rules import FRAME
 
@@ -28,9 +31,6 @@ MAX_LINE_BYTES = 1 << 20  # a longer line keeps this prefix and is marked as cut
 MAX_KEPT_CHARS = 16_384  # of a kept line's text
 HEAD_LINES = 20_000
 TAIL_LINES = 20_000
-PERIODIC_LINES = 100  # of a serving statistic printed all along (sglang's decode batches)
-# Of a benchmark's results, each one a run the engineer asked for: all of them, in practice.
-BENCHMARK_LINES = 10_000
 MAX_READY_LINES = 100
 # Line numbers need every newline counted, and counting holds the GIL while the Hyperscan
 # pass lets go of it: a helper thread counts a segment while the scan runs. Below this size
@@ -45,6 +45,7 @@ _NEWLINE_COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scan-ne
 
 # Rare literals that make a line worth reading. Few and short on purpose: Hyperscan's
 # speed falls with every literal, and each of these covers a family ("illed": Killed, killed).
+# Launch lines bring their own (knowledge/lifecycle.py), readiness lines are anchors too.
 _ANCHORS: list[tuple[bytes, int]] = [
     (lit, 0)
     for lit in (
@@ -55,164 +56,22 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
         b"(idle)", b"xitcode", b"(cuda",
         b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
-        b"server_args=", b"non-default args", b"API server version",
     )
 ]  # fmt: skip
 
-READY_EXPRESSIONS = (
-    *(re.escape(literal) for literal in (
-        b"ready to roll", b"Application startup complete", b"Uvicorn running on",
-        b"server is listening", b"HTTP server listening", b"Started server process",
-        b'msg="Listening on ',  # Ollama
-        b"======== Running on http",  # aiohttp's web.run_app
-        # Triton Inference Server, once its models are loaded ("Started HTTPService at",
-        # "Starting HTTPService at" before 20.x, "Started GRPCInferenceService at")
-        b"HTTPService at", b"GRPCInferenceService at", b"GRPCService at",
-        b"Model server started",  # TorchServe
-        b"llama runner started in",  # Ollama's model runner
-        b"Running on local URL:",  # Gradio
-    )),
-    rb"router/src/server\.rs",  # Text Generation Inference: "...server.rs:2000: Connected"
-)  # fmt: skip
 _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
-
-
-@dataclass(frozen=True)
-class FigureKind:
-    literal: bytes  # searched with bytes.find
-    # parses the figures of a line holding the literal: named groups `value`, `label` and
-    # `unit` (the last two where the line names them)
-    pattern: re.Pattern[bytes]
-    anchor: bytes | None = None  # Hyperscan expression, when sharper than the literal
-    full_lines: int = BENCHMARK_LINES  # lines whose every figure is kept; then one per window
-    unit: bytes = b""  # the unit a line of this kind implies without naming it
-    label: bytes = b"throughput"  # the label, where the line has none
-    # A line that a kind before this one counts is left to it (a figure counted once).
-    defers: bool = False
-
-    def counts(self, raw: bytes) -> bool:
-        """Whether a line is one of this kind's: it holds the literal and, when the kind has
-        one, the anchor (a rare kind is looked for only where Hyperscan saw its anchor, so a
-        line without it would count or not depending on its neighbours)."""
-        if self.literal not in raw:
-            return False
-        return self.anchor is None or _ANCHOR_RES[self.anchor].search(raw) is not None
-
-
-_NUMBER = rb"(?P<value>[0-9]+(?:\.[0-9]+)?)"
-# Each pattern yields (label, value, unit) from one line. The first kind is on most lines of
-# a serving sglang log, so it is searched with bytes.find/rfind; the rare kinds are anchors.
-DENSE_KIND = 0
-FIGURE_KINDS = (
-    # sglang: "gen throughput (token/s): 1397.13", "input throughput (token/s): 559.53"
-    FigureKind(
-        b" throughput (token/s): ",
-        re.compile(rb"(?P<label>\w+ throughput) \((?P<unit>token/s)\): " + _NUMBER),
-        full_lines=PERIODIC_LINES,
-    ),
-    # vLLM: "Avg prompt throughput: 1254.4 tokens/s, Avg generation throughput: 29.2 tokens/s"
-    FigureKind(
-        b"Avg prompt throughput",
-        re.compile(
-            rb"(?P<label>Avg \w+ throughput): " + _NUMBER + rb" (?P<unit>tokens/s|tok/s|token/s)"
-        ),
-        full_lines=PERIODIC_LINES,
-    ),
-    # Benchmark summaries, a figure a line, the unit in brackets (a "# " before it where the
-    # results were commented into a file): "Output token throughput (tok/s):  5624.71",
-    # "Request goodput (req/s): 3.75", trtllm-bench's "Request Throughput (req/sec): 248.47",
-    # "Per User Output Throughput [w/ ctx] (tps/user): 0.53"
-    *(
-        FigureKind(
-            literal,
-            re.compile(
-                rb"^[\s#]*(?P<label>[A-Z][\w ]*?(?:[Tt]hroughput|[Gg]oodput)(?: \[[^\]]*\])?)"
-                rb" \((?P<unit>tok/s|tokens/s|token/s|req/s|tokens/sec|req/sec|tps/gpu|tps/user)\):"
-                rb"\s+" + _NUMBER,
-                re.M,
-            ),
-            re.escape(literal.strip()),
-        )
-        for literal in (
-            b" (tok/s):",
-            b" (req/s):",
-            b" (tokens/sec):",
-            b" (req/sec):",
-            b" (tps/gpu):",
-            b" (tps/user):",
-        )
-    ),
-    # "<what> throughput: <figure> <unit>": vLLM's speculative-decoding "Accepted throughput:
-    # 76.80 tokens/s, Drafted throughput: 235.49 tokens/s", benchmarks' "Request throughput:
-    # 6.05 requests/s", lmdeploy's "throughput: 22.93 token/s"
-    FigureKind(
-        b"hroughput: ",
-        re.compile(
-            rb"(?<![\w-])(?P<label>(?:[A-Za-z][A-Za-z ]{0,40}?)?[Tt]hroughput): "
-            + _NUMBER
-            + rb" ?(?P<unit>tokens/s|token/s|tok/s|requests/s|req/s)\b"
-        ),
-        defers=True,
-    ),
-    # llama.cpp's timings, per request: "prompt eval time = 915.13 ms / 51 tokens (17.94 ms
-    # per token, 55.73 tokens per second)", "eval time = ..." (sampling time is not a rate of
-    # the model)
-    FigureKind(
-        b" tokens per second)",
-        re.compile(
-            rb"(?P<label>(?:prompt )?eval time)\s*=\s*[0-9.]+\s*ms\s*/\s*[0-9]+\s*(?:tokens|runs)"
-            rb"\s*\(\s*[0-9.]+\s*ms per token,\s*" + _NUMBER + rb" tokens per second\)"
-        ),
-        unit=b"tokens/s",
-    ),
-    # llama-server's running rate while it generates: "n_decoded = 172, tg = 12.00 t/s"
-    FigureKind(
-        b" t/s",
-        re.compile(rb"(?<![\w])(?P<label>tg|pp) = +" + _NUMBER + rb" (?P<unit>t/s)"),
-        rb"\b(?:tg|pp) = +[0-9.]+ t/s",
-        full_lines=PERIODIC_LINES,
-    ),
-    # llama-bench's table: "| ... | pp512 | 18.46 ± 1.73 |"
-    FigureKind(
-        b" \xc2\xb1 ",
-        re.compile(
-            rb"\|\s*(?P<label>(?:pp|tg)\d+(?:\+tg\d+)?(?: @ d\d+)?)\s*\|\s*"
-            + _NUMBER
-            + rb" \xc2\xb1 [0-9.]+\s*\|"
-        ),
-        unit=b"t/s",
-    ),
-    # ollama --verbose: "prompt eval rate:     53.77 tokens/s", "eval rate:  24.61 tokens/s"
-    FigureKind(
-        b"eval rate:",
-        re.compile(rb"(?P<label>(?:prompt )?eval rate):\s+" + _NUMBER + rb" (?P<unit>tokens/s)"),
-    ),
-    # nccl-tests' summary: "# Avg bus bandwidth    : 95.3009"
-    FigureKind(
-        b"Avg bus bandwidth",
-        re.compile(rb"(?P<label>Avg bus bandwidth)\s*:\s*" + _NUMBER),
-        unit=b"GB/s",
-    ),
-    # Megatron's iteration lines: "throughput per GPU (TFLOP/s/GPU): 239.8"
-    FigureKind(
-        b"(TFLOP/s/GPU):",
-        re.compile(rb"(?P<label>throughput per GPU) \((?P<unit>TFLOP/s/GPU)\): " + _NUMBER),
-        full_lines=PERIODIC_LINES,
-    ),
-    # Plain figures: "Throughput: 82.1 tok/s", "82 tok/s"
-    FigureKind(
-        b"tok/s",
-        re.compile(
-            rb"(?:(?P<label>[A-Za-z][\w /-]{0,40}?)\s*[:=]\s*)?"
-            + _NUMBER
-            + rb" ?(?P<unit>tok/s)\b(?!\))"
-        ),
-        # A digit before it: "tok/s" alone is too close to sglang's dense "token/s".
-        rb"[0-9] ?tok/s",
-        defers=True,
-    ),
-)
+# Kinds searched with bytes.find in every window; the others where Hyperscan saw their anchor.
+_DENSE_KINDS = frozenset(index for index, kind in enumerate(FIGURE_KINDS) if kind.dense)
 _ANCHOR_RES = {kind.anchor: re.compile(kind.anchor) for kind in FIGURE_KINDS if kind.anchor}
+
+
+def _counts(kind: FigureKind, raw: bytes) -> bool:
+    """Whether a line is one of this kind's: it holds the literal and, when the kind has one,
+    the anchor (a rare kind is looked for only where Hyperscan saw its anchor, so a line
+    without it would count or not depending on its neighbours)."""
+    if kind.literal not in raw:
+        return False
+    return kind.anchor is None or _ANCHOR_RES[kind.anchor].search(raw) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,10 +155,13 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
 
     for literal, flag in _ANCHORS:
         add(re.escape(literal), _ANCHOR_ID, flag)
-    for expression in READY_EXPRESSIONS:
-        add(expression, _READY_ID, 0)
+    for launch in LAUNCHES:
+        if launch.anchor:
+            add(re.escape(launch.anchor.encode()), _ANCHOR_ID, 0)
+    for ready in READY_LINES:
+        add(ready.pattern.encode(), _READY_ID, 0)
     for index, kind in enumerate(FIGURE_KINDS):
-        if index != DENSE_KIND:
+        if index not in _DENSE_KINDS:
             add(kind.anchor or re.escape(kind.literal), _FIGURE_ID + index, 0)
     if ready_pattern:
         add(ready_pattern.encode(), _CUSTOM_READY_ID, 0)
@@ -439,7 +301,7 @@ class Scanner:
         first_number = self.lines_seen + 1
         interesting: set[int] = set()
         ready_starts: set[int] = set()
-        kinds = {DENSE_KIND}
+        kinds = set(_DENSE_KINDS)
         for ident, hit_end in self._hits:
             if ident >= _FIGURE_ID and ident < _CUSTOM_READY_ID:
                 kinds.add(ident - _FIGURE_ID)
@@ -566,7 +428,7 @@ class Scanner:
             line_end = buffer.find(b"\n", found, end)
             position = line_end + 1
             raw = buffer[line_start : min(line_end, line_start + MAX_LINE_BYTES)]
-            if not kind.counts(raw):
+            if not _counts(kind, raw):
                 continue
             number += count_newlines(buffer, counted, line_start)
             counted = line_start
@@ -579,7 +441,7 @@ class Scanner:
             line_start = max(buffer.rfind(b"\n", start, found) + 1, start)
             line_end = buffer.find(b"\n", found, end)
             raw = buffer[line_start : min(line_end, line_start + MAX_LINE_BYTES)]
-            if kind.counts(raw):
+            if _counts(kind, raw):
                 number = first_number + newlines - count_newlines(buffer, line_start, end)
                 # Even without a figure it is the window's last line so far, as it would be
                 # read whole.
@@ -617,14 +479,20 @@ class Scanner:
 
     def first_serving_offset(self) -> int | None:
         """Where periodic serving statistics first appear: the server was up by then."""
-        periodic = [*self._summaries[0].first, *self._summaries[1].first]
+        periodic = [
+            figure
+            for kind, summary in zip(FIGURE_KINDS, self._summaries, strict=True)
+            if kind.serving
+            for figure in summary.first
+        ]
         return min((f.offset for f in periodic), default=None)
 
     def last_serving_line(self) -> int | None:
         """The line of the latest periodic serving statistics: the engine was alive then."""
         periodic = [
             figure
-            for summary in self._summaries[:2]
+            for kind, summary in zip(FIGURE_KINDS, self._summaries, strict=True)
+            if kind.serving
             for figure in (*summary.first, *(f for fs in summary.window_last.values() for f in fs))
         ]
         return max((f.number for f in periodic), default=None)

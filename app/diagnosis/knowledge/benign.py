@@ -1,0 +1,223 @@
+"""Benign lines: what looks alarming to grep and means nothing, as servers print it while
+healthy (configuration dumps, access logs, warnings) or as advice around a real error."""
+
+from dataclasses import dataclass
+
+from app.diagnosis.knowledge.fact import Fact
+
+
+@dataclass(frozen=True)
+class Benign(Fact):
+    # Noise even where the line has an exception's shape or a logger's ERROR severity (a
+    # configuration dump holding "crash_dump_folder=None", an access log's "500"); otherwise
+    # an exception line that the pattern happens to match stays a failure.
+    hard: bool = False
+
+
+BENIGN = (
+    # Configuration dumps, access logs, warnings and benchmark summaries.
+    Benign(
+        r"server_args=",
+        ("sglang",),
+        "[2025-03-01 10:00:00] server_args=ServerArgs(model_path='/models/Llama-3.1-8B-Instruct'"
+        ", tp_size=1, port=30000, mem_fraction_static=0.88, crash_dump_folder=None, "
+        "watchdog_timeout=300)",
+        "sglang: its arguments, logged once at launch ('server_args=ServerArgs(...)')",
+        hard=True,
+    ),
+    Benign(
+        r"ServerArgs\(",
+        ("sglang",),
+        "ServerArgs(model_path='/models/Qwen2.5-7B-Instruct', tp_size=2, "
+        "disable_cuda_graph=False, watchdog_timeout=300)",
+        "sglang: the repr of its ServerArgs dataclass (python/sglang/srt/server_args.py), "
+        "wherever it is printed",
+        hard=True,
+    ),
+    Benign(
+        r"EngineArgs\(",
+        ("vllm",),
+        "EngineArgs(model='facebook/opt-125m', served_model_name=None, tokenizer='facebook/"
+        "opt-125m', enforce_eager=False, disable_log_stats=False)",
+        "vLLM: the repr of its EngineArgs dataclass (vllm/engine/arg_utils.py), wherever it is "
+        "printed",
+        hard=True,
+    ),
+    Benign(
+        r"Namespace\(",
+        ("vllm", "python"),
+        "INFO 04-02 23:55:08 api_server.py:149] args: Namespace(host=None, port=8000, "
+        "uvicorn_log_level='info', allow_credentials=True, disable_log_requests=False)",
+        "Python's argparse Namespace, as older vLLM OpenAI servers logged their arguments "
+        "('args: Namespace(...)') and benchmark scripts print theirs",
+        hard=True,
+    ),
+    Benign(
+        r"non-default args",
+        ("vllm",),
+        "INFO 06-23 10:49:59 [cli_args.py:309] non-default args: {'model': "
+        "'Qwen/Qwen2.5-0.5B-Instruct'}",
+        "vLLM: its OpenAI server's arguments, logged once at launch ('non-default args: {...}')",
+        hard=True,
+    ),
+    Benign(
+        r"\bHTTP/\d(?:\.\d)?\"? \d{3}\b",
+        ("uvicorn", "vllm", "sglang"),
+        '[2024-12-13 01:45:26] INFO:     127.0.0.1:40418 - "GET / HTTP/1.1" 404 Not Found',
+        "Uvicorn's access log: a client's request and its status, not the server's health; "
+        "observed in corpus case 002 (sglang)",
+        hard=True,
+    ),
+    Benign(
+        r"(?:Failed|Successful) requests:",
+        ("vllm", "sglang", "jetstream"),
+        "Successful requests: 1780",
+        "the serving benchmarks' summary (vLLM's benchmark_serving, sglang's bench_serving, "
+        "JetStream's); observed in corpus case 831",
+        hard=True,
+    ),
+    Benign(
+        r"\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning)\b",
+        ("python",),
+        "/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py:126: UserWarning: "
+        "The CUDA Graph is empty. This usually means that the graph was attempted to be "
+        "captured on wrong device or stream. (Triggered internally at "
+        "/pytorch/aten/src/ATen/cuda/CUDAGraph.cpp:147.)",
+        "Python's warnings module ('file:line: Category: message'); observed in corpus case "
+        "704 (PyTorch)",
+        hard=True,
+    ),
+    Benign(
+        r"No available shared memory broadcast block",
+        ("vllm",),
+        "(EngineCore pid=127) INFO 04-15 13:42:25 [shm_broadcast.py:681] No available shared "
+        "memory broadcast block found in 60 seconds. This typically happens when some processes "
+        "are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache "
+        "quantization).",
+        "vLLM: vllm/distributed/device_communicators/shm_broadcast.py while a worker is slow; "
+        "observed in corpus case M016",
+        hard=True,
+    ),
+    Benign(
+        r"NCCL INFO",
+        ("nccl",),
+        "host-1:73025:73025 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open "
+        "shared object file: No such file or directory No plugin found (libnccl-net.so), using "
+        "internal implementation",
+        "NCCL's INFO log (NCCL_DEBUG=INFO), whose lines trace its calls even on success; "
+        "observed in corpus case 848",
+        hard=True,
+    ),
+    # Advice printed around a real error, which is never the error itself.
+    Benign(
+        r"CUDA kernel errors might be asynchronously reported",
+        ("pytorch",),
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+        "stacktrace below might be incorrect.",
+        "PyTorch: the advice after every CUDA error it raises; observed in corpus case 011",
+    ),
+    Benign(
+        r"CUDA_LAUNCH_BLOCKING",
+        ("pytorch",),
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "PyTorch: the advice after every CUDA error it raises; observed in corpus case 011",
+    ),
+    Benign(
+        r"TORCH_USE_CUDA_DSA",
+        ("pytorch",),
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        "PyTorch: the advice after every CUDA error it raises; observed in corpus case 011",
+    ),
+    Benign(
+        r"^\(?run with NCCL_DEBUG",
+        ("nccl",),
+        "(run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3",
+        "NCCL: the advice in its error strings (ncclGetErrorString: 'unhandled cuda error (run "
+        "with NCCL_DEBUG=INFO for details)'), at a line's start where the error was wrapped",
+    ),
+    Benign(
+        r"^(?:WARNING|WARN|INFO|DEBUG)\b",
+        ("uvicorn", "python"),
+        "INFO (uvicorn.error):  Started server process [1]",
+        "a logger's own severity first, as Uvicorn's and logging's default formats put it; "
+        "observed in corpus case 539",
+    ),
+    Benign(
+        r"might cause accuracy degradation",
+        ("sglang",),
+        "[2026-04-12 12:43:59] WARNING model_config.py:856: DeepGemm is enabled but the "
+        "scale_fmt of checkpoint is not ue8m0. This might cause accuracy degradation on "
+        "Blackwell.",
+        "sglang: python/sglang/srt/configs/model_config.py warns of a checkpoint's scale format "
+        "on Blackwell",
+    ),
+    Benign(
+        r"This might",
+        ("sglang",),
+        "This might cause accuracy degradation on Blackwell.",
+        "sglang: the same warning as model_config.py prints it, its second sentence on a line "
+        "of its own where a viewer wrapped it",
+    ),
+    Benign(
+        r"Possibly you have",
+        ("vllm",),
+        "ERROR 08-31 15:52:59 _custom_ops.py:37] Possibly you have built or installed an "
+        "obsolete version of vllm.",
+        "vLLM: vllm/_custom_ops.py after its kernels failed to import; observed in corpus case "
+        "M002",
+    ),
+    Benign(
+        r"please (?:try|consider|check|report|file)",
+        ("pytorch",),
+        "If you need this call to be captured, please file an issue.",
+        "PyTorch: the advice after an operation that CUDA graph capture does not allow "
+        "(CUDAGeneratorImpl); observed in corpus case 543",
+    ),
+    Benign(
+        r"Please try",
+        ("vllm",),
+        "ERROR 08-31 15:52:59 _custom_ops.py:37] Please try a clean build and install of vllm,"
+        "or remove old built files such as vllm/*cpython*.so and build/ .",
+        "vLLM: vllm/_custom_ops.py after its kernels failed to import; observed in corpus case "
+        "M002",
+    ),
+    Benign(
+        r"^For debugging",
+        ("pytorch",),
+        "For debugging consider passing AMD_SERIALIZE_KERNEL=3",
+        "PyTorch on ROCm: the advice after every HIP error it raises; observed in corpus case 805",
+    ),
+    Benign(
+        r"^Compile with",
+        ("pytorch",),
+        "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.",
+        "PyTorch on ROCm: the advice after every HIP error it raises; observed in corpus case 805",
+    ),
+    Benign(
+        r"\bdebug\b.*\berror\b",
+        ("litellm",),
+        "LiteLLM.Info: If you need to debug this error, use `litellm.set_verbose=True'.",
+        "LiteLLM, the proxy in front of many servers: its advice after a failed call",
+    ),
+    # Counters of errors that happen to be zero, or are just a figure.
+    Benign(
+        r"error_?(?:rate|count|s)=\S|errors?=0\b",
+        ("any",),
+        "2026-03-01 10:00:05 bench: requests=200 ok=200 errors=0 p50_ms=41.2",
+        "any key=value summary that counts errors (a benchmark client's, a metrics logger's)",
+    ),
+    Benign(
+        r"errors?: 0\b",
+        ("any",),
+        "benchmark summary: requests: 500, errors: 0",
+        "any summary that counts errors",
+    ),
+    Benign(
+        r"\bwarn(?:ing)?s?\b.*\bdeprecat",
+        ("nvcc",),
+        "nvcc warning : The 'compute_35', 'compute_37', 'sm_35', and 'sm_37' architectures are "
+        "deprecated, and may be removed in a future release (Use -Wno-deprecated-gpu-targets to "
+        "suppress warning).",
+        "CUDA 11's nvcc, warning of architectures it will drop",
+    ),
+)

@@ -1,0 +1,117 @@
+"""Where a server is in its life: the line it prints once per launch, the statistics only a
+serving engine prints, and its own word that it never came up."""
+
+from dataclasses import dataclass
+
+from app.diagnosis.knowledge.fact import Fact
+
+
+@dataclass(frozen=True)
+class Launch(Fact):
+    # A literal of the line that the scanner looks for, so the line is kept wherever it is
+    # (None: kept only near other lines worth reading).
+    anchor: str | None = None
+
+
+# Of several launches in one file, only the last one's failures and readiness count.
+LAUNCHES = (
+    Launch(
+        r"server_args=ServerArgs\(",
+        ("sglang",),
+        "[2025-03-01 10:00:00] server_args=ServerArgs(model_path='/models/Llama-3.1-8B-Instruct'"
+        ", tp_size=1, port=30000, mem_fraction_static=0.88, watchdog_timeout=300)",
+        "sglang: its arguments, logged once at launch ('server_args=ServerArgs(...)')",
+        anchor="server_args=",
+    ),
+    Launch(
+        r"non-default args: \{",
+        ("vllm",),
+        "INFO 06-23 10:49:59 [cli_args.py:309] non-default args: {'model': "
+        "'Qwen/Qwen2.5-0.5B-Instruct'}",
+        "vLLM: its OpenAI server's arguments, logged once at launch ('non-default args: {...}')",
+        anchor="non-default args",
+    ),
+    Launch(
+        r"vLLM API server version \d",
+        ("vllm",),
+        "(APIServer pid=387) INFO 09-21 21:35:59 [api_server.py:1882] vLLM API server version "
+        "0.10.2",
+        "vLLM: vllm/entrypoints/openai/api_server.py logs its version first thing",
+        anchor="API server version",
+    ),
+    Launch(
+        r"\bStarted [A-Z][\w .-]*[Ss]ervice\.?$",
+        ("systemd",),
+        "Nov 15 21:48:43 host-1 systemd[1]: Started Ollama Service.",
+        "systemd (re)starting a unit it supervises, under journalctl; observed in corpus case "
+        "812 (Ollama)",
+    ),
+)
+
+# Work only a live engine logs (a front end answering health checks is no proof): a failure
+# they follow is one the server lived through.
+SERVING = (
+    Fact(
+        r"Decode batch",
+        ("sglang",),
+        "[2025-02-27 04:46:39 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: "
+        "0.12, gen throughput (token/s): 186.64, #queue-req: 0",
+        "sglang: the scheduler's statistics of each decode step it logs; observed in corpus "
+        "case 579",
+    ),
+    Fact(
+        r"Prefill batch",
+        ("sglang",),
+        "[2026-04-05 20:02:51] Prefill batch, #new-seq: 1, #new-token: 158, #cached-token: 0, "
+        "token usage: 0.08, #running-req: 31, #queue-req: 0, cuda graph: True, input throughput "
+        "(token/s): 559.53",
+        "sglang: the scheduler's statistics of each prefill; observed in corpus case M030",
+    ),
+    Fact(
+        r"Avg generation throughput",
+        ("vllm",),
+        "INFO 06-16 10:03:14 [loggers.py:87] Engine 000: Avg prompt throughput: 1254.4 tokens/s, "
+        "Avg generation throughput: 29.2 tokens/s, Running: 10 reqs, Waiting: 4 reqs, GPU KV "
+        "cache usage: 57.9%, Prefix cache hit rate: 40.5%",
+        "vLLM: its periodic stats logger (vllm/v1/metrics/loggers.py); observed in corpus case 004",
+    ),
+)
+
+# A server's own word that it never came up: a failure it names was not ready.
+NEVER_STARTED = (
+    Fact(
+        r"\b[Ff]ailed to start\b",
+        ("tgi", "vllm"),
+        "2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start",
+        "Text Generation Inference's launcher (launcher/src/main.rs); vLLM's 'WorkerProc failed "
+        "to start.' too; observed in corpus case 500",
+    ),
+    Fact(
+        r"ShardCannotStart",
+        ("tgi",),
+        "Error: ShardCannotStart",
+        "Text Generation Inference's launcher, exiting (launcher/src/main.rs); observed in "
+        "corpus case 500",
+    ),
+    Fact(
+        r"[Ii]nitialization failed",
+        ("sglang", "vllm"),
+        "[2024-12-13 01:47:34] Initialization failed. warmup error: Traceback (most recent call "
+        "last):",
+        "sglang's warm-up (python/sglang/srt/entrypoints/http_server.py; observed in corpus case "
+        "002) and vLLM V1's 'Engine core initialization failed'",
+    ),
+    Fact(
+        r"waiting for .{0,40} to start",
+        ("ollama",),
+        "Error: timed out waiting for llama runner to start - progress 0.00 -",
+        "Ollama (llm/server.go) when its model runner never answered; observed in corpus case 866",
+    ),
+    Fact(
+        r"failed to load all models",
+        ("triton",),
+        "error: creating server: Internal - failed to load all models",
+        "Triton Inference Server exiting when a model of its repository failed to load (its "
+        "model repository manager's status)",
+    ),
+)

@@ -1,0 +1,229 @@
+"""Wrappers: lines a launcher, a supervisor or a runtime prints around a failure raised
+elsewhere. They are never the root cause when anything more specific is in the log."""
+
+from dataclasses import dataclass
+
+from app.diagnosis.knowledge.fact import Fact
+
+
+@dataclass(frozen=True)
+class Wrapper(Fact):
+    # Says nothing of its own, only that something failed elsewhere: never a runner-up, and
+    # the root cause only when no other wrapper is left (DeepSpeed's "exits with return code
+    # = -9" is weak: its exit code is the only information some logs hold).
+    strong: bool = False
+
+
+WRAPPERS = (
+    Wrapper(
+        r"Received sigquit from a child process|It usually means the child failed",
+        ("sglang",),
+        "[2025-11-06T02:10:00.703Z] [2025-11-06 02:10:00] Received sigquit from a child "
+        "process. It usually means the child failed.",
+        "sglang: the launcher's SIGQUIT handler (python/sglang/srt/entrypoints/engine.py), "
+        "raised by a scheduler that died; observed in corpus case 040",
+        strong=True,
+    ),
+    Wrapper(
+        r"Initialization failed",
+        ("sglang",),
+        "[2024-12-13 01:47:34] Initialization failed. warmup error: Traceback (most recent call "
+        "last):",
+        "sglang: python/sglang/srt/entrypoints/http_server.py when its warm-up request fails; "
+        "observed in corpus case 002",
+    ),
+    Wrapper(
+        r"See (?:the )?root cause above",
+        ("vllm",),
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause "
+        "above. Failed core proc(s): {}",
+        "vLLM V1: wait_for_engine_startup (vllm/v1/engine/utils.py) when an engine core died "
+        "while starting",
+        strong=True,
+    ),
+    Wrapper(
+        r"check the stack trace above",
+        ("vllm",),
+        "(EngineCore_DP0 pid=11075) RuntimeError: Worker failed with error 'CUDA error: an "
+        "illegal memory access was encountered', please check the stack trace above for the "
+        "root cause",
+        "vLLM V1: the multiprocess executor (vllm/v1/executor/multiproc_executor.py) when a "
+        "worker's call failed",
+        strong=True,
+    ),
+    Wrapper(
+        r"ChildFailedError",
+        ("torchrun",),
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+        "torchrun (torch/distributed/elastic/multiprocessing/errors), then a table of the "
+        "ranks that failed; observed in corpus case 503",
+        strong=True,
+    ),
+    Wrapper(
+        r"failed! Received signal",
+        ("pytorch",),
+        "Oct 16 02:07:00 RuntimeError: test_c10d failed! Received signal: SIGIOT",
+        "PyTorch's test runner (test/run_test.py) on a test process a signal ended; observed "
+        "in corpus case 006",
+        strong=True,
+    ),
+    Wrapper(
+        r"Engine process failed to start",
+        ("vllm",),
+        "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
+        "vLLM before V1: the OpenAI server (vllm/entrypoints/openai/api_server.py) when its "
+        "engine process died",
+        strong=True,
+    ),
+    Wrapper(
+        r"EngineDeadError",
+        ("vllm",),
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack "
+        "trace (above) for the root cause.",
+        "vLLM V1: vllm/v1/engine/exceptions.py, raised to every request once the engine core died",
+    ),
+    Wrapper(
+        r"Worker failed with error",
+        ("vllm",),
+        "(EngineCore_DP0 pid=9164) RuntimeError: Worker failed with error 'size_k must divisible "
+        "by BLOCK_SIZE_K', please check the stack trace above for the root cause",
+        "vLLM V1: the multiprocess executor (vllm/v1/executor/multiproc_executor.py), quoting "
+        "the worker's error, whose own traceback is above",
+    ),
+    Wrapper(
+        r"Capture cuda graph failed: ?$",
+        ("sglang",),
+        "Exception: Capture cuda graph failed:",
+        "sglang: python/sglang/srt/model_executor/cuda_graph_runner.py raises 'Capture cuda "
+        "graph failed: {error}'; an error whose text starts with a newline leaves it bare",
+    ),
+    # An abort that names only the kind of error: the lines around it say which.
+    Wrapper(
+        r"(?:^|:\s)(?:CUDA|HIP|cuBLAS|CUBLAS|ROCm) error\s*$",
+        ("llama.cpp", "ollama"),
+        "opt/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:97: CUDA error",
+        "ggml's CUDA backend (ggml/src/ggml-cuda/ggml-cuda.cu) aborting after it printed the "
+        "error and the call; observed in corpus case 862",
+    ),
+    Wrapper(
+        r"\bKilled\b(?! process)",
+        ("shell",),
+        "Killed",
+        "a shell's report on a child that SIGKILL ended (the OOM killer's own line, 'Killed "
+        "process N', says why); observed in corpus case 002",
+    ),
+    Wrapper(
+        r"exits? with return code = -?\d+",
+        ("deepspeed",),
+        "[2023-10-26 17:54:48,155] [ERROR] [launch.py:321:sigkill_handler] "
+        "['/data_new/user/polyglot-ko/data-parallel/deepspeed-venv/bin/python3', '-u', "
+        "'deepspeed-trainer.py', '--local_rank=3', '--deepspeed', 'deepspeed_config_2.json'] "
+        "exits with return code = -9",
+        "DeepSpeed's launcher (deepspeed/launcher/launch.py, sigkill_handler); observed in "
+        "corpus case 578",
+    ),
+    Wrapper(
+        r"Traceback \(most recent call",
+        ("python",),
+        "Traceback (most recent call last):",
+        "Python: the header of every traceback; the exception it ends in says what failed",
+        strong=True,
+    ),
+    Wrapper(
+        r"Scheduler hit an exception",
+        ("sglang",),
+        "[2025-12-22 19:08:58] Scheduler hit an exception: Traceback (most recent call last):",
+        "sglang: run_scheduler_process (python/sglang/srt/managers/scheduler.py), then the "
+        "traceback; observed in corpus case 028",
+    ),
+    Wrapper(
+        r"Exception in thread",
+        ("python",),
+        "Exception in thread Thread-3 (_watchdog_loop):",
+        "Python: threading's excepthook (Lib/threading.py), then the thread's traceback",
+    ),
+    Wrapper(
+        r"Exception in worker",
+        ("vllm",),
+        "(VllmWorkerProcess pid=2345) ERROR 10-11 12:27:29 multiproc_worker_utils.py:233] "
+        "Exception in worker VllmWorkerProcess while processing method init_device.",
+        "vLLM before V1: vllm/executor/multiproc_worker_utils.py, then the worker's traceback",
+    ),
+    Wrapper(
+        r"Exception in ASGI application",
+        ("uvicorn", "vllm", "sglang"),
+        "ERROR:    Exception in ASGI application",
+        "Uvicorn (uvicorn/protocols/http/) on a request its application failed, then the traceback",
+    ),
+    Wrapper(
+        r"Error in atexit",
+        ("python",),
+        "Error in atexit._run_exitfuncs:",
+        "Python: an exit handler that raised (Modules/atexitmodule.c), then its traceback",
+    ),
+    Wrapper(
+        r"Error in sys\.excepthook",
+        ("python",),
+        "Error in sys.excepthook:",
+        "Python: an exception hook that raised while reporting another exception",
+    ),
+    Wrapper(
+        r"SystemExit",
+        ("python",),
+        "SystemExit: 1",
+        "Python: sys.exit() with a status, at the end of a traceback",
+    ),
+    Wrapper(
+        r"KeyboardInterrupt",
+        ("python",),
+        "KeyboardInterrupt",
+        "Python: a SIGINT (Ctrl-C, or a launcher stopping its children) ending a traceback",
+    ),
+    Wrapper(
+        r"Terminated\b",
+        ("slurm", "shell"),
+        "srun: error: host-1: task 0: Terminated",
+        "Slurm's srun on a task that SIGTERM ended (a shell says 'Terminated' too); observed in "
+        "corpus case 596",
+    ),
+    Wrapper(
+        r"core dumped",
+        ("shell",),
+        "Aborted (core dumped)",
+        "a shell's report on a child that a signal ended; observed in corpus case 583",
+    ),
+    Wrapper(
+        r"^(?:[\w.]+\.)?(?:Exception|RuntimeError): ?$",
+        ("python",),
+        "RuntimeError:",
+        "Python: an exception whose message starts with a newline (a native library's error "
+        "text) leaves its name alone on the line",
+    ),
+    Wrapper(
+        r"ExceptionGroup: unhandled errors",
+        ("python", "uvicorn"),
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+        "Python: asyncio's TaskGroup (Lib/asyncio/taskgroups.py) and anyio's, as Starlette "
+        "and the servers built on it raise them",
+    ),
+    Wrapper(
+        r"sub-exception",
+        ("python",),
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (2 sub-exceptions)",
+        "Python: an exception group's summary line counts its sub-exceptions (Python 3.11+)",
+    ),
+    Wrapper(
+        r"\bfailed to start\b",
+        ("tgi", "vllm"),
+        "2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start",
+        "Text Generation Inference's launcher (launcher/src/main.rs) on a shard that died; "
+        "vLLM's 'WorkerProc failed to start.' too; observed in corpus case 500",
+    ),
+    Wrapper(
+        r"please check (?:the )?(?:error )?log",
+        ("tensorrt-llm",),
+        "AssertionError: Engine building failed, please check error log.",
+        "TensorRT-LLM's trtllm-build (tensorrt_llm/commands/build.py) after a build that "
+        "logged its error",
+    ),
+)
