@@ -1,6 +1,8 @@
 """The runner's host program, locally and over the test sshd: a job detached in a session
 of its own, its exit status written when it ends, preflight refusals, stop that proves it."""
 
+import ast
+import json
 import os
 import signal
 import socket
@@ -13,7 +15,14 @@ from typing import Any
 import pytest
 
 from app.config import Settings
-from app.runner.hosts import HostAnswerError, HostLink, HostPrograms, check_host
+from app.runner.hosts import (
+    PROGRAM,
+    PROGRAM_FILES,
+    HostAnswerError,
+    HostLink,
+    HostPrograms,
+    check_host,
+)
 from app.tailing.factory import LogSources
 from tests.helpers import wait_for
 from tests.runner_helpers import (
@@ -210,6 +219,39 @@ def test_a_command_is_one_argument_no_shell_of_the_caller_reads() -> None:
     assert check_host("gpu-box") == "gpu-box"
     with pytest.raises(ValueError, match="not a host"):
         check_host("gpu;rm -rf /")
+
+
+def _imports(tree: ast.Module) -> set[str]:
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    return imported
+
+
+def test_the_program_sent_to_a_host_is_python_3_6_and_runs_on_its_own(tmp_path: Path) -> None:
+    """Its files, sent as one program, run on the host's python3 (an old GPU box's 3.6) with
+    nothing installed: the standard library only, no import of the app but the ones each
+    file makes for the dashboard, which the program as sent never runs."""
+    for module in PROGRAM_FILES:
+        assert len(Path(str(module.__file__)).read_text().splitlines()) < 400, module
+    tree = ast.parse(PROGRAM.decode(), feature_version=(3, 6))
+    stdlib = {"ctypes", "errno", "json", "os", "select", "shutil", "signal", "socket", "stat",
+              "subprocess", "sys", "time", "traceback", "typing", "urllib"}  # fmt: skip
+    assert _imports(tree) - stdlib == {"app"}, _imports(tree)
+    # -I: isolated, so no `app` package from the working directory or the environment.
+    args = json.dumps({"run_dir": str(tmp_path / "run"), "names": ["server"]})
+    done = subprocess.run(
+        [sys.executable, "-I", "-", "status", args],
+        input=PROGRAM, capture_output=True, cwd=tmp_path, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    answer = json.loads(done.stdout)
+    assert answer["jobs"]["server"] == {
+        "name": "server", "exists": False, "started": False, "alive": False,
+    }  # fmt: skip
 
 
 def _parent(pid: int) -> int:

@@ -38,7 +38,7 @@ class ResultFile:
         return "jsonl" if self.flag == "--output-file" else "json"
 
     def watch(self) -> dict[str, Any] | None:
-        """What the host program notes before the run (app/runner/hostprog.py `_watch`)."""
+        """What the host program notes before the run (app/runner/host_results.py `_watch`)."""
         if self.problem:
             return None
         if self.path is not None:

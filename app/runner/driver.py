@@ -11,9 +11,10 @@ from typing import Any
 from app.benchparse import ParseFailure
 from app.diagnosis import diagnose_bytes
 from app.models import Run, RunState, Status
-from app.runner import hostprog
 from app.runner.benchfiles import ResultFile, result_file, run_figures
 from app.runner.commands import health_url, listen_port, visible_gpus
+from app.runner.host_checks import GPU_WAIT_S
+from app.runner.host_jobs import RUNS_ROOT
 from app.runner.hosts import HostAnswerError, HostLink
 from app.runner.records import FINISHED, LeaseLost, Records
 from app.tailing.sources import HostUnavailable
@@ -48,8 +49,8 @@ class RunDriver:
         host: HostLink,
         shutdown: threading.Event,
         on_exit: Any = None,
-        runs_root: str = hostprog.RUNS_ROOT,
-        gpu_release_s: float = hostprog.GPU_WAIT_S,
+        runs_root: str = RUNS_ROOT,
+        gpu_release_s: float = GPU_WAIT_S,
     ) -> None:
         self.runs_root = runs_root
         self.gpu_release_s = gpu_release_s

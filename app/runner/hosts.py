@@ -12,14 +12,26 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
-from app.runner import hostprog
+from app.runner import host_checks, host_gpus, host_jobs, host_proc, host_results, hostprog
 from app.tailing.factory import LogSources
 from app.tailing.sources import BadSource, HostUnavailable, SourceURL, parse_source
 from app.tailing.status import TailStatus
 
-PROGRAM = Path(hostprog.__file__).read_bytes()
+# The host program's files in the order they are sent as one program: each uses only what
+# comes before it (app/runner/hostprog.py says what each holds).
+PROGRAM_FILES: tuple[ModuleType, ...] = (
+    host_proc, host_gpus, host_results, host_jobs, host_checks, hostprog,
+)  # fmt: skip
+
+
+def _program(files: tuple[ModuleType, ...]) -> bytes:
+    return b"\n".join(Path(str(module.__file__)).read_bytes() for module in files)
+
+
+PROGRAM = _program(PROGRAM_FILES)
 LOCAL = "local"
 
 
