@@ -4,7 +4,7 @@ program (app/runner/hostprog.py): standard library only, Python 3.6 compatible."
 
 import shutil
 import subprocess
-from typing import List, Optional
+from typing import Callable, List, Optional, Tuple
 
 if __name__ != "__main__":
     # Run on a host, this file's code comes after host_proc.py's: `Answer` is already there.
@@ -17,9 +17,8 @@ GPU_QUERY = "--query-gpu=index,uuid,memory.used,memory.total,mig.mode.current"
 APP_QUERY = "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"
 
 
-def _smi_rows(smi: str, query: str, width: int) -> List[List[str]]:
-    """One CSV query's rows, each cut into `width` cells: the process name, the one free-text
-    cell, keeps any comma of its own (it is second: the cells after it are split off)."""
+def _run_smi(smi: str, query: str) -> Tuple[int, str]:
+    """One CSV query of nvidia-smi: its exit status and what it printed (stderr included)."""
     done = subprocess.run(
         [smi, query, "--format=csv,noheader,nounits"],
         stdout=subprocess.PIPE,
@@ -27,11 +26,19 @@ def _smi_rows(smi: str, query: str, width: int) -> List[List[str]]:
         universal_newlines=True,
         timeout=20,
     )
-    if done.returncode != 0:
-        said = done.stdout.strip().splitlines()
-        raise OSError("exit status %d%s" % (done.returncode, ": " + said[-1] if said else ""))
+    return done.returncode, done.stdout
+
+
+def smi_rows(said: Tuple[int, str], width: int) -> List[List[str]]:
+    """One CSV query's rows (`said`: its exit status and output), each cut into `width`
+    cells: the process name, the one free-text cell, keeps any comma of its own (it is
+    second: the cells after it are split off). A failed query raises OSError."""
+    status, output = said
+    if status != 0:
+        lines = output.strip().splitlines()
+        raise OSError("exit status %d%s" % (status, ": " + lines[-1] if lines else ""))
     rows = []
-    for line in done.stdout.splitlines():
+    for line in output.splitlines():
         first, _, rest = line.partition(",")
         cells = [first, *rest.rsplit(",", width - 2)] if rest else [first]
         if len(cells) == width:  # a warning line ("WARNING: infoROM is corrupted") is not
@@ -53,9 +60,15 @@ def gpus() -> Answer:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return {"present": False, "note": "nvidia-smi not found on the host: GPUs not checked"}
+    return read_gpus(lambda query: _run_smi(smi, query))
+
+
+def read_gpus(ask: Callable[[str], Tuple[int, str]]) -> Answer:
+    """`gpus()` from what nvidia-smi answers each query (`ask(query)`: its exit status and
+    output); the GPUs are asked first, their processes only when that worked."""
     try:
-        device_rows = _smi_rows(smi, GPU_QUERY, 5)
-        app_rows = _smi_rows(smi, APP_QUERY, 4)
+        device_rows = smi_rows(ask(GPU_QUERY), 5)
+        app_rows = smi_rows(ask(APP_QUERY), 4)
     except (OSError, subprocess.SubprocessError) as error:
         return {"present": True, "error": "nvidia-smi failed: %s" % error}
     devices, notes = [], []
