@@ -245,8 +245,7 @@ class Run(SQLModel, table=True):
     health_url: str | None = Field(default=None, max_length=500)
     port: int | None = None
     state: RunState = Field(default=RunState.launching, sa_type=String(20))
-    # How it ended: measured, ready, crashed, ready_timeout, bench_failed, server_died,
-    # refused, stopped, host_rebooted, infrastructure.
+    # How it ended: a RunOutcome's value (app/runner/outcomes.py).
     outcome: str | None = Field(default=None, max_length=40)
     reason: str | None = None  # the sentence a person reads: why it waits, failed, ended
     # The run's directory on the host, and the key its files carry there.

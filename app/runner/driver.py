@@ -16,6 +16,7 @@ from app.runner.commands import health_url, listen_port, visible_gpus
 from app.runner.host_checks import GPU_WAIT_S
 from app.runner.host_jobs import RUNS_ROOT
 from app.runner.hosts import HostAnswerError, HostLink
+from app.runner.outcomes import RunOutcome
 from app.runner.records import FINISHED, LeaseLost, Records
 from app.tailing.sources import HostUnavailable
 
@@ -30,7 +31,6 @@ BENCH_WAIT_S = 0.5
 CATCH_UP_S = 5.0  # for the tail to read the last lines of a crashed server's log
 EXIT_STATUS_WAIT_S = 5.0  # a server gone, its wrapper writing how it ended
 GIVE_UP_S = 600.0  # a host unreachable this long: the run fails as infrastructure
-FAILED_OUTCOMES = frozenset({"crashed", "ready_timeout", "bench_failed", "server_died"})
 
 
 class Shutdown(Exception):
@@ -81,7 +81,7 @@ class RunDriver:
                 self.records.finish(
                     self.run_id,
                     state=RunState.failed,
-                    outcome="infrastructure",
+                    outcome=RunOutcome.infrastructure,
                     reason=f"the runner failed: {type(error).__name__}: {error}",
                 )
             except Exception:
@@ -182,12 +182,12 @@ class RunDriver:
                 self._after_ready(run)
             elif run.state == RunState.stopping:
                 # Picked up halfway through a stop: the end it was heading for.
-                failed = run.outcome in FAILED_OUTCOMES
+                outcome = RunOutcome(run.outcome) if run.outcome else RunOutcome.stopped
                 self._stop(
                     run,
-                    outcome=run.outcome or "stopped",
+                    outcome=outcome,
                     reason=run.reason,
-                    state=RunState.failed if failed else RunState.done,
+                    state=RunState.failed if outcome.failed else RunState.done,
                 )
         except Finished:
             pass
@@ -197,17 +197,17 @@ class RunDriver:
                 self.records.finish(
                     self.run_id,
                     state=RunState.failed,
-                    outcome="stopped",
+                    outcome=RunOutcome.stopped,
                     reason="stopped before it was launched",
                 )
                 return
-            self._stop(run, outcome="stopped", reason="stopped on request")
+            self._stop(run, outcome=RunOutcome.stopped, reason="stopped on request")
         except HostRebooted:
             run = self._run()
             self.records.finish(
                 self.run_id,
                 state=RunState.failed,
-                outcome="host_rebooted",
+                outcome=RunOutcome.host_rebooted,
                 reason=f"{run.host} rebooted (its boot id changed) while the run was "
                 f"{run.state}: its server is gone",
                 attempt_status=Status.crashed if run.state != RunState.benchmarking else None,
@@ -216,7 +216,7 @@ class RunDriver:
             self.records.finish(
                 self.run_id,
                 state=RunState.failed,
-                outcome="infrastructure",
+                outcome=RunOutcome.infrastructure,
                 reason=f"{self.host.host}: {error.state}: {error}",
             )
 
@@ -253,7 +253,7 @@ class RunDriver:
             return self.records.finish(
                 self.run_id,
                 state=RunState.failed,
-                outcome="refused",
+                outcome=RunOutcome.refused,
                 reason="refused: " + "; ".join(check["problems"]),
                 preflight=check,
             )
@@ -273,7 +273,10 @@ class RunDriver:
             )  # fmt: skip
         except HostAnswerError as error:
             return self.records.finish(
-                self.run_id, state=RunState.failed, outcome="infrastructure", reason=str(error)
+                self.run_id,
+                state=RunState.failed,
+                outcome=RunOutcome.infrastructure,
+                reason=str(error),
             )
         return self._launched(self._run(), job)
 
@@ -313,7 +316,7 @@ class RunDriver:
             if time.time() >= deadline:
                 return self._stop(
                     run,
-                    outcome="ready_timeout",
+                    outcome=RunOutcome.ready_timeout,
                     reason=f"not ready after {run.ready_timeout_s:g} s",
                     state=RunState.failed,
                     attempt_status=Status.crashed,
@@ -357,7 +360,7 @@ class RunDriver:
         # What the server left behind (its children, the port) is cleaned up all the same.
         return self._stop(
             run,
-            outcome="crashed",
+            outcome=RunOutcome.crashed,
             reason=reason,
             state=RunState.failed,
             attempt_status=Status.crashed,
@@ -369,9 +372,9 @@ class RunDriver:
             run = self._benchmark(run)
             if run.state in FINISHED:
                 return
-            outcome = "measured"
+            outcome = RunOutcome.measured
         else:
-            outcome = "ready"
+            outcome = RunOutcome.ready
         if run.keep:
             self.records.finish(
                 self.run_id,
@@ -404,7 +407,7 @@ class RunDriver:
             if entry["failure"]:
                 return self._stop(
                     run,
-                    outcome="bench_failed",
+                    outcome=RunOutcome.bench_failed,
                     reason=f"benchmark run {index} failed: {entry['failure']}",
                     state=RunState.failed,
                 )
@@ -412,7 +415,7 @@ class RunDriver:
         if not counted:
             return self._stop(
                 run,
-                outcome="bench_failed",
+                outcome=RunOutcome.bench_failed,
                 reason="no benchmark run gave a valid figure (each had failed requests)",
                 state=RunState.failed,
             )
@@ -444,7 +447,7 @@ class RunDriver:
         )
         self._stop(
             run,
-            outcome="server_died",
+            outcome=RunOutcome.server_died,
             reason=f"the server died during benchmark {name}: {cause}",
             state=RunState.failed,
             attempt_status=Status.crashed,
@@ -502,7 +505,7 @@ class RunDriver:
         self,
         run: Run,
         *,
-        outcome: str,
+        outcome: RunOutcome,
         reason: str | None,
         state: RunState = RunState.done,
         attempt_status: Status | None = None,

@@ -16,6 +16,7 @@ from app.db import session_scope
 from app.lifecycle import Actor
 from app.models import Attempt, Campaign, Measurement, Run, RunState, Status, TailState, utcnow
 from app.runner import lease
+from app.runner.outcomes import RunOutcome
 
 FINISHED = (RunState.done, RunState.failed)
 
@@ -200,7 +201,7 @@ class Records:
         run_id: int,
         *,
         state: RunState,
-        outcome: str | None = None,
+        outcome: RunOutcome | None = None,
         reason: str | None = None,
         attempt_status: Status | None = None,
         **fields: Any,
