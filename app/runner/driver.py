@@ -182,7 +182,7 @@ class RunDriver:
                 self._after_ready(run)
             elif run.state == RunState.stopping:
                 # Picked up halfway through a stop: the end it was heading for.
-                outcome = RunOutcome(run.outcome) if run.outcome else RunOutcome.stopped
+                outcome = run.outcome or RunOutcome.stopped
                 self._stop(
                     run,
                     outcome=outcome,
