@@ -5,12 +5,15 @@ Started again after a dashboard restart, it picks the run up where it was."""
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from app.benchparse import ParseFailure
 from app.diagnosis import diagnose_bytes
 from app.models import Run, RunState, Status
+from app.runner.answers import Job, StatusAnswer
 from app.runner.benchfiles import ResultFile, result_file, run_figures
 from app.runner.commands import health_url, listen_port, visible_gpus
 from app.runner.host_checks import GPU_WAIT_S
@@ -21,6 +24,7 @@ from app.runner.records import FINISHED, LeaseLost, Records
 from app.tailing.sources import HostUnavailable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 POLL_S = 0.05  # the database: what the tail of the log found (cheap, one row)
 HOST_POLL_S = 0.5  # the host: is the process still there
@@ -113,18 +117,16 @@ class RunDriver:
         if self._run().stop_requested:
             raise Stopped
 
-    def _ask(
-        self, command: str, args: dict[str, Any], timeout_s: float = 30.0, *,
-        stoppable: bool = False,
-    ) -> Any:  # fmt: skip
-        """One call of the host program; an unreachable host is retried (the run waits,
-        saying why) until GIVE_UP_S, then the run fails as infrastructure. `stoppable`:
-        nothing is launched yet, so a stop asked for meanwhile ends the wait."""
+    def _ask(self, call: Callable[[], T], *, stoppable: bool = False) -> T:
+        """One call of the host program (`call`, a command of self.host); an unreachable
+        host is retried (the run waits, saying why) until GIVE_UP_S, then the run fails as
+        infrastructure. `stoppable`: nothing is launched yet, so a stop asked for meanwhile
+        ends the wait."""
         first_failure = None
         delay = 0.5
         while True:
             try:
-                answer = self.host.call(command, args, timeout_s=timeout_s)
+                answer = call()
                 if first_failure is not None:
                     self.records.update(self.run_id, reason=None)
                 return answer
@@ -147,23 +149,19 @@ class RunDriver:
     def _status(
         self, run: Run, *names: str, output: bool = False, health: bool = False,
         wait_for: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> StatusAnswer:  # fmt: skip
         """The jobs' state now or, `wait_for` a job's name, once it ended (or BENCH_WAIT_S)."""
-        args: dict[str, Any] = {"run_dir": run.run_dir, "names": list(names) or ["server"],
-                                "output": output}  # fmt: skip
-        if health and run.health_url:
-            args["health_url"] = run.health_url
+        run_dir, asked = _run_dir(run), list(names) or ["server"]
+        health_url = run.health_url if health else None
         if wait_for is None:
-            answer = self._ask("status", args)
+            ask = partial(self.host.status, run_dir, asked)
         else:
-            args.update(name=wait_for, timeout=BENCH_WAIT_S)
-            answer = self._ask("wait", args, timeout_s=BENCH_WAIT_S + 30.0)
-        jobs: dict[str, Any] = answer["jobs"]
-        jobs["health"] = answer.get("health")
-        server = jobs.get("server")
+            ask = partial(self.host.wait, run_dir, wait_for, BENCH_WAIT_S, asked)
+        looked = self._ask(partial(ask, output=output, health_url=health_url))
+        server = looked["jobs"].get("server")
         if server and server.get("rebooted"):
             raise HostRebooted
-        return jobs
+        return looked
 
     # --- the phases --------------------------------------------------------------------
 
@@ -235,18 +233,17 @@ class RunDriver:
         run_dir = run.run_dir or f"{self.runs_root.rstrip('/')}/{run.run_key}"
         if run.run_dir is not None:
             # Launched before a restart, perhaps: a server already there is this run's.
-            job = self._ask("status", {"run_dir": run_dir})["jobs"]["server"]
-            if job.get("started"):
+            job = self._ask(lambda: self.host.status(run_dir))["jobs"]["server"]
+            if job["started"]:
                 return self._launched(run, job)
         port = run.port if run.port is not None else listen_port(run.command)
         check = self._ask(
-            "preflight",
-            {
-                "port": port,
-                "runs_root": self.runs_root,
-                "skip_run": run.run_key,
-                "gpus": visible_gpus(run.command),
-            },
+            lambda: self.host.preflight(
+                port=port,
+                runs_root=self.runs_root,
+                skip_run=run.run_key,
+                gpus=visible_gpus(run.command),
+            ),
             stoppable=True,
         )
         if not check["ok"]:
@@ -267,10 +264,8 @@ class RunDriver:
         )
         try:
             job = self._ask(
-                "start",
-                {"run_dir": run_dir, "name": "server", "command": run.command,
-                 "run_id": run.run_key},
-            )  # fmt: skip
+                lambda: self.host.start(run_dir, "server", run.command, run_id=run.run_key)
+            )
         except HostAnswerError as error:
             return self.records.finish(
                 self.run_id,
@@ -280,10 +275,12 @@ class RunDriver:
             )
         return self._launched(self._run(), job)
 
-    def _launched(self, run: Run, job: dict[str, Any]) -> Run:
+    def _launched(self, run: Run, job: Job) -> Run:
+        log_path = job.get("log_path")
+        assert log_path is not None, job  # a started job has its record
         # The answer's run_dir is absolute (~ expanded on the host): the log source needs it.
-        self.records.update(self.run_id, run_dir=job["log_path"].rpartition("/")[0])
-        return self.records.launched(self.run_id, job, self.host.log_source(job["log_path"]))
+        self.records.update(self.run_id, run_dir=log_path.rpartition("/")[0])
+        return self.records.launched(self.run_id, job, self.host.log_source(log_path))
 
     def _wait_for_ready(self, run: Run) -> Run:
         assert run.launched_at is not None
@@ -308,10 +305,11 @@ class RunDriver:
             # Once the log says ready, /health is asked in each look at the process.
             if now >= next_host_look:
                 next_host_look = now + (HEALTH_POLL_S if says_ready else HOST_POLL_S)
-                jobs = self._status(run, health=says_ready)
-                if not jobs["server"]["running"]:
-                    return self._crashed(run, jobs["server"])
-                if says_ready and (jobs["health"] or {}).get("ok"):
+                looked = self._status(run, health=says_ready)
+                server, health = looked["jobs"]["server"], looked.get("health")
+                if not server.get("running"):
+                    return self._crashed(run, server)
+                if says_ready and health is not None and health["ok"]:
                     return self.records.ready(self.run_id)
             if time.time() >= deadline:
                 return self._stop(
@@ -323,9 +321,9 @@ class RunDriver:
                 )
             self._pause(POLL_S)
 
-    def _caught_up(self, run: Run, job: dict[str, Any] | None) -> dict[str, Any]:
+    def _caught_up(self, run: Run, job: Job | None) -> dict[str, Any]:
         """The diagnosis once the tail has read the log to its end (bounded)."""
-        size = (job or {}).get("log_size") or 0
+        size = (job.get("log_size") if job else None) or 0
         deadline = time.monotonic() + CATCH_UP_S
         while True:
             snapshot = self.records.load(self.run_id)
@@ -334,20 +332,20 @@ class RunDriver:
                 return snapshot.diagnosis
             self._pause(POLL_S)
 
-    def _crashed(self, run: Run, job: dict[str, Any] | None) -> Run:
+    def _crashed(self, run: Run, job: Job | None) -> Run:
+        run_dir = _run_dir(run)
         if job is None:
             # The log said so first: its exit status follows within moments (the
             # traceback is printed before the process ends), and the host says when.
-            args = {"run_dir": run.run_dir, "name": "server", "timeout": CATCH_UP_S}
-            job = self._ask("wait", args, timeout_s=CATCH_UP_S + 30.0)["jobs"]["server"]
+            job = self._ask(lambda: self.host.wait(run_dir, "server", CATCH_UP_S))["jobs"]["server"]
         # Its session can be empty a moment before its wrapper writes the exit status.
         deadline = time.monotonic() + EXIT_STATUS_WAIT_S
         while not job.get("exit") and not job.get("lost") and time.monotonic() < deadline:
             self._pause(POLL_S)
-            job = self._status(run)["server"]
+            job = self._status(run)["jobs"]["server"]
         diagnosis = self._caught_up(run, job)
-        ended = job.get("exit") or {}
-        exit_code = ended.get("exit_code")
+        ended = job.get("exit")
+        exit_code = ended["exit_code"] if ended else None
         cause = diagnosis.get("root_cause")
         if cause:
             reason = f"crashed before ready: {cause}"
@@ -391,16 +389,17 @@ class RunDriver:
         total = run.warmup + run.repeat
         assert run.bench is not None
         spec = result_file(run.bench)
+        run_dir, bench = _run_dir(run), run.bench
         for index in range(run.bench_done + 1, total + 1):
             name = f"bench-{index}"
-            jobs = self._status(run, "server", name)
-            if not jobs["server"]["running"]:
+            jobs = self._status(run, "server", name)["jobs"]
+            if not jobs["server"].get("running"):
                 self._server_died(run, jobs["server"], name)
             if not jobs[name]["exists"]:
                 # The result file as it is before the run: its own record is what it adds.
-                self._ask("start", {"run_dir": run.run_dir, "name": name, "command": run.bench,
-                                    "run_id": run.run_key,
-                                    "watch": spec.watch() if spec else None})  # fmt: skip
+                watch = spec.watch() if spec else None
+                self._ask(partial(self.host.start, run_dir, name, bench, run_id=run.run_key,
+                                  watch=watch))  # fmt: skip
             job = self._wait_for_bench(run, name)
             entry = self._bench_entry(run, index, job, spec)
             run = self.records.bench_run(self.run_id, entry, entry.get("metric_recorded"))
@@ -421,29 +420,31 @@ class RunDriver:
             )
         return run
 
-    def _wait_for_bench(self, run: Run, name: str) -> dict[str, Any]:
+    def _stop_bench(self, run: Run, name: str) -> None:
+        run_dir = _run_dir(run)
+        self._ask(lambda: self.host.stop(run_dir, name, grace_s=5, timeout_s=60))
+
+    def _wait_for_bench(self, run: Run, name: str) -> Job:
         while True:
             try:
                 self._check_stop()
             except Stopped:
-                self._ask("stop", {"run_dir": run.run_dir, "name": name, "grace_s": 5},
-                          timeout_s=60)  # fmt: skip
+                self._stop_bench(run, name)
                 raise
-            jobs = self._status(run, "server", name, output=True, wait_for=name)
+            jobs = self._status(run, "server", name, output=True, wait_for=name)["jobs"]
             job, server = jobs[name], jobs["server"]
-            if not server["running"]:
-                self._ask("stop", {"run_dir": run.run_dir, "name": name, "grace_s": 5},
-                          timeout_s=60)  # fmt: skip
+            if not server.get("running"):
+                self._stop_bench(run, name)
                 self._server_died(run, server, name)
             if job.get("exit") is not None or job.get("lost"):
                 return job
             self._check_shutdown()
 
-    def _server_died(self, run: Run, server: dict[str, Any], name: str) -> None:
+    def _server_died(self, run: Run, server: Job, name: str) -> None:
         diagnosis = self._caught_up(run, server)
-        ended = server.get("exit") or {}
+        ended = server.get("exit")
         cause = diagnosis.get("root_cause") or (
-            f"exited with status {ended.get('exit_code')}" if ended else "it is gone"
+            f"exited with status {ended['exit_code']}" if ended else "it is gone"
         )
         self._stop(
             run,
@@ -451,19 +452,19 @@ class RunDriver:
             reason=f"the server died during benchmark {name}: {cause}",
             state=RunState.failed,
             attempt_status=Status.crashed,
-            exit_code=ended.get("exit_code"),
+            exit_code=ended["exit_code"] if ended else None,
         )
         raise Finished
 
     def _bench_entry(
-        self, run: Run, index: int, job: dict[str, Any], spec: ResultFile | None
+        self, run: Run, index: int, job: Job, spec: ResultFile | None
     ) -> dict[str, Any]:
         """One finished benchmark run: its figures (its result file's, else its printed
         block's: app/runner/benchfiles), whether it counts, and the campaign's metric (its
         own pattern's figure, else output tok/s) when it does."""
         output = job.get("output") or ""
-        ended = job.get("exit") or {}
-        exit_code = ended.get("exit_code")
+        ended = job.get("exit")
+        exit_code = ended["exit_code"] if ended else None
         snapshot = self.records.load(self.run_id)
         pattern = snapshot.bench_pattern if snapshot else None
         read = run_figures(output, spec, job.get("result_file"), pattern)
@@ -512,21 +513,23 @@ class RunDriver:
         **fields: Any,
     ) -> Run:
         self.records.update(self.run_id, state=RunState.stopping, outcome=outcome, reason=reason)
+        run_dir = _run_dir(run)
         report = self._ask(
-            "stop",
-            {"run_dir": run.run_dir, "name": "server", "port": run.port, "grace_s": run.grace_s,
-             "gpu_before": (run.preflight or {}).get("gpu"), "gpu_wait_s": self.gpu_release_s,
-             "gpus": visible_gpus(run.command)},
-            timeout_s=run.grace_s + self.gpu_release_s + 60,
+            lambda: self.host.stop(
+                run_dir, "server", grace_s=run.grace_s, port=run.port,
+                gpu_before=(run.preflight or {}).get("gpu"), gpu_wait_s=self.gpu_release_s,
+                gpus=visible_gpus(run.command),
+                timeout_s=run.grace_s + self.gpu_release_s + 60,
+            )
         )  # fmt: skip
         said = [reason] if reason else []
         # Proof, or the run failed: the next launch on this host would be measured against
         # what was left (its port, its GPU memory).
         unproven = []
-        if not report.get("stopped"):
-            left = ", ".join(f"{p['pid']} ({p['comm']})" for p in report.get("left", []))
+        if not report["stopped"]:
+            left = ", ".join(f"{p['pid']} ({p['comm']})" for p in report["left"])
             unproven.append(f"processes left: {left}")
-        elif report.get("signal"):
+        elif report["signal"]:
             said.append(f"stopped by {report['signal']}")
         if report.get("port_free") is False:
             unproven.append(f"port {run.port} still in use")
@@ -536,8 +539,8 @@ class RunDriver:
         if unproven:
             state = RunState.failed
             said.append("NOT proven stopped: " + "; ".join(unproven))
-        ended = report.get("exit") or {}
-        if "exit_code" not in fields and ended.get("exit_code") is not None:
+        ended = report.get("exit")
+        if "exit_code" not in fields and ended and ended["exit_code"] is not None:
             fields["exit_code"] = ended["exit_code"]
         return self.records.finish(
             self.run_id,
@@ -556,3 +559,9 @@ class HostRebooted(Exception):
 
 class Finished(Exception):
     """The run reached its end inside a phase (recorded there)."""
+
+
+def _run_dir(run: Run) -> str:
+    """The run's directory on the host, known once it is launched."""
+    assert run.run_dir is not None, run
+    return run.run_dir
