@@ -20,15 +20,22 @@ from app.runner.host_checks import GPU_WAIT_S
 from app.runner.host_jobs import RUNS_ROOT
 from app.runner.hosts import HostAnswerError, HostLink
 from app.runner.outcomes import RunOutcome
-from app.runner.records import FINISHED, LeaseLost, Records
+from app.runner.records import FINISHED, LeaseLost, Records, Snapshot
+from app.runner.wake import Wake
 from app.tailing.sources import HostUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-POLL_S = 0.05  # the database: what the tail of the log found (cheap, one row)
+# The database is read again when the run's attempt changes (what the tail of its log found,
+# a stop asked for: the app's commit hook wakes the driver), at most every LOOK_GAP_S while
+# a busy log commits again and again, and every CHANGE_FALLBACK_S all the same: a change
+# made through another dashboard on the database does not pass through this one's hook.
+CHANGE_FALLBACK_S = 2.0
+LOOK_GAP_S = 0.05
 HOST_POLL_S = 0.5  # the host: is the process still there
 HEALTH_POLL_S = 0.25
+EXIT_POLL_S = 0.05  # the host, for the exit status a server's wrapper writes in a moment
 # A benchmark's end: the host program waits for it and answers at once (its `wait`); this
 # long at most, so that a stop asked for meanwhile is heard.
 BENCH_WAIT_S = 0.5
@@ -49,6 +56,7 @@ class RunDriver:
     def __init__(
         self,
         run_id: int,
+        attempt_id: int,
         records: Records,
         host: HostLink,
         shutdown: threading.Event,
@@ -59,16 +67,25 @@ class RunDriver:
         self.runs_root = runs_root
         self.gpu_release_s = gpu_release_s
         self.run_id = run_id
+        self.attempt_id = attempt_id  # whose changes wake it (the manager's `changed`)
         self.records = records
         self.host = host
         self.shutdown = shutdown
-        self.wake = threading.Event()
+        self.wake = Wake()
+        self._seen = 0  # the wake count as of the driver's last read of the database
+        self._read_at = -LOOK_GAP_S
         self.lease_lost = threading.Event()  # set by the manager: another dashboard drives it
         self.on_exit = on_exit
         self.thread = threading.Thread(target=self._main, name=f"run-{run_id}", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
+
+    def changed(self) -> None:
+        """Its attempt changed (the commit hook, on the committing thread). A change this
+        driver committed itself is one it knows: waking it would cut its waits short."""
+        if threading.current_thread() is not self.thread:
+            self.wake.set()
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -95,10 +112,13 @@ class RunDriver:
             if self.on_exit is not None:
                 self.on_exit(self.run_id)
 
-    def _pause(self, seconds: float) -> None:
-        self.wake.wait(seconds)
-        self.wake.clear()
+    def _pause(self, seconds: float) -> bool:
+        """Until something concerning the run happened since the driver last read it, or
+        `seconds`; whether something did."""
+        count = self.wake.wait(self._seen, seconds)
+        woken, self._seen = count != self._seen, count
         self._check_shutdown()
+        return woken
 
     def _check_shutdown(self) -> None:
         if self.shutdown.is_set():
@@ -106,11 +126,32 @@ class RunDriver:
         if self.lease_lost.is_set():
             raise LeaseLost(self.run_id)
 
-    def _run(self) -> Run:
+    def _snapshot(self) -> Snapshot:
+        """The run as the database has it now."""
+        self._seen = self.wake.count()  # before the read: a change after it wakes the next wait
         snapshot = self.records.load(self.run_id)
+        self._read_at = time.monotonic()
         if snapshot is None:  # the attempt was deleted: nothing to record any more
             raise Shutdown
-        return snapshot.run
+        return snapshot
+
+    def _changed_snapshot(self, timeout_s: float) -> Snapshot | None:
+        """The run read again once something concerning it happened, or CHANGE_FALLBACK_S
+        after the last read, at most once every LOOK_GAP_S; None when `timeout_s` passed
+        first. One read where a 50 ms poll made twenty a second, most of them idle."""
+        now = time.monotonic()
+        fallback = self._read_at + CHANGE_FALLBACK_S
+        woken = self._pause(min(timeout_s, fallback - now))
+        now = time.monotonic()
+        if not woken and now < fallback:
+            return None
+        gap = self._read_at + LOOK_GAP_S - now
+        if gap > 0 and self.shutdown.wait(gap):  # a busy log: one read per LOOK_GAP_S
+            raise Shutdown
+        return self._snapshot()
+
+    def _run(self) -> Run:
+        return self._snapshot().run
 
     def _check_stop(self) -> None:
         self._check_shutdown()
@@ -229,7 +270,8 @@ class RunDriver:
             if reason != reported:
                 self.records.update(self.run_id, reason=reason)
                 reported = reason
-            self._pause(0.5)
+            # Its end wakes the queue (the manager); another dashboard's, the fallback.
+            self._pause(CHANGE_FALLBACK_S)
         run_dir = run.run_dir or f"{self.runs_root.rstrip('/')}/{run.run_key}"
         if run.run_dir is not None:
             # Launched before a restart, perhaps: a server already there is this run's.
@@ -288,28 +330,30 @@ class RunDriver:
         deadline = launched.timestamp() + run.ready_timeout_s
         next_host_look = 0.0
         said_ready = False
+        self._check_shutdown()
+        snapshot: Snapshot | None = self._snapshot()
         while True:
-            self._check_stop()
-            snapshot = self.records.load(self.run_id)
-            assert snapshot is not None
-            run, diagnosis = snapshot.run, snapshot.diagnosis
-            now = time.monotonic()
-            if diagnosis.get("crashed"):
-                return self._crashed(run, None)
-            says_ready = bool(diagnosis.get("ready"))
-            if says_ready and not run.health_url:
-                return self.records.ready(self.run_id)
-            if says_ready and not said_ready:
-                next_host_look = 0.0  # the log just said so: /health is asked at once
-            said_ready = says_ready
+            if snapshot is not None:  # read again: what the log says now
+                if snapshot.run.stop_requested:
+                    raise Stopped
+                run, diagnosis = snapshot.run, snapshot.diagnosis
+                if diagnosis.get("crashed"):
+                    return self._crashed(run, None)
+                says_ready = bool(diagnosis.get("ready"))
+                if says_ready and not run.health_url:
+                    return self.records.ready(self.run_id)
+                if says_ready and not said_ready:
+                    next_host_look = 0.0  # the log just said so: /health is asked at once
+                said_ready = says_ready
             # Once the log says ready, /health is asked in each look at the process.
+            now = time.monotonic()
             if now >= next_host_look:
-                next_host_look = now + (HEALTH_POLL_S if says_ready else HOST_POLL_S)
-                looked = self._status(run, health=says_ready)
+                next_host_look = now + (HEALTH_POLL_S if said_ready else HOST_POLL_S)
+                looked = self._status(run, health=said_ready)
                 server, health = looked["jobs"]["server"], looked.get("health")
                 if not server.get("running"):
                     return self._crashed(run, server)
-                if says_ready and health is not None and health["ok"]:
+                if said_ready and health is not None and health["ok"]:
                     return self.records.ready(self.run_id)
             if time.time() >= deadline:
                 return self._stop(
@@ -319,18 +363,22 @@ class RunDriver:
                     state=RunState.failed,
                     attempt_status=Status.crashed,
                 )
-            self._pause(POLL_S)
+            # Until the attempt changes, the next look at the host, or the deadline.
+            left = min(next_host_look - time.monotonic(), deadline - time.time())
+            snapshot = self._changed_snapshot(left)
 
     def _caught_up(self, run: Run, job: Job | None) -> dict[str, Any]:
-        """The diagnosis once the tail has read the log to its end (bounded)."""
+        """The diagnosis once the tail has read the log to its end (bounded): each commit
+        of the tail wakes the driver."""
         size = (job.get("log_size") if job else None) or 0
         deadline = time.monotonic() + CATCH_UP_S
-        while True:
-            snapshot = self.records.load(self.run_id)
-            assert snapshot is not None
-            if snapshot.tail_offset >= size or time.monotonic() > deadline:
-                return snapshot.diagnosis
-            self._pause(POLL_S)
+        snapshot = self._snapshot()
+        while snapshot.tail_offset < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            snapshot = self._changed_snapshot(left) or self._snapshot()
+        return snapshot.diagnosis
 
     def _crashed(self, run: Run, job: Job | None) -> Run:
         run_dir = _run_dir(run)
@@ -341,7 +389,7 @@ class RunDriver:
         # Its session can be empty a moment before its wrapper writes the exit status.
         deadline = time.monotonic() + EXIT_STATUS_WAIT_S
         while not job.get("exit") and not job.get("lost") and time.monotonic() < deadline:
-            self._pause(POLL_S)
+            self._pause(EXIT_POLL_S)
             job = self._status(run)["jobs"]["server"]
         diagnosis = self._caught_up(run, job)
         ended = job.get("exit")
@@ -426,11 +474,15 @@ class RunDriver:
 
     def _wait_for_bench(self, run: Run, name: str) -> Job:
         while True:
-            try:
-                self._check_stop()
-            except Stopped:
-                self._stop_bench(run, name)
-                raise
+            # A stop asked for wakes the driver; one asked through another dashboard is read
+            # at the fallback.
+            woken = self.wake.count() != self._seen
+            if woken or time.monotonic() >= self._read_at + CHANGE_FALLBACK_S:
+                try:
+                    self._check_stop()
+                except Stopped:
+                    self._stop_bench(run, name)
+                    raise
             jobs = self._status(run, "server", name, output=True, wait_for=name)["jobs"]
             job, server = jobs[name], jobs["server"]
             if not server.get("running"):
