@@ -1,7 +1,6 @@
-"""What would poison a measurement, checked on the GPU host: before a launch (the port, the
-GPUs, another launched run still alive) and after a stop (no process left, the port free,
-GPU memory back, shared memory freed). Part of the runner's host program
-(app/runner/hostprog.py): standard library only, Python 3.6 compatible."""
+"""What would poison a measurement, checked on the GPU host: before a launch (port, GPUs,
+another run alive), and after a stop (no process left, port free, GPU memory back, shared
+memory freed). Part of the host program (hostprog.py): stdlib only, Python 3.6."""
 
 import os
 import signal

@@ -26,6 +26,10 @@ if __name__ != "__main__":
     )
     from app.runner.host_results import _watch, result_file
 
+# Every job runs under a small wrapper in a session of its own, detached from the channel,
+# with files in the run directory: NAME.json (pid, session, boot id, command, log, start
+# time), NAME.log (its stdout and stderr), NAME.exit (how it ended, written by the wrapper)
+# and, for a benchmark that writes a result file, NAME.watch.json (that file before the job).
 RUNS_ROOT = "~/.campaign-dash/runs"
 STARTED_WAIT_S = 10.0
 OUTPUT_TAIL_BYTES = 256 << 10

@@ -1,19 +1,6 @@
-"""The runner's program on the GPU host: start, status, wait, preflight, health, stop.
-
-Standard library only and Python 3.6 compatible, like the follower: its code is sent on
-stdin to `python3 -c BOOTSTRAP N serve` over an SSH exec channel (or run locally as a
-subprocess for `local`), and it answers each request line with one JSON object. It is
-several files sent as one program, in the order of app/runner/hosts.py's PROGRAM_FILES,
-each using only what comes before it: host_proc.py (/proc, JSON records), host_gpus.py
-(nvidia-smi), host_results.py (a benchmark's result file), host_jobs.py (start, status,
-wait, health), host_checks.py (preflight, stop and its proof), then this request loop.
-
-Every job (the server, each benchmark run) runs under a small wrapper in a session of its
-own, detached from the channel, with files in the run directory: NAME.json (pid, session,
-boot id, command, log, start time), NAME.log (its stdout and stderr), NAME.exit (how it
-ended, written by the wrapper) and, for a benchmark that writes a result file,
-NAME.watch.json (that file as it was before the job).
-"""
+"""The runner's program on the GPU host, its request loop: one JSON request a line in (start,
+status, wait, preflight, health, stop), one JSON answer out. Standard library only, Python
+3.6 compatible; sent with the files before it as one program (hosts.PROGRAM_FILES)."""
 
 import json
 import sys

@@ -21,8 +21,9 @@ from app.tailing.factory import LogSources
 from app.tailing.sources import BadSource, HostUnavailable, SourceURL, parse_source
 from app.tailing.status import TailStatus
 
-# The host program's files in the order they are sent as one program: each uses only what
-# comes before it (app/runner/hostprog.py says what each holds).
+# The host program's files, sent as one program in this order, each using only what comes
+# before it: /proc and JSON records, nvidia-smi, a benchmark's result file, jobs (start,
+# status, wait, health), preflight and stop with its proof, the request loop.
 PROGRAM_FILES: tuple[ModuleType, ...] = (
     host_proc, host_gpus, host_results, host_jobs, host_checks, hostprog,
 )  # fmt: skip

@@ -1,9 +1,6 @@
-"""How a launched run ended (`run.outcome`), with what `campaign-dash try` exits with for it
-and whether the server or its benchmark failed.
-
-The values are the contract (stored rows, the API's `run.outcome`, try's last line): a
-member's value never changes; a new outcome is a new member, with its row in _TABLE.
-"""
+"""How a launched run ended (`run.outcome`): try's exit status for it, whether the server
+or its benchmark failed. The values are the contract (stored rows, the API, try's output):
+a value never changes; a new outcome is a new member, with its row in _TABLE."""
 
 from enum import StrEnum
 
