@@ -1,5 +1,5 @@
 """Live events: their one writer, in the transaction of the change they report, and the one
-after-commit hook that publishes them (`bus.publish`) and wakes the tailer.
+after-commit hook that publishes them (`bus.publish`) and wakes the tailer and the runner.
 
 Whoever changes something (a request, the ingest, the tailer, the runner) calls `record`
 in its transaction; nobody publishes by hand. The app installs its hook on its engine with
@@ -20,16 +20,18 @@ from app.models import LiveEvent
 _HOOK_OPTION = "campaign_dash_after_commit"
 _PENDING = "campaign_dash_pending"
 
-AfterCommit = Callable[[frozenset[int], frozenset[int]], None]
-"""Called with the campaigns that have new live events and the attempts whose log may be
-followed or stopped now. It runs on the committing thread, still holding the connection:
-it must only set flags (publish, wake), never wait or query."""
+AfterCommit = Callable[[frozenset[int], frozenset[int], frozenset[int]], None]
+"""Called with the campaigns that have new live events, the attempts whose log may be
+followed or stopped now, and the attempts that changed (an event recorded for them, or
+followed up: what a run's driver waits for). It runs on the committing thread, still
+holding the connection: it must only set flags (publish, wake), never wait or query."""
 
 
 @dataclass
 class _Pending:
     campaigns: set[int] = field(default_factory=set)
     attempts: set[int] = field(default_factory=set)
+    changed: set[int] = field(default_factory=set)
     events: dict[tuple[object, ...], LiveEvent] = field(default_factory=dict)
 
 
@@ -56,6 +58,8 @@ def record(
     The row is inserted when the transaction commits, after its other changes: see
     `_insert_events`."""
     pending = _pending(session)
+    if attempt_id is not None:
+        pending.changed.add(attempt_id)
     key = (campaign_id, kind, attempt_id, note_id, start_offset, end_offset)
     if key in pending.events:
         return
@@ -74,7 +78,9 @@ def follow_up(session: Session, attempt_id: int | None) -> None:
     """After commit, the tailer looks at this attempt again (its source or status changed:
     its log may now be followed, restarted or stopped)."""
     if attempt_id is not None:
-        _pending(session).attempts.add(attempt_id)
+        pending = _pending(session)
+        pending.attempts.add(attempt_id)
+        pending.changed.add(attempt_id)
 
 
 def on_commit(engine: Engine, hook: AfterCommit) -> None:
@@ -108,7 +114,7 @@ def _after_commit(session: Session) -> None:
     bind = session.get_bind()
     hook: AfterCommit | None = bind.get_execution_options().get(_HOOK_OPTION)
     if hook is not None:
-        hook(frozenset(pending.campaigns), frozenset(pending.attempts))
+        hook(frozenset(pending.campaigns), frozenset(pending.attempts), frozenset(pending.changed))
 
 
 @event.listens_for(Session, "after_soft_rollback")

@@ -4,9 +4,20 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Dialect,
+    Index,
+    LargeBinary,
+    String,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlmodel import Field, SQLModel
 
+from app.runner.outcomes import RunOutcome
 from app.tailing.status import TailStatus
 
 # Named constraints: batch migrations on SQLite can only alter what has a name.
@@ -20,6 +31,31 @@ SQLModel.metadata.naming_convention = {
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class EnumText(TypeDecorator[str]):
+    """A plain string column (no database enum type to migrate when a member is added) that
+    gives back its enum's members; only members are written. A value this version does not
+    know (a newer dashboard's, on the same database) is given back as stored: the row loads."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[StrEnum], length: int) -> None:
+        super().__init__(length)
+        self.enum = enum
+        self.length = length
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        try:
+            return self.enum(value)
+        except ValueError:
+            return value
 
 
 class Status(StrEnum):
@@ -244,10 +280,9 @@ class Run(SQLModel, table=True):
     keep: bool = False
     health_url: str | None = Field(default=None, max_length=500)
     port: int | None = None
-    state: RunState = Field(default=RunState.launching, sa_type=String(20))
-    # How it ended: measured, ready, crashed, ready_timeout, bench_failed, server_died,
-    # refused, stopped, host_rebooted, infrastructure.
-    outcome: str | None = Field(default=None, max_length=40)
+    state: RunState = Field(default=RunState.launching, sa_type=EnumText(RunState, 20))
+    # How it ended (app/runner/outcomes.py).
+    outcome: RunOutcome | None = Field(default=None, sa_type=EnumText(RunOutcome, 40))
     reason: str | None = None  # the sentence a person reads: why it waits, failed, ended
     # The run's directory on the host, and the key its files carry there.
     run_key: str = Field(max_length=64)

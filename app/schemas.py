@@ -249,7 +249,7 @@ class RunOut(BaseModel):
 
     id: int
     state: str  # launching, starting, ready, benchmarking, stopping, done, failed
-    outcome: str | None  # measured, ready, crashed, ready_timeout, bench_failed, ...
+    outcome: str | None  # a RunOutcome value: measured, ready, crashed, ready_timeout, ...
     reason: str | None
     host: str
     command: str

@@ -10,22 +10,8 @@ import click
 import httpx
 
 from app.numbers import fmt_delta, fmt_number
+from app.runner.outcomes import EXIT_OK, EXIT_REFUSED, RunOutcome
 
-EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
-# How a run ended, as the exit status says it: 0 measured or ready, 1 the server or the
-# benchmark failed, 2 refused or the infrastructure failed.
-EXIT_BY_OUTCOME = {
-    "measured": EXIT_OK,
-    "ready": EXIT_OK,
-    "crashed": EXIT_FAILED,
-    "ready_timeout": EXIT_FAILED,
-    "bench_failed": EXIT_FAILED,
-    "server_died": EXIT_FAILED,
-    "host_rebooted": EXIT_REFUSED,
-    "refused": EXIT_REFUSED,
-    "infrastructure": EXIT_REFUSED,
-    "stopped": EXIT_FAILED,
-}
 # The run's changes wake the CLI through the campaign's event stream (Wakeups); it also
 # looks this often in case an event is missed, and at POLL_S when the stream is not there.
 FALLBACK_POLL_S = 1.0
@@ -201,9 +187,12 @@ def _launch_and_follow(
         change = f", {fmt_delta(delta)} against the baseline" if delta is not None else ""
         mean, spread = fmt_number(metric["mean"]), fmt_number(metric["spread"])
         click.echo(f"  {mean} ± {spread} (n={metric['n']}){change}")
-    outcome = run.get("outcome") or "infrastructure"
+    outcome = run.get("outcome") or RunOutcome.infrastructure
     click.echo(f"  {attempt['status']}" + ("" if outcome == attempt["status"] else f": {outcome}"))
-    code = EXIT_BY_OUTCOME.get(outcome, EXIT_REFUSED)
+    # How the run ended, as the exit status says it (RunOutcome's table); one a newer
+    # dashboard knows and this CLI does not is no result to go on from.
+    known = RunOutcome.read(outcome)
+    code = known.exit_code if known is not None else EXIT_REFUSED
     if code == EXIT_OK and run["state"] == "failed":
         # Measured, but the stop was not proven: the next launch on that host would be
         # measured against what is left there. A loop of `try` should stop and say so.

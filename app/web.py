@@ -111,15 +111,20 @@ def create_app(settings: Settings) -> FastAPI:
 
     runner = RunManager(engine, settings, sources)
 
-    def after_commit(campaign_ids: frozenset[int], attempt_ids: frozenset[int]) -> None:
+    def after_commit(
+        campaign_ids: frozenset[int], attempt_ids: frozenset[int], changed_ids: frozenset[int]
+    ) -> None:
         """Every commit on this engine that recorded something: pages hear of it, the
-        tailer looks at the attempts whose log may be followed or stopped now, and the
-        runner at the runs that were asked for or asked to stop."""
+        tailer looks at the attempts whose log may be followed or stopped now, the runner
+        at the runs that were asked for or asked to stop, and the drivers of the changed
+        attempts' runs wake (what their log said, a stop asked for)."""
         for campaign_id in sorted(campaign_ids):
             bus.publish(campaign_id)
         if attempt_ids:
             tailer.look_at(attempt_ids)
             runner.look()
+        if changed_ids:
+            runner.changed(changed_ids)
 
     changes.on_commit(engine, after_commit)
 

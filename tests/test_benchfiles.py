@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.benchparse import BenchResult, ParseFailure
-from app.runner import hostprog
+from app.runner import host_proc, host_results
 from app.runner.benchfiles import ResultFile, result_file, run_figures
 
 BLOCK = """============ Serving Benchmark Result ============
@@ -60,12 +60,14 @@ def test_no_result_file_flag_or_one_the_shell_expands() -> None:
 def _watch_then(tmp_path: Path, watch: dict[str, Any]) -> dict[str, Any]:
     run_dir = tmp_path / "run"
     run_dir.mkdir(exist_ok=True)
-    hostprog._write_json(str(run_dir / "bench-1.watch.json"), hostprog._watch(str(tmp_path), watch))
+    host_proc._write_json(
+        str(run_dir / "bench-1.watch.json"), host_results._watch(str(tmp_path), watch)
+    )
     return {"run_dir": str(run_dir), "name": "bench-1"}
 
 
 def _read(job: dict[str, Any]) -> dict[str, Any]:
-    return hostprog.result_file(job["run_dir"], job["name"])
+    return host_results.result_file(job["run_dir"], job["name"])
 
 
 def test_an_appended_file_gives_only_the_lines_this_run_added(tmp_path: Path) -> None:
@@ -118,7 +120,7 @@ def test_what_is_not_a_readable_regular_file_is_not_read(tmp_path: Path) -> None
     os.mkfifo(tmp_path / "fifo")  # a read would wait for a writer forever
     assert _read(job)["problem"] == f"{tmp_path / 'fifo'} is not a regular file"
     job = _watch_then(tmp_path, {"path": "big.json"})
-    (tmp_path / "big.json").write_bytes(b" " * (hostprog.RESULT_FILE_BYTES + 1))
+    (tmp_path / "big.json").write_bytes(b" " * (host_results.RESULT_FILE_BYTES + 1))
     assert "more than the 16 MiB the runner reads" in _read(job)["problem"]
     if os.geteuid() != 0:  # root reads it all the same
         job = _watch_then(tmp_path, {"path": "locked.json"})

@@ -153,8 +153,10 @@ def test_the_hook_runs_once_per_commit_that_recorded_and_never_after_a_rollback(
     url = f"sqlite:///{tmp_path / 'hook.db'}"
     migrate.upgrade(url)
     engine, other = make_engine(url), make_engine(url)
-    calls: list[tuple[frozenset[int], frozenset[int]]] = []
-    changes.on_commit(engine, lambda campaigns, attempts: calls.append((campaigns, attempts)))
+    calls: list[tuple[frozenset[int], frozenset[int], frozenset[int]]] = []
+    changes.on_commit(
+        engine, lambda campaigns, attempts, changed: calls.append((campaigns, attempts, changed))
+    )
     try:
         with session_scope(engine) as session:
             campaign = Campaign(name="hooked")
@@ -169,7 +171,8 @@ def test_the_hook_runs_once_per_commit_that_recorded_and_never_after_a_rollback(
             changes.record(session, campaign_id, "campaign")  # the same event: written once
             changes.record(session, campaign_id, "log", attempt_id=7, start_offset=0, end_offset=4)
             changes.follow_up(session, 7)
-        assert calls == [(frozenset({campaign_id}), frozenset({7}))]
+            changes.record(session, campaign_id, "attempt", attempt_id=9)  # changed, not followed
+        assert calls == [(frozenset({campaign_id}), frozenset({7}), frozenset({7, 9}))]
 
         with pytest.raises(RuntimeError), session_scope(engine) as session:
             changes.record(session, campaign_id, "campaign")
@@ -186,7 +189,7 @@ def test_the_hook_runs_once_per_commit_that_recorded_and_never_after_a_rollback(
             rows = session.exec(
                 select(LiveEvent.kind).where(LiveEvent.campaign_id == campaign_id)
             ).all()
-        assert sorted(rows) == ["campaign", "campaign", "log"]  # one per transaction kept
+        assert sorted(rows) == ["attempt", "campaign", "campaign", "log"]  # once a transaction
     finally:
         engine.dispose()
         other.dispose()

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.runner.outcomes import RunOutcome
 from tests.cli import free_port, launch, serving, wait_until_serving
 from tests.conftest import owner_client
 from tests.helpers import attempt_of, make_campaign, wait_for
@@ -30,6 +31,38 @@ from tests.sshd import Sshd
 @pytest.fixture
 def env(sshd: Sshd, tmp_path: Path) -> dict[str, str]:
     return served_env(sshd, f"sqlite:///{tmp_path / 'dash.db'}", tmp_path / "runs")
+
+
+# Each outcome's stored and API value (the contract), try's exit status for it, and whether
+# the server or its benchmark failed (a stop picked up halfway then ends the run `failed`).
+OUTCOMES = [
+    ("measured", 0, False),
+    ("ready", 0, False),
+    ("crashed", 1, True),
+    ("ready_timeout", 1, True),
+    ("bench_failed", 1, True),
+    ("server_died", 1, True),
+    ("stopped", 1, False),
+    ("refused", 2, False),
+    ("host_rebooted", 2, False),
+    ("infrastructure", 2, False),
+]
+
+
+@pytest.mark.parametrize(("value", "exit_code", "failed"), OUTCOMES)
+def test_each_run_outcome_keeps_its_value_and_says_its_exit_status(
+    value: str, exit_code: int, failed: bool
+) -> None:
+    outcome = RunOutcome(value)
+    assert (outcome.value, outcome.exit_code, outcome.failed) == (value, exit_code, failed)
+    assert json.dumps({"outcome": outcome}) == json.dumps({"outcome": value})
+
+
+def test_every_run_outcome_is_in_the_table_and_an_unknown_one_is_read_as_none() -> None:
+    assert sorted(RunOutcome) == sorted(RunOutcome(value) for value, _, _ in OUTCOMES)
+    assert RunOutcome.read("measured") is RunOutcome.measured
+    assert RunOutcome.read("a newer dashboard's outcome") is None
+    assert RunOutcome.read(None) is None
 
 
 def try_(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

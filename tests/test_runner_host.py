@@ -1,6 +1,8 @@
 """The runner's host program, locally and over the test sshd: a job detached in a session
 of its own, its exit status written when it ends, preflight refusals, stop that proves it."""
 
+import ast
+import json
 import os
 import signal
 import socket
@@ -8,12 +10,21 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
 import pytest
 
 from app.config import Settings
-from app.runner.hosts import HostAnswerError, HostLink, HostPrograms, check_host
+from app.runner import answers as answers_
+from app.runner.hosts import (
+    PROGRAM,
+    PROGRAM_FILES,
+    HostAnswerError,
+    HostLink,
+    HostPrograms,
+    check_host,
+)
 from app.tailing.factory import LogSources
 from tests.helpers import wait_for
 from tests.runner_helpers import (
@@ -210,6 +221,118 @@ def test_a_command_is_one_argument_no_shell_of_the_caller_reads() -> None:
     assert check_host("gpu-box") == "gpu-box"
     with pytest.raises(ValueError, match="not a host"):
         check_host("gpu;rm -rf /")
+
+
+def _imports(tree: ast.Module) -> set[str]:
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    return imported
+
+
+def test_the_program_sent_to_a_host_is_python_3_6_and_runs_on_its_own(tmp_path: Path) -> None:
+    """Its files, sent as one program, run on the host's python3 (an old GPU box's 3.6) with
+    nothing installed: the standard library only, no import of the app but the ones each
+    file makes for the dashboard, which the program as sent never runs."""
+    for module in PROGRAM_FILES:
+        assert len(Path(str(module.__file__)).read_text().splitlines()) < 400, module
+    tree = ast.parse(PROGRAM.decode(), feature_version=(3, 6))
+    stdlib = {"ctypes", "errno", "json", "os", "select", "shutil", "signal", "socket", "stat",
+              "subprocess", "sys", "time", "traceback", "typing", "urllib"}  # fmt: skip
+    assert _imports(tree) - stdlib == {"app"}, _imports(tree)
+    # -I: isolated, so no `app` package from the working directory or the environment.
+    args = json.dumps({"run_dir": str(tmp_path / "run"), "names": ["server"]})
+    done = subprocess.run(
+        [sys.executable, "-I", "-", "status", args],
+        input=PROGRAM, capture_output=True, cwd=tmp_path, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    answer = json.loads(done.stdout)
+    assert answer["jobs"]["server"] == {
+        "name": "server", "exists": False, "started": False, "alive": False,
+    }  # fmt: skip
+
+
+def _mismatches(value: Any, hint: Any, where: str) -> list[str]:
+    """Where `value`, an answer as it came over the wire, differs from its declared type:
+    a key sent but not declared, a required one missing, a value of another type."""
+    if is_typeddict(hint):
+        if not isinstance(value, dict):
+            return [f"{where}: {value!r} is not an object"]
+        hints = get_type_hints(hint)
+        found = [f"{where}.{key}: sent, not declared" for key in value if key not in hints]
+        found += [f"{where}.{key}: missing" for key in hint.__required_keys__ - set(value)]
+        for key in set(value) & set(hints):
+            found += _mismatches(value[key], hints[key], f"{where}.{key}")
+        return found
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is UnionType:
+        each = [_mismatches(value, option, where) for option in args]
+        return [] if [] in each else [f"{where}: {value!r} is none of {hint}"]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{where}: {value!r} is not a list"]
+        return [
+            m for i, item in enumerate(value) for m in _mismatches(item, args[0], f"{where}[{i}]")
+        ]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{where}: {value!r} is not an object"]
+        return [m for k, item in value.items() for m in _mismatches(item, args[1], f"{where}[{k}]")]
+    if hint is Any:
+        return []
+    expected = {float: (int, float), type(None): type(None)}.get(hint, hint)
+    return [] if isinstance(value, expected) else [f"{where}: {value!r} is not {hint}"]
+
+
+def test_every_answer_of_the_host_program_is_as_its_type_declares(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TypedDicts the driver reads the answers through (app/runner/answers.py) against
+    what the program sends: each command, each shape of its answer, stand-in GPUs included."""
+    gpus = StandInGPUs(tmp_path / "gpus")
+    gpus.install(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    host = HostLink(LogSources(Settings(_env_file=None)), "local")  # type: ignore[call-arg]
+    run_dir, port = str(runs / "typed"), free_port()
+    health = f"http://127.0.0.1:{port}/health"
+    result = tmp_path / "result.jsonl"
+    seen: list[tuple[str, Any, Any]] = []
+
+    def check(what: str, hint: Any, answer: Any) -> Any:
+        seen.append((what, hint, answer))
+        return answer
+
+    check("status, nothing started", answers_.StatusAnswer, host.status(run_dir))
+    never = host.stop(run_dir, "server", grace_s=1, timeout_s=30)
+    check("stop, never started", answers_.StopReport, never)
+    before = host.preflight(port=port, runs_root=str(runs), skip_run="typed", gpus=None)
+    assert check("preflight", answers_.Preflight, before)["ok"], before
+    server = server_command(port, *gpus.gpu_state_args(20000))
+    check("start", answers_.Job, host.start(run_dir, "server", server, run_id="typed"))
+    again = host.start(run_dir, "server", server, run_id="typed")
+    assert check("start again", answers_.Job, again)["already"] is True
+    wait_for(lambda: host.health(health)["ok"], what="the server's health")
+    check("health", answers_.Health, host.health(health))
+    check("health, refused", answers_.Health, host.health(f"http://127.0.0.1:{free_port()}/"))
+    bench = bench_command(port, "--output-file", str(result))
+    watch = {"path": str(result), "append": True}
+    started = host.start(run_dir, "bench-1", bench, run_id="typed", watch=watch)
+    check("start a benchmark", answers_.Job, started)
+    ended = host.wait(run_dir, "bench-1", 10, ["server", "bench-1"], output=True, health_url=health)
+    check("wait, the benchmark ended, with its output", answers_.StatusAnswer, ended)
+    assert ended["jobs"]["bench-1"]["result_file"].get("text"), ended  # read back
+    refused = host.preflight(port=port, runs_root=str(runs), skip_run="other", gpus=None)
+    assert not check("preflight, refused", answers_.Preflight, refused)["ok"]
+    report = host.stop(run_dir, "server", grace_s=5, port=port, gpu_before=before["gpu"],
+                       gpu_wait_s=5, timeout_s=60)  # fmt: skip
+    assert check("stop, proven", answers_.StopReport, report)["gpu_memory_back"] is True, report
+    ended = host.status(run_dir, ["server", "bench-1"], output=True)
+    check("status, all ended", answers_.StatusAnswer, ended)
+    assert [m for what, hint, answer in seen for m in _mismatches(answer, hint, what)] == []
 
 
 def _parent(pid: int) -> int:

@@ -9,13 +9,15 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import StatementError
 from sqlmodel import Session
 
 from app import migrate
 from app.db import make_engine
 from app.models import Run, RunState, utcnow
 from app.runner.lease import LEASE_S, instance_id
+from app.runner.outcomes import RunOutcome
 from app.runner.records import LeaseLost, Records
 from tests.helpers import stored_attempt
 
@@ -79,9 +81,36 @@ def test_one_dashboard_holds_a_run_and_only_it_writes_its_steps(engine: Engine) 
     with pytest.raises(LeaseLost):
         there.update(run_id, reason="stale")
     assert there.renew([run_id]) == set()
-    finished = here.finish(run_id, state=RunState.done, outcome="measured")
+    finished = here.finish(run_id, state=RunState.done, outcome=RunOutcome.measured)
     assert (finished.lease_owner, finished.lease_expires_at) == (None, None)
     assert here.claim(run_id) is False and there.claim(run_id) is False  # ended: nothing to drive
+
+
+def test_a_run_s_state_and_outcome_load_as_their_enums_and_are_stored_as_their_values(
+    engine: Engine,
+) -> None:
+    run_id = add_run(engine)
+    records = Records(engine, instance_id())
+    assert records.claim(run_id)
+    records.finish(run_id, state=RunState.failed, outcome=RunOutcome.crashed)
+    with Session(engine) as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        assert run.state is RunState.failed and run.outcome is RunOutcome.crashed
+        stored = session.execute(
+            text("SELECT state, outcome FROM run WHERE id = :id"), {"id": run_id}
+        )
+        assert stored.one() == ("failed", "crashed")
+        with pytest.raises(StatementError, match="is not a valid RunOutcome"):
+            run.outcome = "finished"  # type: ignore[assignment]
+            session.add(run)
+            session.flush()
+        session.rollback()
+        # A value this version does not know (a newer dashboard's): the row still loads.
+        session.execute(text("UPDATE run SET outcome = 'evicted' WHERE id = :id"), {"id": run_id})
+        session.commit()
+        reloaded = session.get(Run, run_id)
+        assert reloaded is not None and reloaded.outcome == "evicted"
 
 
 def test_a_released_lease_is_free_at_once(engine: Engine) -> None:

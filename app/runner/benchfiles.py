@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.benchparse import BenchResult, ParseFailure, parse_json, parse_output
+from app.runner.answers import ResultFileRead
 
 # What ends one shell command and starts the next: a `cd` there moves the ones after it.
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "\n"})
@@ -38,7 +39,7 @@ class ResultFile:
         return "jsonl" if self.flag == "--output-file" else "json"
 
     def watch(self) -> dict[str, Any] | None:
-        """What the host program notes before the run (app/runner/hostprog.py `_watch`)."""
+        """What the host program notes before the run (app/runner/host_results.py `_watch`)."""
         if self.problem:
             return None
         if self.path is not None:
@@ -126,7 +127,7 @@ class RunFigures:
     file_note: str | None  # why its result file's figures were not used
 
 
-def _from_file(spec: ResultFile, found: dict[str, Any] | None) -> tuple[BenchResult | None, str]:
+def _from_file(spec: ResultFile, found: ResultFileRead | None) -> tuple[BenchResult | None, str]:
     """The run's record in the file the host read back, or why there is none."""
     if spec.problem:
         return None, spec.problem
@@ -148,7 +149,7 @@ def _from_file(spec: ResultFile, found: dict[str, Any] | None) -> tuple[BenchRes
 
 
 def run_figures(
-    output: str, spec: ResultFile | None, found: dict[str, Any] | None, pattern: str | None
+    output: str, spec: ResultFile | None, found: ResultFileRead | None, pattern: str | None
 ) -> RunFigures:
     """The run's result file preferred over its printed block; a campaign's pattern, matched
     in the printed output, gives the metric beside the other figures, and a run whose file

@@ -12,14 +12,28 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from types import ModuleType
+from typing import Any, Protocol, cast
 
-from app.runner import hostprog
+from app.runner import host_checks, host_gpus, host_jobs, host_proc, host_results, hostprog
+from app.runner.answers import Gpus, Health, Job, Preflight, StatusAnswer, StopReport
 from app.tailing.factory import LogSources
 from app.tailing.sources import BadSource, HostUnavailable, SourceURL, parse_source
 from app.tailing.status import TailStatus
 
-PROGRAM = Path(hostprog.__file__).read_bytes()
+# The host program's files, sent as one program in this order, each using only what comes
+# before it: /proc and JSON records, nvidia-smi, a benchmark's result file, jobs (start,
+# status, wait, health), preflight and stop with its proof, the request loop.
+PROGRAM_FILES: tuple[ModuleType, ...] = (
+    host_proc, host_gpus, host_results, host_jobs, host_checks, hostprog,
+)  # fmt: skip
+
+
+def _program(files: tuple[ModuleType, ...]) -> bytes:
+    return b"\n".join(Path(str(module.__file__)).read_bytes() for module in files)
+
+
+PROGRAM = _program(PROGRAM_FILES)
 LOCAL = "local"
 
 
@@ -178,7 +192,9 @@ class HostLink:
         """The log source URL of a file on this host, for the ordinary tailer."""
         return f"file://{path}" if self.is_local else f"ssh://{self.host}{path}"
 
-    def call(self, command: str, args: dict[str, Any], *, timeout_s: float = 30.0) -> Any:
+    def call(
+        self, command: str, args: dict[str, Any], *, timeout_s: float = 30.0
+    ) -> dict[str, Any]:
         """Run one subcommand of the host program; its JSON answer. Raises HostUnavailable
         when the host cannot be asked, HostAnswerError when the program says it failed."""
         line = json.dumps({"command": command, "args": args}).encode()
@@ -190,11 +206,77 @@ class HostLink:
         try:
             answer = json.loads(reply)
         except ValueError:
-            raise HostAnswerError(f"{self.host}: an answer the runner cannot read") from None
-        if isinstance(answer, dict) and "error" in answer and len(answer) == 1:
+            answer = None
+        if not isinstance(answer, dict):
+            raise HostAnswerError(f"{self.host}: an answer the runner cannot read")
+        if "error" in answer and len(answer) == 1:
             raise HostAnswerError(f"{self.host}: {answer['error']}")
         return answer
+
+    # Each command with its arguments named, its answer typed (app/runner/answers.py); an
+    # argument left None is not sent: the program has its own default.
+
+    def start(
+        self, run_dir: str, name: str, command: str, *, run_id: str,
+        watch: dict[str, Any] | None = None,
+    ) -> Job:  # fmt: skip
+        """Start `command` as job `name` of the run directory, detached (once: a job started
+        before answers `already`)."""
+        args: dict[str, Any] = {"run_dir": run_dir, "name": name, "command": command,
+                                "run_id": run_id}  # fmt: skip
+        if watch is not None:
+            args["watch"] = watch
+        return cast(Job, self.call("start", args))
+
+    def status(
+        self, run_dir: str, names: list[str] | None = None, *, output: bool = False,
+        health_url: str | None = None,
+    ) -> StatusAnswer:  # fmt: skip
+        """The jobs `names` (the server's, without), with the end of their log and their
+        result file once they ended (`output`); the health URL asked in the same call."""
+        return cast(StatusAnswer, self.call("status", _looks(run_dir, names, output, health_url)))
+
+    def wait(
+        self, run_dir: str, name: str, timeout_s: float, names: list[str] | None = None, *,
+        output: bool = False, health_url: str | None = None,
+    ) -> StatusAnswer:  # fmt: skip
+        """`status` once job `name` ended or the server stopped running, or after `timeout_s`
+        (the program waits 10 s at most)."""
+        args = _looks(run_dir, names, output, health_url) | {"name": name, "timeout": timeout_s}
+        return cast(StatusAnswer, self.call("wait", args, timeout_s=timeout_s + 30.0))
+
+    def preflight(
+        self, *, port: int | None, runs_root: str, skip_run: str, gpus: str | None
+    ) -> Preflight:
+        """What would poison a measurement of a launch on this host now."""
+        args = {"port": port, "runs_root": runs_root, "skip_run": skip_run, "gpus": gpus}
+        return cast(Preflight, self.call("preflight", args))
+
+    def stop(
+        self, run_dir: str, name: str, *, grace_s: float, timeout_s: float,
+        port: int | None = None, gpu_before: Gpus | None = None,
+        gpu_wait_s: float | None = None, gpus: str | None = None,
+    ) -> StopReport:  # fmt: skip
+        """Stop job `name` (SIGTERM, SIGKILL after `grace_s`) and prove it: its port free,
+        the GPU memory on `gpus` back to `gpu_before` within `gpu_wait_s`."""
+        given = {"run_dir": run_dir, "name": name, "grace_s": grace_s, "port": port,
+                 "gpu_before": gpu_before, "gpu_wait_s": gpu_wait_s, "gpus": gpus}  # fmt: skip
+        args = {key: value for key, value in given.items() if value is not None}
+        return cast(StopReport, self.call("stop", args, timeout_s=timeout_s))
+
+    def health(self, url: str) -> Health:
+        """GET the URL from the host itself."""
+        return cast(Health, self.call("health", {"url": url}))
 
     def close(self) -> None:
         if self._owned:
             self._programs.close_all()
+
+
+def _looks(
+    run_dir: str, names: list[str] | None, output: bool, health_url: str | None
+) -> dict[str, Any]:
+    args: dict[str, Any] = {"run_dir": run_dir, "names": names or ["server"], "output": output}
+    if health_url:
+        args["health_url"] = health_url
+    return args

@@ -7,7 +7,7 @@ import secrets
 import socket
 from datetime import datetime, timedelta
 
-from app.runner.hostprog import boot_id, start_time
+from app.runner.host_proc import boot_id, start_time
 
 # A holder killed without a word (kill -9, a lost machine) is taken over this long after its
 # last renewal; renewals come every few seconds (the run manager's rescan).

@@ -1,10 +1,12 @@
 """The app's runner: one driver thread per unfinished run, started when a launch is asked
 for and, at the dashboard's start, for every run it left unfinished (found again).
 
-The app's after-commit hook only calls `look()` (it must not query): a dispatcher thread
-then reads which runs are unfinished, starts a driver for each new one whose lease it can
-claim (app/runner/lease.py: dashboards on one database never drive a run both), renews the
-leases of its own and wakes them (a stop asked for, a queue that moved)."""
+The app's after-commit hook only calls `look()` and `changed()` (it must not query): a
+dispatcher thread then reads which runs are unfinished, starts a driver for each new one
+whose lease it can claim (app/runner/lease.py: dashboards on one database never drive a
+run both) and renews the leases of its own; `changed()` wakes the drivers of the attempts
+a commit changed (what their log said, a stop asked for), and a run's end the others (a
+queue that moved)."""
 
 import logging
 import threading
@@ -34,6 +36,10 @@ class RunManager:
         self.programs = HostPrograms(sources)
         self._drivers: dict[int, RunDriver] = {}
         self._lock = threading.Lock()
+        # The drivers by attempt, for the commit hook: its lock is never held across a
+        # query, as `_lock` is while a run is claimed.
+        self._by_attempt: dict[int, RunDriver] = {}
+        self._by_attempt_lock = threading.Lock()
         self._shutdown = threading.Event()
         self._look = threading.Event()
         self._dispatcher = threading.Thread(target=self._dispatch, name="runs", daemon=True)
@@ -45,6 +51,14 @@ class RunManager:
 
     def look(self) -> None:
         self._look.set()
+
+    def changed(self, attempt_ids: frozenset[int]) -> None:
+        """These attempts changed (after a commit, on the committing thread): their runs'
+        drivers wake. Never waits, never queries."""
+        with self._by_attempt_lock:
+            drivers = [self._by_attempt[i] for i in attempt_ids if i in self._by_attempt]
+        for driver in drivers:
+            driver.changed()
 
     def _dispatch(self) -> None:
         while not self._shutdown.is_set():
@@ -78,8 +92,7 @@ class RunManager:
         with self._lock:
             driver = self._drivers.get(run_id)
             if driver is not None and driver.thread.is_alive():
-                driver.wake.set()
-                return
+                return  # its attempt's changes wake it (`changed`), or its own fallback
             if self._shutdown.is_set() or not self.records.claim(run_id):
                 return  # another dashboard drives it
             snapshot = self.records.load(run_id)
@@ -87,6 +100,7 @@ class RunManager:
                 return
             driver = RunDriver(
                 run_id,
+                snapshot.run.attempt_id,
                 self.records,
                 HostLink(self.sources, snapshot.run.host, self.programs),
                 self._shutdown,
@@ -95,6 +109,8 @@ class RunManager:
                 gpu_release_s=self.settings.gpu_release_seconds,
             )
             self._drivers[run_id] = driver
+        with self._by_attempt_lock:
+            self._by_attempt[snapshot.run.attempt_id] = driver
         driver.start()
 
     def _ended(self, run_id: int) -> None:
@@ -105,8 +121,11 @@ class RunManager:
             log.exception("releasing the lease of run %s failed", run_id)
         # A run queued behind this one on its host looks again now.
         with self._lock:
-            self._drivers.pop(run_id, None)
+            ended = self._drivers.pop(run_id, None)
             waiting = list(self._drivers.values())
+        with self._by_attempt_lock:
+            if ended is not None and self._by_attempt.get(ended.attempt_id) is ended:
+                del self._by_attempt[ended.attempt_id]
         for driver in waiting:
             driver.wake.set()
 

@@ -16,6 +16,8 @@ from app.db import session_scope
 from app.lifecycle import Actor
 from app.models import Attempt, Campaign, Measurement, Run, RunState, Status, TailState, utcnow
 from app.runner import lease
+from app.runner.answers import Job
+from app.runner.outcomes import RunOutcome
 
 FINISHED = (RunState.done, RunState.failed)
 
@@ -159,7 +161,7 @@ class Records:
 
         return self._write(run_id, change)
 
-    def launched(self, run_id: int, job: dict[str, Any], source: str) -> Run:
+    def launched(self, run_id: int, job: Job, source: str) -> Run:
         """The server runs: its log becomes the attempt's source, followed by the tailer."""
 
         def change(session: Session, run: Run, attempt: Attempt) -> None:
@@ -200,7 +202,7 @@ class Records:
         run_id: int,
         *,
         state: RunState,
-        outcome: str | None = None,
+        outcome: RunOutcome | None = None,
         reason: str | None = None,
         attempt_status: Status | None = None,
         **fields: Any,
