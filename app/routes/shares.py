@@ -15,8 +15,10 @@ from app.deps import SessionDep, is_owner, require_api_owner
 from app.errors import NotFound
 from app.live import View
 from app.models import ShareLink
+from app.pages import PAGES
+from app.pages.live import Subject
 from app.pages.rendering import RenderCache, is_htmx, render
-from app.pages.share import share_context, share_view
+from app.pages.share import share_context
 from app.routes import events
 from app.sse import LiveStream
 
@@ -146,7 +148,7 @@ async def shared_events(
 
     # One broadcaster per link: its rendering (redacted or not) is the same for every reader.
     key = (campaign_id, "share", token)
-    render = share_view(request.app.state.templates, campaign_id, token)
+    render = PAGES["share"].renderer(request, Subject(campaign_id, token=token))
     view = View(campaign_id, render, still_valid=still_shared, prime=render.prime,
                 pace=SHARE_PACE)  # fmt: skip
     return events.sse_response(
