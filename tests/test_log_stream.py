@@ -6,12 +6,16 @@ import hashlib
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.config import Settings
 from app.db import make_engine, session_scope
 from app.repo import STREAM_ROWS, stored_log
 from tests.conftest import running
 from tests.helpers import make_attempt, make_campaign, tail_of, wait_for
+
+# Stored chunks are bytea there, read in batches: the database decides.
+pytestmark = pytest.mark.both_databases
 
 
 def write_log(path: Path, mib: int) -> bytes:
