@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import event
 
 from app.config import Settings
-from app.runner import driver, manager
+from app.runner import context, manager
 from app.runner.hosts import HostLink
 from tests.conftest import LiveServer, running
 from tests.helpers import attempt_of, make_campaign, wait_for
@@ -27,7 +27,7 @@ NO_FALLBACK_S = 60.0
 def dash(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[LiveServer, httpx.Client]]:
-    monkeypatch.setattr(driver, "CHANGE_FALLBACK_S", NO_FALLBACK_S)
+    monkeypatch.setattr(context, "CHANGE_FALLBACK_S", NO_FALLBACK_S)
     monkeypatch.setattr(manager, "RESCAN_S", NO_FALLBACK_S)
     with running(settings.model_copy(update={"runs_root": str(tmp_path / "runs")})) as served:
         yield served
