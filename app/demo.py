@@ -240,10 +240,20 @@ class Replay:
             found = found and self._wait_for(
                 attempt_id, lambda a: self._measured(a.id) >= len(step.runs), 60
             )
+        # A verdict ends the following: the whole log is read first, or the diagnosis would
+        # stay what its first lines said (the sigquit line before the KeyError below it).
+        found = found and self._wait_for(
+            attempt_id, lambda a: self._read_to(a.id, path.stat().st_size), 60
+        )
         if not found:
             log.warning("demo: the tailer did not report attempt %s in time", attempt_id)
         self.stop.wait(self.step_s * 0.1)  # the engineer reads the diagnosis
         self._verdict(attempt_id, step)
+
+    def _read_to(self, attempt_id: int | None, size: int) -> bool:
+        with session_scope(self.engine) as session:
+            tail = repo.tail_state(session, attempt_id=attempt_id or 0)
+            return tail is not None and tail.offset >= size
 
     def _measured(self, attempt_id: int | None) -> int:
         with session_scope(self.engine) as session:
