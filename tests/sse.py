@@ -24,7 +24,8 @@ def sse_field(line: str) -> tuple[str, str]:
 
 @dataclass
 class SSEReader:
-    """Reads a stream in a thread; `next()` waits a bounded time for the next message."""
+    """Reads a stream in a thread; `next()` waits a bounded time for the next message. Made
+    once the stream has said hello: its reader has joined, so no later change is missed."""
 
     client: httpx.Client
     url: str
@@ -37,13 +38,13 @@ class SSEReader:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
-        self._ready.wait(10)
+        if not self._ready.wait(30):
+            raise AssertionError(f"no answer from {self.url} in 30 s")
 
     def _run(self) -> None:
         try:
             with self.client.stream("GET", self.url, headers=self.headers, timeout=30) as response:
                 self.status = response.status_code
-                self._ready.set()
                 if response.status_code != 200:
                     return
                 event, data, ident = "message", [], None
@@ -53,6 +54,8 @@ class SSEReader:
                     if line == "":
                         if data or event != "message":
                             self._messages.put(Message(event, "\n".join(data), ident))
+                        if event == "hello":
+                            self._ready.set()  # joined its broadcaster: no change is missed
                         event, data, ident = "message", [], None
                     elif line.startswith(":"):
                         continue

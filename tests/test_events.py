@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -48,6 +49,18 @@ def test_attempt_note_and_log_events_arrive_as_json(api: httpx.Client, tmp_path:
         "offset": 0, "end": log.stat().st_size,
     }  # fmt: skip
     reader.close()
+
+
+def test_hello_comes_once_the_stream_has_joined(api: httpx.Client, app_under_test: Any) -> None:
+    """A client that has read hello misses no later change: it is said after the join."""
+    hub = app_under_test.app.state.live
+    for _ in range(5):
+        campaign = make_campaign(api)
+        with api.stream("GET", events_url(campaign["id"])) as live:
+            assert live.status_code == 200
+            assert next(live.iter_lines()) == "event: hello"
+            joined = sum(len(b.subscribers) for b in list(hub.broadcasters.values()))
+            assert joined == 1
 
 
 @pytest.mark.both_databases

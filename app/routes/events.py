@@ -138,12 +138,12 @@ async def stream(
         with session_scope(engine, snapshot=True) as session:
             return repo.newest_event_id(session, view.campaign_id)
 
-    yield HELLO
     if not still_allowed():
-        yield ending  # logged out, or the token was reset: the page reloads to the login
+        yield HELLO + ending  # logged out, or the token was reset: the page reloads to the login
         return
     latest = await anyio.to_thread.run_sync(newest)
     async with hub.subscribe(key, view, cursor, latest) as subscriber:
+        yield HELLO  # joined: every change from here on reaches this reader
         while cursor < subscriber.joined_at:
             messages, cursor, reload = await anyio.to_thread.run_sync(
                 catch_up, cursor, subscriber.joined_at
