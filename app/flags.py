@@ -198,11 +198,82 @@ def _parse_command(command: str, engine: str | None) -> Flags:
                 break
             position += 1
         if words is main:
-            program = rest[position:]
+            program = _program_words(rest[position:])
             if program[:2] == ["vllm", "serve"] and len(program) > 2 and not _is_flag(program[2]):
                 flags["model"] = program[2]
-            _parse_words(program, flags, aliases)
+            named = program and not _is_flag(program[0])
+            _parse_words(program[1:] if named else program, flags, aliases)
     return flags
+
+
+# Interpreters and launchers name the program; their own options are none of its flags.
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?w?")
+_PYTHON_VALUED = {"-X", "-W", "-Q"}  # python -X dev -W ignore -m module
+_LAUNCHERS = {
+    "torchrun", "deepspeed", "mpirun", "mpiexec", "srun", "numactl", "taskset", "nsys",
+    "ncu", "accelerate", "uv", "conda", "mamba", "micromamba", "pixi", "poetry",
+}  # fmt: skip
+_LAUNCHER_VERBS = {"launch", "run", "profile", "exec"}  # accelerate launch, uv run, ...
+_LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
+# Launchers' switches that take no value: any other option of theirs takes the next word.
+_LAUNCHER_SWITCHES = {
+    "--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "--module",
+    "--no-capture-output", "--no-capture_output", "--allow-run-as-root", "--oversubscribe",
+    "--localalloc", "--isolated", "--frozen", "--locked", "--no-sync", "--bind-to-core",
+}  # fmt: skip
+
+
+def _name_of(word: str) -> str:
+    return word.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _starts_program(word: str) -> bool:
+    name = _name_of(word)
+    return bool(_PYTHON.fullmatch(name)) or name in _LAUNCHERS or name.endswith(".py")
+
+
+def _program_words(words: list[str]) -> list[str]:
+    """The program and its own arguments: `python3 -u -m sglang.launch_server --tp 8` is
+    `sglang.launch_server --tp 8`, as are `torchrun --nproc-per-node 8 -m ...` and
+    `mpirun -np 8 python -m ...`. A plain program (`vllm serve ...`) is itself."""
+    i = 0
+    while i < len(words):
+        name = _name_of(words[i])
+        if _PYTHON.fullmatch(name):
+            i += 1
+            while i < len(words) and _is_flag(words[i]):
+                option = words[i]
+                if option == "-c":
+                    return []  # inline code: nothing after it is a server flag
+                if option == "-m":
+                    if i + 1 < len(words) and words[i + 1] in _LAUNCHER_MODULES:
+                        i += 2
+                        break  # python -m torch.distributed.run: a launcher's options next
+                    return words[i + 1 :]
+                i += 2 if option in _PYTHON_VALUED else 1
+            else:
+                return words[i:]  # a script and its arguments
+        elif name in _LAUNCHERS:
+            i += 1
+            if i < len(words) and words[i] in _LAUNCHER_VERBS:
+                i += 1
+        else:
+            return words[i:]
+        # The launcher's options, up to the program it starts.
+        while i < len(words) and _is_flag(words[i]):
+            option = words[i]
+            i += 1
+            if option in ("-m", "--module") and i < len(words) and not _is_flag(words[i]):
+                return words[i:]  # torchrun -m sglang.launch_server
+            valued = "=" not in option and option not in _LAUNCHER_SWITCHES
+            if (
+                valued
+                and i < len(words)
+                and not _is_flag(words[i])
+                and not _starts_program(words[i])
+            ):
+                i += 1
+    return words[i:]
 
 
 # --- the engine's echo of its arguments -------------------------------------------------

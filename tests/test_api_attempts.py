@@ -28,7 +28,7 @@ def test_create_and_read_an_attempt(api: httpx.Client, campaign: dict) -> None:
     # `flags` is read from the command now; what was typed is kept, laid over it.
     assert read["flags"]["typed"] == "--enable-torch-symm-mem --disable-custom-all-reduce"
     assert read["flags"]["command"] == {
-        "m": "sglang.launch_server", "tp_size": "8", "enable_torch_symm_mem": True,
+        "tp_size": "8", "enable_torch_symm_mem": True,
         "disable_custom_all_reduce": True,
     }  # fmt: skip
     assert read["flag_diff"] is None  # the campaign's first attempt is its baseline
