@@ -116,6 +116,26 @@ def _adopt_as_baseline(session: Session, attempt: Attempt) -> None:
     record(session, attempt.campaign_id, "campaign")
 
 
+def _name_baseline_configuration(session: Session, attempt: Attempt) -> None:
+    """The baseline in force at the attempt's start was measured with its flags."""
+    status = Status(attempt.status)
+    if status in (Status.crashed, Status.eliminated):
+        raise Invalid(f"a {status.value} attempt is no baseline configuration")
+    history = repo.baseline_history(session, campaign_id=attempt.campaign_id)
+    when = attempt.started_at or attempt.created_at
+    in_force = [change for change in history if change.set_at <= when] or history[:1]
+    if not in_force:
+        raise Invalid("the campaign has no baseline yet: set its value first")
+    change = in_force[-1]
+    if change.attempt_id == attempt.id:
+        return
+    if change.attempt_id is not None:
+        raise Conflict(f"the baseline in force already has its configuration: #{change.attempt_id}")
+    change.attempt_id = attempt.id
+    session.add(change)
+    record(session, attempt.campaign_id, "campaign")
+
+
 def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> Attempt:
     attempt = require_attempt(session, attempt_id)
     if data.set_baseline and data.status != Status.adopted:
@@ -131,11 +151,15 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
         value = getattr(data, field)
         if value is not None:
             setattr(attempt, field, value)
-    if data.blocked_by is not None:
-        _check_link(session, attempt.campaign_id, data.blocked_by, "blocked_by")
-        if data.blocked_by == attempt_id:
-            raise Invalid("an attempt cannot block itself")
-        attempt.blocked_by = data.blocked_by
+    for role in ("blocked_by", "retest_of"):
+        if role in data.model_fields_set:
+            linked = getattr(data, role)
+            _check_link(session, attempt.campaign_id, linked, role)
+            if linked == attempt_id:
+                raise Invalid(f"{role}: an attempt cannot link to itself")
+            setattr(attempt, role, linked)
+    if data.baseline_configuration:
+        _name_baseline_configuration(session, attempt)
     if data.status is not None:
         change = lifecycle.require(session, attempt, data.status, by=Actor.owner)
         if change.changed and change.after == Status.adopted and data.set_baseline:

@@ -46,6 +46,7 @@ class Step:
     note: str = ""
     retest_of: str | None = None
     set_baseline: bool = False
+    baseline_configuration: bool = False  # the typed baseline was measured with its flags
     # Earlier attempts that were waiting on this one (marked "blocked by" it once it lands).
     unblocks: tuple[str, ...] = ()
 
@@ -79,7 +80,8 @@ CAMPAIGN = CampaignCreate(
 
 STORY: tuple[Step, ...] = (
     Step("Baseline: sglang TP8, NCCL Ring", "The reference every hypothesis is judged against",
-         "", {}, runs=(81.7, 82.3, 82.0), verdict=Status.adopted, verdict_text="Reference run."),
+         "", {}, runs=(81.7, 82.3, 82.0), verdict=Status.adopted, verdict_text="Reference run.",
+         baseline_configuration=True),
     Step("EAGLE-3 speculative decoding", "A draft model lifts decode throughput",
          "--speculative-algorithm EAGLE3", {"speculative_algorithm": "EAGLE3"},
          runs=(54.2, 53.8), verdict=Status.eliminated,
@@ -266,7 +268,10 @@ class Replay:
     def _verdict(self, attempt_id: int, step: Step) -> None:
         if step.verdict is not None:
             update = AttemptUpdate(
-                status=step.verdict, verdict=step.verdict_text, set_baseline=step.set_baseline
+                status=step.verdict,
+                verdict=step.verdict_text,
+                set_baseline=step.set_baseline,
+                baseline_configuration=step.baseline_configuration,
             )
             self._write(lambda s: actions.update_attempt(s, attempt_id, update))
             if step.set_baseline and step.verdict == Status.adopted:

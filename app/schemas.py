@@ -206,9 +206,14 @@ class AttemptUpdate(Strict):
     verdict: Text | None = None
     metric_value: Figure | None = None
     source: str | None = None
+    # Given as null, a link is cleared (`model_fields_set` tells null from absent).
     blocked_by: int | None = None
+    retest_of: int | None = None
     # Adopting a pivot (a CUDA upgrade, say) makes its metric the campaign's baseline.
     set_baseline: bool = False
+    # "This attempt is the baseline configuration": the baseline in force at its start
+    # was measured with its flags (a typed baseline has no configuration of its own).
+    baseline_configuration: bool = False
 
     _source = field_validator("source")(check_source)
 
@@ -293,6 +298,9 @@ class FlagsOut(BaseModel):
     logged: dict[str, FlagValue] | None = None
     engine: str | None = None  # "sglang", "vllm", or None when neither says
     typed: str = ""  # the `flags` typed beside the command (older attempts, the API)
+    # A baseline was set from this attempt, or the owner named it the configuration a typed
+    # baseline was measured with: later attempts' flags are compared against it.
+    baseline_configuration: bool = False
 
 
 class FlagChangeOut(BaseModel):

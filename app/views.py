@@ -85,52 +85,53 @@ def lanes_newest_first(attempts: list[AttemptOut]) -> dict[str, list[AttemptOut]
 
 @dataclass(frozen=True)
 class CardBasis:
-    """What every attempt of a campaign is judged against: the baseline history and the
-    first attempt with flags (the comparison of a campaign without baseline attempts)."""
+    """What every attempt of a campaign is judged against: its baseline history."""
 
     history: list[BaselineChange]
-    first: Attempt | None
 
     @classmethod
     def read(cls, session: Session, campaign_id: int) -> "CardBasis":
-        return cls(
-            repo.baseline_history(session, campaign_id=campaign_id),
-            repo.first_attempt_with_flags(session, campaign_id=campaign_id),
-        )
+        return cls(repo.baseline_history(session, campaign_id=campaign_id))
+
+
+# A configuration that crashed or was given up is no reference for anything.
+_NO_REFERENCE = {Status.crashed, Status.eliminated}
 
 
 class _Flags:
-    """Flag sets and diffs of one view's attempts against the campaign's baseline attempt:
-    the attempt the baseline in force at its start was set from, else the campaign's first
-    attempt with flags (a campaign opens with its baseline run)."""
+    """Flag sets and diffs of one view's attempts against their baseline configuration: the
+    attempt the baseline in force at its start was set from (adopted as the baseline, or
+    named by the owner as the configuration a typed baseline was measured with). With none,
+    there is no reference: never the campaign's first attempt, often a hypothesis."""
 
     def __init__(
-        self,
-        session: Session,
-        history: list[BaselineChange],
-        attempts: list[Attempt],
-        first: Attempt | None,
+        self, session: Session, history: list[BaselineChange], attempts: list[Attempt]
     ) -> None:
         self.history = history
         self.times = [change.set_at for change in history]  # bisected for each attempt
         # Only the baseline attempts these are compared against: one card needs one.
         ids = {c.attempt_id for a in attempts if (c := self._in_force(a)) and c.attempt_id}
         self.baselines = {a.id: a for a in repo.attempts_by_ids(session, attempt_ids=ids)}
-        self.first = first
+        self.configurations = {c.attempt_id for c in history if c.attempt_id is not None}
         # By attempt, and whether read on its own (as a baseline) or over its baseline: an
         # attempt without a command is its baseline's command only as an attempt, whichever
         # of the two is asked first.
         self._sets: dict[tuple[int | None, bool], FlagSet] = {}
 
     def _in_force(self, attempt: Attempt) -> BaselineChange | None:
+        if not self.history:
+            return None
         index = bisect.bisect_right(self.times, attempt.started_at or attempt.created_at)
-        return self.history[index - 1] if index else None
+        return self.history[max(index - 1, 0)]  # before the first: the campaign's first
 
     def baseline_of(self, attempt: Attempt) -> Attempt | None:
         in_force = self._in_force(attempt)
-        if in_force is not None and in_force.attempt_id in self.baselines:
-            return self.baselines[in_force.attempt_id]
-        return self.first
+        if in_force is None or in_force.attempt_id is None:
+            return None
+        baseline = self.baselines.get(in_force.attempt_id)
+        if baseline is None or Status(baseline.status) in _NO_REFERENCE:
+            return None
+        return baseline
 
     def flag_set(self, attempt: Attempt, baseline: Attempt | None) -> FlagSet:
         key = (attempt.id, baseline is None)
@@ -154,6 +155,7 @@ class _Flags:
             logged=masked(flags.logged.flags) if flags.logged else None,
             engine=flags.engine,
             typed=attempt.flags,
+            baseline_configuration=attempt.id in self.configurations,
         )
         if baseline is None or baseline.id is None:
             return out, None
@@ -174,7 +176,7 @@ def flag_views(
     """One attempt's flags and diff, stored or not (the Launch form's preview)."""
     assert campaign.id is not None
     basis = CardBasis.read(session, campaign.id)
-    return _Flags(session, basis.history, [attempt], basis.first).views(attempt)
+    return _Flags(session, basis.history, [attempt]).views(attempt)
 
 
 def attempt_views(
@@ -201,7 +203,7 @@ def attempt_views(
     earlier_by_print = repo.ids_by_fingerprint(
         session, campaign_id=campaign.id, fingerprints=fingerprints
     )
-    flag_sets = _Flags(session, history, attempts, basis.first)
+    flag_sets = _Flags(session, history, attempts)
 
     views = []
     for attempt in attempts:

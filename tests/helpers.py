@@ -27,6 +27,13 @@ def make_attempt(api: httpx.Client, campaign_id: int, **fields: Any) -> dict[str
     return response.json()
 
 
+def name_baseline_configuration(api: httpx.Client, attempt: dict[str, Any]) -> dict[str, Any]:
+    """The owner says the campaign's typed baseline was measured with this attempt's flags."""
+    response = api.patch(f"/api/attempts/{attempt['id']}", json={"baseline_configuration": True})
+    assert response.status_code == 200, response.text
+    return attempt
+
+
 def patch(api: httpx.Client, attempt_id: int, **fields: Any) -> httpx.Response:
     return api.patch(f"/api/attempts/{attempt_id}", json=fields)
 

@@ -9,7 +9,13 @@ from pathlib import Path
 import httpx
 
 from app import demo_logs
-from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
+from tests.helpers import (
+    attempt_of,
+    make_attempt,
+    make_campaign,
+    name_baseline_configuration,
+    wait_for,
+)
 from tests.test_pages import HX, has_root
 
 LAUNCH = "python -m sglang.launch_server --model-path /shared/kimi-k2.5-int4 --tp 8"
@@ -31,7 +37,9 @@ def _logged(api: httpx.Client, attempt_id: int) -> dict:
 
 def test_only_change_against_the_baseline_attempt_from_the_commands(api: httpx.Client) -> None:
     campaign = make_campaign(api)
-    baseline = make_attempt(api, campaign["id"], title="Baseline", command=LAUNCH)
+    baseline = name_baseline_configuration(
+        api, make_attempt(api, campaign["id"], title="Baseline", command=LAUNCH)
+    )
     attempt = make_attempt(
         api, campaign["id"], command=f"NCCL_ALGO=Ring {LAUNCH} --enable-torch-symm-mem"
     )
@@ -64,8 +72,11 @@ def test_the_logs_server_args_line_is_found_and_compared(api: httpx.Client, tmp_
     base_log = _log(tmp_path, "base", {"random_seed": 1})
     # The engine's own words decide, though the commands spell the parallelism differently.
     symm_log = _log(tmp_path, "symm", {"random_seed": 2, "enable_torch_symm_mem": True})
-    baseline = make_attempt(
-        api, campaign["id"], title="Baseline", command=LAUNCH, source=f"file://{base_log}"
+    baseline = name_baseline_configuration(
+        api,
+        make_attempt(
+            api, campaign["id"], title="Baseline", command=LAUNCH, source=f"file://{base_log}"
+        ),
     )
     attempt = make_attempt(
         api, campaign["id"],
@@ -131,7 +142,9 @@ def test_the_baseline_set_by_adopting_a_pivot_is_compared_against(api: httpx.Cli
 
 def test_typed_flags_without_a_command_are_what_differs(api: httpx.Client) -> None:
     campaign = make_campaign(api)
-    baseline = make_attempt(api, campaign["id"], title="Baseline", command=LAUNCH)
+    baseline = name_baseline_configuration(
+        api, make_attempt(api, campaign["id"], title="Baseline", command=LAUNCH)
+    )
     typed = make_attempt(api, campaign["id"], title="Tree", flags="NCCL_ALGO=Tree --tp 4")
     read = attempt_of(api, typed["id"])
     assert read["flags"]["typed"] == "NCCL_ALGO=Tree --tp 4"
@@ -148,8 +161,11 @@ def test_an_attempt_without_a_command_or_flags_is_the_baselines_command(
     # -port": the baseline's whole command, as if this one had dropped it.
     campaign = make_campaign(api)
     base_log = _log(tmp_path, "baseline", {})
-    baseline = make_attempt(
-        api, campaign["id"], title="Baseline", command=LAUNCH, source=f"file://{base_log}"
+    baseline = name_baseline_configuration(
+        api,
+        make_attempt(
+            api, campaign["id"], title="Baseline", command=LAUNCH, source=f"file://{base_log}"
+        ),
     )
     _logged(api, baseline["id"])
     bare = make_attempt(api, campaign["id"], title="Config file changed")
@@ -168,7 +184,10 @@ def test_secrets_in_flags_are_masked_on_the_api_pages_and_share(
     api: httpx.Client, browser: httpx.Client, anonymous: httpx.Client
 ) -> None:
     campaign = make_campaign(api)
-    make_attempt(api, campaign["id"], title="Baseline", command=f"{LAUNCH} --api-key {KEY}")
+    name_baseline_configuration(
+        api,
+        make_attempt(api, campaign["id"], title="Baseline", command=f"{LAUNCH} --api-key {KEY}"),
+    )
     attempt = make_attempt(
         api, campaign["id"], command=f"HF_TOKEN=hf_{'z' * 34} {LAUNCH} --api-key sk-{'w' * 30}"
     )
@@ -198,7 +217,9 @@ def test_the_diff_on_the_card_the_attempt_page_and_the_share_page(
     api: httpx.Client, browser: httpx.Client, anonymous: httpx.Client
 ) -> None:
     campaign = make_campaign(api)
-    baseline = make_attempt(api, campaign["id"], title="Baseline", command=LAUNCH)
+    baseline = name_baseline_configuration(
+        api, make_attempt(api, campaign["id"], title="Baseline", command=LAUNCH)
+    )
     attempt = make_attempt(api, campaign["id"], command=f"{LAUNCH} --enable-torch-symm-mem")
     diff_id = f"flag-diff-{attempt['id']}"
     summary = "only change: +enable_torch_symm_mem"

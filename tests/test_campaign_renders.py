@@ -89,9 +89,12 @@ def test_a_change_made_on_another_dashboard_is_never_served_stale(
         assert "+10.0 %" in card(page(), after["id"])
 
         # The attempt flags are compared against changes its command: others' diffs change.
+        # (Tried before the adoption: its baseline is the typed one, named the baseline run's.)
+        assert "tp_size: 8 → 4" not in card(page(), tried["id"])
+        assert patch(other, base["id"], baseline_configuration=True).is_success
         found = other.get(f"/api/attempts/{tried['id']}").json()
         compared = found["flag_diff"]["baseline_attempt_id"]
-        assert compared != tried["id"] and "tp_size: 8 → 4" not in card(page(), tried["id"])
+        assert compared == base["id"] and "tp_size: 8 → 4" not in card(page(), tried["id"])
         assert patch(other, compared, command=TP8).is_success
         assert "tp_size: 8 → 4" in card(page(), tried["id"])
 

@@ -121,9 +121,7 @@ class CampaignRenders:
     ) -> Hashable:
         """What every card depends on: the campaign's figures' unit and noise band, the
         baseline history, the attempts flags are compared against."""
-        first = basis.first
         compared = {c.attempt_id for c in basis.history if c.attempt_id is not None}
-        compared |= {first.id} if first is not None and first.id is not None else set()
         return (
             campaign.metric, campaign.noise_pct, campaign.higher_is_better,
             tuple((c.id, c.value, c.attempt_id, c.set_at) for c in basis.history),

@@ -204,20 +204,6 @@ def attempts_by_ids(
     return list(session.exec(query))
 
 
-def first_attempt_with_flags(session: Session, *, campaign_id: int) -> Attempt | None:
-    """The campaign's first attempt with a command or an engine's echo of its arguments."""
-    query = (
-        select(Attempt)
-        .where(
-            Attempt.campaign_id == campaign_id,
-            (col(Attempt.command) != "") | col(Attempt.logged_args).is_not(None),
-        )
-        .order_by(col(Attempt.id))
-        .limit(1)
-    )
-    return session.exec(query).first()
-
-
 def list_notes(session: Session, *, campaign_id: int, attempt_id: int | None = None) -> list[Note]:
     """A campaign's notes (all of them), or one attempt's notes."""
     query = select(Note).where(Note.campaign_id == campaign_id)

@@ -266,14 +266,31 @@ def edit_attempt(
 ) -> Response:
     form = PageForm(submitted, "edit-attempt", "attempt", attempt_id)
     fields = ["title", "hypothesis", "command", "source"]  # the flags are read from the command
+    # "#7" or "7" links; emptied, the link is cleared.
+    links = {
+        name: value.strip().lstrip("#").strip() or None
+        for name in ("retest_of", "blocked_by")
+        if isinstance(value := form.data.get(name), str)
+    }
     with form:
-        data = form.parse(AttemptUpdate, fields, **form.cleared(["hypothesis", "command"]))
+        cleared = form.cleared(["hypothesis", "command"])
+        data = form.parse(AttemptUpdate, fields, **cleared, **links)
         if data.source == actions.require_attempt(session, attempt_id).source:
             data = data.model_copy(update={"source": None})  # shown as it is: not attached anew
         refusal = log_source_refusal(request.app.state.settings, data.source)
         if refusal:
             raise form.refuse({"source": refusal})
         actions.update_attempt(session, attempt_id, data)
+    return _attempt_answer(request, session, attempt_id)
+
+
+@router.post("/attempts/{attempt_id}/baseline-configuration", dependencies=OwnerForm)
+def name_baseline_configuration(
+    attempt_id: int, request: Request, session: SessionDep, submitted: FormDep
+) -> Response:
+    form = PageForm(submitted, "baseline-configuration", "attempt", attempt_id)
+    with form:
+        actions.update_attempt(session, attempt_id, AttemptUpdate(baseline_configuration=True))
     return _attempt_answer(request, session, attempt_id)
 
 
@@ -377,6 +394,7 @@ _FRAGMENT_OF_FORM = {
     "status": "partials/_attempt_detail.html",
     "measure": "partials/_attempt_detail.html",
     "edit-attempt": "partials/_attempt_detail.html",
+    "baseline-configuration": "partials/_attempt_detail.html",
     "attempt-note": "partials/_attempt_detail.html",
     "campaign-note": "partials/_campaign_notes.html",
     "share": "partials/_shares.html",
