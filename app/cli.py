@@ -497,6 +497,8 @@ def describe(result: Diagnosis, *, color: bool) -> str:
     if result.root_cause and result.root_cause_at:
         lines.append(f"{bold('Root cause')} (line {result.root_cause_at.line}):")
         lines.append("  " + bold(result.root_cause, fg="red"))
+    elif result.pending:
+        lines.append(f"{bold('Root cause:')} {result.pending}")
     if result.frame:
         where = f"{result.frame.file}:{result.frame.line}"
         lines.append(f"{bold('Frame:')} {where} in {result.frame.function or '?'}")

@@ -428,12 +428,21 @@ def test_more_failures_as_frameworks_print_them(
 
 
 def test_a_log_of_wrappers_only_still_says_it_crashed() -> None:
+    # A word that another process failed: its error is the cause, still to come.
     result = diagnose(
         "[2026-03-01 10:00:00] Received sigquit from a child process. It usually means the child "
         "failed.\n"
     )
     assert result.crashed is True
-    assert result.root_cause is not None and "sigquit" in result.root_cause
+    assert result.root_cause is None and result.fingerprint is None
+    assert result.pending == "waiting for the failing process's error"
+    # A wrapper that says something of its own stands in when the log holds nothing better.
+    exited = (
+        "[2023-10-26 17:54:48,155] [ERROR] [launch.py:321:sigkill_handler] ['python3', '-u', "
+        "'trainer.py', '--local_rank=3'] exits with return code = -9"
+    )
+    result = diagnose(exited + "\n")
+    assert result.crashed is True and result.root_cause == exited and result.pending is None
 
 
 def test_an_error_the_server_survived_long_ago_is_not_the_root_cause() -> None:

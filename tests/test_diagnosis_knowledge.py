@@ -155,6 +155,14 @@ def test_a_wrapper_never_hides_the_failure_it_reports(row: Wrapper) -> None:
             assert row.example not in [c.line for c in result.candidates], _named(row)
 
 
+@pytest.mark.parametrize("row", _params("wrapper", [w for w in WRAPPERS if w.another_process]))
+def test_a_word_that_another_process_failed_waits_for_its_error(row: Wrapper) -> None:
+    result = diagnose(*QUIET, row.example)
+    assert result.crashed is True and result.root_cause is None, _named(row)
+    assert result.pending == "waiting for the failing process's error", _named(row)
+    assert result.candidates == [] and result.fingerprint is None, _named(row)
+
+
 @pytest.mark.parametrize("row", _params("benign", BENIGN))
 def test_a_benign_line_is_no_failure(row: Benign) -> None:
     for lines in (

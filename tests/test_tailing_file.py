@@ -273,6 +273,46 @@ def test_the_attempt_page_shows_the_escaped_tail_with_the_root_cause_marked(
     assert 'href="#root-cause"' in page
 
 
+def test_a_crash_waits_for_the_child_s_error_on_the_card_then_names_it(
+    api: httpx.Client, browser: httpx.Client, tmp_path: Path
+) -> None:
+    """The seed's log as it grows: the launcher's sigquit line arrives before the scheduler's
+    traceback; until then the card says what it waits for, never the wrapper."""
+    seed = (DATA / "seed_torch_symm_mem.log").read_bytes()
+    child = seed.index(b"[2026-02-27 13:21:41 TP3] Scheduler hit an exception")
+    log = tmp_path / "torch_symm_mem_test.log"
+    log.write_bytes(seed[:child])
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    waiting = "waiting for the failing process&#39;s error"
+
+    def card() -> str:
+        page = browser.get(f"/campaigns/{campaign['id']}").text
+        found = re.search(rf'<article [^>]*id="attempt-{attempt["id"]}".*?</article>', page, re.S)
+        assert found, page
+        return found.group(0)
+
+    body = wait_for(
+        lambda: (
+            (a := attempt_of(api, attempt["id"]))["diagnosis"] and a["diagnosis"]["pending"] and a
+        ),
+        what="the sigquit line read",
+    )
+    assert body["status"] == "crashed" and body["diagnosis"]["root_cause"] is None
+    assert body["diagnosis"]["fingerprint"] is None and body["diagnosis"]["candidates"] == []
+    assert waiting in card() and "sigquit" not in card()
+    assert waiting in browser.get(f"/attempts/{attempt['id']}").text
+    with log.open("ab") as out:
+        out.write(seed[child:])
+    wait_for(
+        lambda: attempt_of(api, attempt["id"])["diagnosis"]["root_cause"] == "KeyError: 12",
+        what="the child's KeyError",
+    )
+    shown = card()
+    assert "<code>KeyError: 12</code>" in shown and "unsupported_arch" in shown
+    assert waiting not in shown
+
+
 def test_a_campaign_teaches_readiness_and_its_metric(api: httpx.Client, tmp_path: Path) -> None:
     campaign = make_campaign(
         api, metric="req/s", metric_label="Request throughput", ready_pattern=r"accepting on :\d+"

@@ -68,6 +68,9 @@ class Diagnosis:
     frame: Frame | None = None
     # Why `crashed` reads as it does: the line that decided it, or why nothing could.
     crashed_reason: str = ""
+    # Set where the log says another process failed and holds no error of its own yet: what
+    # the root cause is waiting for ("waiting for the failing process's error").
+    pending: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Not asdict(): it deep-copies value by value, and the ingest asks on every commit
@@ -153,6 +156,7 @@ class Diagnoser:
             candidates=[Candidate(c.text, c.number, c.offset) for c in result.candidates],
             frame=result.frame,
             crashed_reason=result.crashed_reason,
+            pending=result.pending,
         )
 
 

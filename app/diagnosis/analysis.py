@@ -94,6 +94,7 @@ class Analysis:
     candidates: list[Line] = field(default_factory=list)  # best first, the root cause first
     frame: Frame | None = None
     crashed_reason: str = ""  # why `crashed` reads as it does (None: nothing in the log tells)
+    pending: str | None = None  # what the root cause waits for (another process's error)
 
 
 def _virtual_lines(line: Line) -> list[Line]:
@@ -213,6 +214,8 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             if _specificity(candidate) > _specificity(best) and not _restates(candidate, first):
                 best = candidate
         return best
+    if _another_process_failed(entries) is not None:
+        return None  # its error is that process's to print: none of these lines is the cause
     # Only wrappers: the weakest one that still says something ("exits with return code = -9"),
     # else a wrapper that points elsewhere, for the log holds nothing better.
     wrappers = [e for e in entries if e.strength == 1 and not e.noise]
@@ -220,6 +223,19 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     pointing = [e for e in wrappers if rules.TRACEBACK not in e.content]
     chosen = informative or pointing
     return chosen[0] if chosen else None
+
+
+def _another_process_failed(entries: list[Entry]) -> Entry | None:
+    """The first line that says in words another process failed ("Received sigquit from a
+    child process"), where nothing else failed."""
+    return next(
+        (
+            e
+            for e in entries
+            if e.strength == 1 and not e.noise and rules.ANOTHER_PROCESS_FAILED.search(e.content)
+        ),
+        None,
+    )
 
 
 def _same_logger(first: Entry, later: Entry) -> bool:
@@ -337,6 +353,19 @@ def analyze(
     last_kept = max((e.line.number for e in entries), default=0)
     unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
 
+    if root is None and (wrapper := _another_process_failed(entries)) is not None:
+        # It failed, and says so; why is for the failing process's own lines, still to come
+        # (a child's traceback often lands after its parent's word that it died).
+        return Analysis(
+            ready=True if ready_line else None,
+            crashed=True,
+            root=None,
+            error_class=None,
+            fingerprint=None,
+            ready_line=ready_line,
+            crashed_reason=f"line {wrapper.line.number} says another process failed",
+            pending=rules.WAITING,
+        )
     if root is None:
         hang = any(_HANG_DUMP.search(e.content) for e in entries)
         return Analysis(

@@ -19,6 +19,21 @@ _STDLIB = re.compile(
 )
 
 
+_LOGGING = re.compile(r"(?:^|[/\\])logging[/\\](?:__init__|handlers)\.py$")
+
+
+def raised_in_logging(content: str, so_far: bool) -> bool:
+    """Whether a traceback's innermost frame, this line included, is the logging module's: a
+    frame of logging says so, a frame of the code that logging called (a record's argument,
+    the object it formats) says not, the rest of the standard library leaves it as it was."""
+    match = _FRAME_LINE.match(content)
+    if match is None:
+        return so_far
+    if _LOGGING.search(match["file"]):
+        return True
+    return so_far and _STDLIB.search(match["file"]) is not None
+
+
 @dataclass(frozen=True)
 class Frame:
     file: str

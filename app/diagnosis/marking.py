@@ -6,6 +6,7 @@ from collections import Counter
 
 from app.diagnosis import rules
 from app.diagnosis.entry import Entry
+from app.diagnosis.frames import raised_in_logging
 
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
@@ -42,7 +43,9 @@ def mark(entries: list[Entry]) -> None:
 
     traceback_start: int | None = None
     logging_block = False
-    logging_frames = False  # the block's current traceback runs through logging itself
+    # The current traceback's innermost frame is logging's: logging's own failure (a record
+    # it cannot format), not the failure of the code it called.
+    logging_raised = False
     chain_pending = False
     framed = False  # a frame of the current traceback was seen: its exception comes next
     source_next = False  # the line after a frame quotes its source
@@ -55,11 +58,11 @@ def mark(entries: list[Entry]) -> None:
         if logging_block:
             entry.noise = True
             if rules.TRACEBACK in content:
-                logging_frames = False
-            elif "logging/__init__.py" in content or "logging/handlers.py" in content:
-                logging_frames = True
+                logging_raised = False
             elif rules.EXCEPTION_LINE.match(content):
-                entry.quoted, entry.strength = not logging_frames, 3
+                entry.quoted, entry.strength = not logging_raised, 3
+            else:
+                logging_raised = raised_in_logging(content, logging_raised)
             # The block ends after logging's "Arguments: (...)" line.
             if content.startswith("Arguments:"):
                 logging_block = False
@@ -69,15 +72,14 @@ def mark(entries: list[Entry]) -> None:
             entry.noise = True
             continue
         if rules.TRACEBACK in content:
-            traceback_start, framed = index, False
+            traceback_start, framed, logging_raised = index, False, False
             entry.in_traceback = index
             entry.strength = 1
             continue
         if traceback_start is not None and rules.FRAME.search(content):
             entry.in_traceback = traceback_start
             framed = source_next = True
-            if "logging/__init__.py" in content or "logging/handlers.py" in content:
-                _mark_logging_traceback(entries, traceback_start, index)
+            logging_raised = raised_in_logging(content, logging_raised)
             continue
         if _CODE_FRAME.match(content):
             # A fragment that starts inside a traceback: frames all the same.
@@ -104,9 +106,12 @@ def mark(entries: list[Entry]) -> None:
             entry.in_traceback = traceback_start
             entry.strength = 3
             entry.consequence = chain_pending and traceback_start is not None
+            if logging_raised and traceback_start is not None:
+                for noise in entries[traceback_start:index]:
+                    noise.noise = True
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
-            traceback_start, chain_pending, framed = None, False, False
+            traceback_start, chain_pending, framed, logging_raised = None, False, False, False
         elif level == "info" or rules.NOISE.search(content):
             entry.noise = True
             continue
@@ -175,13 +180,3 @@ def _logfmt_level(entry: Entry) -> str | None:
     if level in _LOGFMT_ERRORS:
         return "error"
     return "info" if level in _LOGFMT_INFO else None
-
-
-def _mark_logging_traceback(entries: list[Entry], start: int, until: int) -> None:
-    for entry in entries[start : until + 1]:
-        entry.noise = True
-    # ...and the exception that ends it.
-    for entry in entries[until + 1 : until + 40]:
-        entry.noise = True
-        if rules.EXCEPTION_LINE.match(entry.content):
-            break

@@ -248,6 +248,11 @@ WRAPPERS = Alternatives(tuple(wrapper.pattern for wrapper in wrappers.WRAPPERS))
 # Those that only point elsewhere (a weak one may hold the only real information:
 # DeepSpeed's exit code -9).
 STRONG_WRAPPERS = Alternatives(tuple(w.pattern for w in wrappers.WRAPPERS if w.strong))
+# Those that say another process failed: until its error is in the log, the diagnosis waits.
+ANOTHER_PROCESS_FAILED = Alternatives(
+    tuple(w.pattern for w in wrappers.WRAPPERS if w.another_process)
+)
+WAITING = "waiting for the failing process's error"
 
 # Lines that look alarming to grep and mean nothing: config dumps and access logs...
 HARD_NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if line.hard))

@@ -90,7 +90,7 @@ def attempt_shapes(session: Session, *, campaign_id: int) -> dict[int, tuple[Any
 
 
 # What a card or a row shows of a diagnosis, read by the database from the JSON.
-CARD_DIAGNOSIS = ("root_cause", "error_class")
+CARD_DIAGNOSIS = ("root_cause", "error_class", "pending")
 
 
 def diagnosis_summaries(

@@ -12,6 +12,9 @@ class Wrapper(Fact):
     # the root cause only when no other wrapper is left (DeepSpeed's "exits with return code
     # = -9" is weak: its exit code is the only information some logs hold).
     strong: bool = False
+    # Says in words that another process failed (a child, an engine core, a worker): the
+    # error is that process's to print, and a log that does not hold it yet is waiting for it.
+    another_process: bool = False
 
 
 WRAPPERS = (
@@ -23,6 +26,7 @@ WRAPPERS = (
         "sglang: the launcher's SIGQUIT handler (python/sglang/srt/entrypoints/engine.py), "
         "raised by a scheduler that died; observed in corpus case 040",
         strong=True,
+        another_process=True,
     ),
     Wrapper(
         r"Initialization failed",
@@ -40,6 +44,7 @@ WRAPPERS = (
         "vLLM V1: wait_for_engine_startup (vllm/v1/engine/utils.py) when an engine core died "
         "while starting",
         strong=True,
+        another_process=True,
     ),
     Wrapper(
         r"check the stack trace above",
@@ -58,6 +63,7 @@ WRAPPERS = (
         "torchrun (torch/distributed/elastic/multiprocessing/errors), then a table of the "
         "ranks that failed; observed in corpus case 503",
         strong=True,
+        another_process=True,
     ),
     Wrapper(
         r"failed! Received signal",
@@ -74,6 +80,7 @@ WRAPPERS = (
         "vLLM before V1: the OpenAI server (vllm/entrypoints/openai/api_server.py) when its "
         "engine process died",
         strong=True,
+        another_process=True,
     ),
     Wrapper(
         r"EngineDeadError",
