@@ -3,7 +3,10 @@ Launch form previews exactly what will run before anything runs, a launch lands 
 attempt page with its run's state, Stop stops it (proved: no process, port free), and
 Retest launches the same command again, linked as its retest."""
 
+import contextlib
+import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,3 +170,58 @@ def test_preview_and_refusals_land_where_the_form_is_in_chromium(
         page.click("#shares button")
         page.locator(".new-share").wait_for(timeout=10_000)
         assert page.locator(".new-share").evaluate(IN_VIEW), f"new link unseen at {width} px"
+
+
+def test_a_launched_server_still_running_is_not_deleted_until_it_is_stopped(
+    dash: tuple[httpx.Client, httpx.Client], sshd: Sshd
+) -> None:
+    # Deleting the attempt (or its campaign) would drop the run row, the dashboard's only
+    # handle on the server: it would stay up on the host, its port and GPUs held.
+    api, page = dash
+    campaign = make_campaign(api)
+    port = free_port()
+    body = {"title": "Kept", "launch": {"host": sshd.alias, "command": server_command(port),
+                                        "keep": True}}  # fmt: skip
+    attempt_id = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body).json()["id"]
+    up = wait_for(
+        lambda: (r := attempt_of(api, attempt_id)["run"])["outcome"] == "ready" and r,
+        what="kept up",
+    )
+    try:
+        _refused_while_running(api, page, sshd, campaign["id"], attempt_id, port)
+    finally:  # a failure above must not leave the server on the machine
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(up["pgid"], signal.SIGKILL)
+
+
+def _refused_while_running(
+    api: httpx.Client, page: httpx.Client, sshd: Sshd, campaign_id: int, attempt_id: int,
+    port: int,
+) -> None:  # fmt: skip
+    campaign = {"id": campaign_id}
+    refused = api.delete(f"/api/attempts/{attempt_id}")
+    assert refused.status_code == 409, refused.text
+    reason = f"the server of attempt {attempt_id} is still running on {sshd.alias} (kept running)"
+    assert reason in refused.json()["detail"] and "stop it first" in refused.json()["detail"]
+    assert api.delete(f"/api/campaigns/{campaign['id']}").status_code == 409
+    html = page.get(f"/attempts/{attempt_id}").text
+    assert has_root(html, f"still-running-{attempt_id}")  # said before anyone tries
+    deleted = page.post(
+        f"/attempts/{attempt_id}/delete", data={"csrf_token": csrf_of(html), "confirm": "yes"}
+    )
+    assert deleted.status_code == 409 and reason in deleted.text
+    assert f'action="/attempts/{attempt_id}/stop"' in deleted.text  # Stop offered beside it
+    campaign_page = page.get(f"/campaigns/{campaign['id']}").text
+    gone = page.post(
+        f"/campaigns/{campaign['id']}/delete",
+        data={"csrf_token": csrf_of(campaign_page), "confirm": "yes"},
+    )
+    assert gone.status_code == 409 and reason in gone.text and has_root(gone.text, "still-running")
+    assert port_listening(port) and attempt_of(api, attempt_id)["run"]["stoppable"]
+
+    assert api.post(f"/api/attempts/{attempt_id}/stop").status_code == 200
+    run = wait_for(
+        lambda: (r := attempt_of(api, attempt_id)["run"])["stop_report"] and r, what="stopped"
+    )
+    assert run["stop_report"]["stopped"] and not port_listening(port)  # with its proof
+    assert api.delete(f"/api/campaigns/{campaign['id']}").status_code == 204

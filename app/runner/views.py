@@ -6,7 +6,7 @@ from sqlmodel import Session
 
 from app.diagnosis.lines import decode
 from app.models import Run, RunState, TailState, utcnow
-from app.repo import stored_log
+from app.repo import kept_running, stored_log
 from app.runner.lease import shown
 from app.schemas import RunOut
 
@@ -34,7 +34,7 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
     launched, ended = _aware(run.launched_at), _aware(run.ended_at)
     elapsed = ((ended or utcnow()) - launched).total_seconds() if launched else None
     gpu = (run.preflight or {}).get("gpu") or {}
-    kept_alive = run.state == RunState.done and run.keep and run.stop_report is None
+    kept_alive = kept_running(run)
     active = run.state not in (RunState.done, RunState.failed)
     return RunOut(
         id=run.id,
