@@ -269,7 +269,8 @@ class RunOut(BaseModel):
     bench_done: int
     bench_total: int
     bench_runs: list[dict[str, Any]]
-    gpu_note: str | None  # "nvidia-smi not found on the host: GPUs not checked"
+    # "GPUs not checked: no nvidia-smi on gpu-box" (no busy-GPU refusal, no GPU memory proof)
+    gpu_note: str | None
     stop_report: dict[str, Any] | None
     stop_requested: bool
     stoppable: bool  # a Stop button makes sense: its server may still run

@@ -162,13 +162,17 @@ def _launch_and_follow(
     attempt = response.json()
     wakeups.attempt_id = attempt["id"]
     click.echo(f"{base}/attempts/{attempt['id']}")
-    shown = None
+    shown = gpu_said = None
     try:
         while True:
             said = _progress(attempt)
             if said != shown:
                 click.echo(f"  {said}")
                 shown = said
+            gpu_note = attempt["run"].get("gpu_note")
+            if gpu_note and gpu_note != gpu_said:  # once: a skipped GPU check is no detail
+                click.echo(f"  {gpu_note}")
+                gpu_said = gpu_note
             run = attempt["run"]
             if run["state"] in ("done", "failed"):
                 break

@@ -8,6 +8,7 @@ from app.diagnosis.lines import decode
 from app.models import Run, RunState, TailState, utcnow
 from app.repo import kept_running, stored_log
 from app.runner.lease import shown
+from app.runner.wording import gpu_note
 from app.schemas import RunOut
 
 LAST_LINE_BYTES = 8 << 10
@@ -33,7 +34,6 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
     assert run.id is not None
     launched, ended = _aware(run.launched_at), _aware(run.ended_at)
     elapsed = ((ended or utcnow()) - launched).total_seconds() if launched else None
-    gpu = (run.preflight or {}).get("gpu") or {}
     kept_alive = kept_running(run)
     active = run.state not in (RunState.done, RunState.failed)
     return RunOut(
@@ -59,7 +59,7 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
         bench_done=run.bench_done,
         bench_total=(run.warmup + run.repeat) if run.bench else 0,
         bench_runs=run.bench_runs or [],
-        gpu_note=gpu.get("note"),
+        gpu_note=gpu_note(run.host, (run.preflight or {}).get("gpu")),
         stop_report=run.stop_report,
         stop_requested=run.stop_requested,
         stoppable=(active and not run.stop_requested) or kept_alive,
