@@ -268,7 +268,10 @@ class RunOut(BaseModel):
     log_path: str | None
     bench_done: int
     bench_total: int
-    bench_runs: list[dict[str, Any]]
+    bench_runs: list[dict[str, Any]]  # each with its `label`: "warm-up 1", "run 1"...
+    # While benchmarking, the run under way: "warm-up 1 of 1, not recorded", "run 2 of 3".
+    bench_progress: str | None = None
+    kept_running: bool = False  # done with `keep`, not stopped since: its server is up
     # "GPUs not checked: no nvidia-smi on gpu-box" (no busy-GPU refusal, no GPU memory proof)
     gpu_note: str | None
     stop_report: dict[str, Any] | None

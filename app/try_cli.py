@@ -100,12 +100,8 @@ class Wakeups:
 def _progress(attempt: dict[str, Any]) -> str:
     run = attempt["run"]
     said = run["state"]
-    if run["state"] == "benchmarking":
-        warmup, done = run["warmup"], run["bench_done"]
-        if done < warmup:
-            said += f" (warm-up {done + 1} of {warmup}, not recorded)"
-        else:
-            said += f" (run {done - warmup + 1} of {run['bench_total'] - warmup})"
+    if run.get("bench_progress"):  # counted as the pages count it (app/runner/wording.py)
+        said += f" ({run['bench_progress']})"
     if run.get("reason"):
         said += f": {run['reason']}"
     elif run["state"] == "starting" and run.get("last_line"):

@@ -16,7 +16,13 @@ import pytest
 from app.config import Settings
 from tests.conftest import OWNER_TOKEN, running
 from tests.helpers import UI_WAIT_MS, attempt_of, csrf_of, make_attempt, make_campaign, wait_for
-from tests.runner_helpers import free_port, port_listening, server_command, session_processes
+from tests.runner_helpers import (
+    bench_command,
+    free_port,
+    port_listening,
+    server_command,
+    session_processes,
+)
 from tests.sshd import Sshd
 from tests.test_pages import HX, has_root
 
@@ -225,3 +231,50 @@ def _refused_while_running(
     )
     assert run["stop_report"]["stopped"] and not port_listening(port)  # with its proof
     assert api.delete(f"/api/campaigns/{campaign['id']}").status_code == 204
+
+
+def test_a_kept_run_reads_kept_running_with_stop_and_one_retest_counting_warm_ups_apart(
+    dash: tuple[httpx.Client, httpx.Client],
+    sshd: Sshd,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    api, client = dash
+    campaign = make_campaign(api)
+    port = free_port()
+    bench = bench_command(port, "--num-prompts", "4", "--pause", "0.5")
+    launch = {"host": sshd.alias, "command": server_command(port), "keep": True, "warmup": 1,
+              "repeat": 2, "bench": bench}  # fmt: skip
+    body = {"title": "Kept", "launch": launch}
+    attempt_id = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body).json()["id"]
+    try:
+        page = open_page(f"/campaigns/{campaign['id']}", base=str(client.base_url))
+        card_run = page.locator(f"#attempt-{attempt_id} #run-{attempt_id}")
+        # Counted as try counts them: the warm-up apart, then the measured runs.
+        card_run.filter(has_text="warm-up 1 of 1, not recorded").wait_for(timeout=30_000)
+        card_run.filter(has_text="run 1 of 2").wait_for(timeout=30_000)
+        card_run.locator(".chip", has_text="kept running").wait_for(timeout=30_000)
+        assert "run 3 of" not in card_run.inner_text() and "of 3" not in card_run.inner_text()
+
+        page.goto(f"{client.base_url}/attempts/{attempt_id}")
+        labels = page.locator(f"#bench-runs-{attempt_id} li").all_inner_texts()
+        assert [t.split(":")[0] for t in labels] == ["warm-up 1 (not recorded)", "run 1", "run 2"]
+        assert page.locator(f"#run-{attempt_id} .chip").inner_text() == "kept running"
+        assert page.locator(f"#stop-form-{attempt_id} button").is_visible()
+        # One Retest control, saying what it does: none while the server holds its port.
+        retest = page.locator(f"#retest-{attempt_id}")
+        assert page.locator(".retest").count() == 1 and "Retest once it is stopped" in (
+            retest.inner_text()
+        )
+        assert page.locator(f"#relaunch-form-{attempt_id}").count() == 0
+        assert page.get_by_text("Retest: launch again").count() == 0
+
+        page.click(f"#stop-form-{attempt_id} button")
+        page.locator(f"#run-{attempt_id} .chip", has_text="done").wait_for(timeout=30_000)
+        button = page.locator(f"#relaunch-form-{attempt_id} button")
+        assert page.locator(".retest").count() == 1 and button.inner_text() == "Retest"
+        assert f"launches the same command again on {sshd.alias}" in retest.inner_text()
+    finally:
+        run = attempt_of(api, attempt_id)["run"]
+        if run["pgid"] and run["stop_report"] is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run["pgid"], signal.SIGKILL)
