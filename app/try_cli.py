@@ -181,6 +181,17 @@ def _launch_and_follow(
         client.post(f"/api/attempts/{attempt['id']}/stop")
         click.echo("  interrupted: asked the dashboard to stop the run", err=True)
         return 130
+    except httpx.TransportError as error:
+        # The server runs detached on the host and its run is in the database: nothing is
+        # lost, and the person must know not to launch it again by hand.
+        run = attempt["run"]
+        click.echo(
+            f"  the dashboard at {base} went away ({error}); the run goes on on {run['host']}"
+            f" (pid {run.get('pid') or 'not yet known'}), and a restarted dashboard finishes"
+            f" it: watch it at {base}/attempts/{attempt['id']}",
+            err=True,
+        )
+        return EXIT_REFUSED
     metric = attempt.get("metric")
     if metric:
         delta = attempt.get("delta_pct")

@@ -270,3 +270,44 @@ def test_a_host_without_nvidia_smi_is_said_in_try_on_the_run_panel_and_in_the_pr
         said = page.locator("#host-check .gpu-note")
         said.wait_for(timeout=UI_WAIT_MS)
         assert said.inner_text().startswith(f"{note}: a busy GPU would not refuse the launch")
+
+
+def test_try_says_the_run_goes_on_when_the_dashboard_dies_under_it(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = server_command(free_port(), "--mode", "hang").split()
+    dashboard = launch(env, tmp_path, port)
+    printed = tmp_path / "try.out"
+    try:
+        wait_until_serving(dashboard, port)
+        with owner_client(url) as api:
+            make_campaign(api, name="EAGLE-3")
+        with printed.open("w") as out:
+            tried = subprocess.Popen(
+                [sys.executable, "-m", "app", "try", "EAGLE-3", "Hangs", "--host", sshd.alias,
+                 "--ready-timeout", "600", "--url", url, "--", *server],
+                env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True,
+            )  # fmt: skip
+        wait_for(lambda: "  starting" in printed.read_text(), timeout=60, what="try following")
+        dashboard.send_signal(signal.SIGKILL)
+        dashboard.wait()
+        assert tried.wait(timeout=30) == 2
+    finally:
+        if dashboard.poll() is None:
+            dashboard.kill()
+    said = printed.read_text()
+    attempt_url = said.splitlines()[0]
+    attempt_id = int(attempt_url.rsplit("/", 1)[1])
+    # It does (stopped here, before the checks: a failing one leaves no server behind).
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        assert _run(api, attempt_id)["state"] == "starting"
+        assert api.post(f"/api/attempts/{attempt_id}/stop").status_code == 200
+        run = wait_for(lambda: (r := _run(api, attempt_id))["stop_report"] and r, what="stopped")
+    assert run["stop_report"]["stopped"]
+    assert (
+        f"the dashboard at {url} went away" in said
+        and f"the run goes on on {sshd.alias} (pid " in said
+        and f"a restarted dashboard finishes it: watch it at {attempt_url}" in said
+    ), said
