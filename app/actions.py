@@ -235,10 +235,24 @@ def delete_note(session: Session, note_id: int) -> Note:
     return note
 
 
+def refuse_while_running(session: Session, attempt_ids: list[int], what: str) -> None:
+    """A launched server still up is not deleted with its attempt: its run row is the only
+    handle the dashboard has on it (its Stop, and the proof that it stopped), so deleting
+    it would leave the server on the host, holding its port and GPUs, out of reach."""
+    for run in repo.running_servers(session, attempt_ids=attempt_ids):
+        state = "kept running" if repo.kept_running(run) else str(run.state)
+        raise Conflict(
+            f"the server of attempt {run.attempt_id} is still running on {run.host} ({state}): "
+            f"stop it first (its Stop button, or POST /api/attempts/{run.attempt_id}/stop), "
+            f"then delete {what}"
+        )
+
+
 def delete_campaign(session: Session, campaign_id: int) -> None:
     """The campaign and everything of it: attempts, logs, notes, share links."""
     campaign = require_campaign(session, campaign_id)
-    attempt_ids = [a.id for a in repo.list_attempts(session, campaign_id=campaign_id)]
+    attempt_ids = [a.id for a in repo.list_attempts(session, campaign_id=campaign_id) if a.id]
+    refuse_while_running(session, attempt_ids, "the campaign")
     session.delete(campaign)
     session.flush()
     for attempt_id in attempt_ids:
@@ -249,6 +263,7 @@ def delete_attempt(session: Session, attempt_id: int) -> int:
     """The attempt with its log, measurements and notes; returns its campaign's id."""
     attempt = require_attempt(session, attempt_id)
     campaign_id = attempt.campaign_id
+    refuse_while_running(session, [attempt_id], "it")
     session.delete(attempt)
     session.flush()
     follow_up(session, attempt_id)

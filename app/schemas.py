@@ -273,8 +273,12 @@ class RunOut(BaseModel):
     log_path: str | None
     bench_done: int
     bench_total: int
-    bench_runs: list[dict[str, Any]]
-    gpu_note: str | None  # "nvidia-smi not found on the host: GPUs not checked"
+    bench_runs: list[dict[str, Any]]  # each with its `label`: "warm-up 1", "run 1"...
+    # While benchmarking, the run under way: "warm-up 1 of 1, not recorded", "run 2 of 3".
+    bench_progress: str | None = None
+    kept_running: bool = False  # done with `keep`, not stopped since: its server is up
+    # "GPUs not checked: no nvidia-smi on gpu-box" (no busy-GPU refusal, no GPU memory proof)
+    gpu_note: str | None
     stop_report: dict[str, Any] | None
     stop_requested: bool
     stoppable: bool  # a Stop button makes sense: its server may still run

@@ -100,12 +100,8 @@ class Wakeups:
 def _progress(attempt: dict[str, Any]) -> str:
     run = attempt["run"]
     said = run["state"]
-    if run["state"] == "benchmarking":
-        warmup, done = run["warmup"], run["bench_done"]
-        if done < warmup:
-            said += f" (warm-up {done + 1} of {warmup}, not recorded)"
-        else:
-            said += f" (run {done - warmup + 1} of {run['bench_total'] - warmup})"
+    if run.get("bench_progress"):  # counted as the pages count it (app/runner/wording.py)
+        said += f" ({run['bench_progress']})"
     if run.get("reason"):
         said += f": {run['reason']}"
     elif run["state"] == "starting" and run.get("last_line"):
@@ -162,13 +158,17 @@ def _launch_and_follow(
     attempt = response.json()
     wakeups.attempt_id = attempt["id"]
     click.echo(f"{base}/attempts/{attempt['id']}")
-    shown = None
+    shown = gpu_said = None
     try:
         while True:
             said = _progress(attempt)
             if said != shown:
                 click.echo(f"  {said}")
                 shown = said
+            gpu_note = attempt["run"].get("gpu_note")
+            if gpu_note and gpu_note != gpu_said:  # once: a skipped GPU check is no detail
+                click.echo(f"  {gpu_note}")
+                gpu_said = gpu_note
             run = attempt["run"]
             if run["state"] in ("done", "failed"):
                 break
@@ -181,6 +181,17 @@ def _launch_and_follow(
         client.post(f"/api/attempts/{attempt['id']}/stop")
         click.echo("  interrupted: asked the dashboard to stop the run", err=True)
         return 130
+    except httpx.TransportError as error:
+        # The server runs detached on the host and its run is in the database: nothing is
+        # lost, and the person must know not to launch it again by hand.
+        run = attempt["run"]
+        click.echo(
+            f"  the dashboard at {base} went away ({error}); the run goes on on {run['host']}"
+            f" (pid {run.get('pid') or 'not yet known'}), and a restarted dashboard finishes"
+            f" it: watch it at {base}/attempts/{attempt['id']}",
+            err=True,
+        )
+        return EXIT_REFUSED
     metric = attempt.get("metric")
     if metric:
         delta = attempt.get("delta_pct")

@@ -3,7 +3,10 @@ Launch form previews exactly what will run before anything runs, a launch lands 
 attempt page with its run's state, Stop stops it (proved: no process, port free), and
 Retest launches the same command again, linked as its retest."""
 
+import contextlib
+import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +16,13 @@ import pytest
 from app.config import Settings
 from tests.conftest import OWNER_TOKEN, running
 from tests.helpers import UI_WAIT_MS, attempt_of, csrf_of, make_attempt, make_campaign, wait_for
-from tests.runner_helpers import free_port, port_listening, server_command, session_processes
+from tests.runner_helpers import (
+    bench_command,
+    free_port,
+    port_listening,
+    server_command,
+    session_processes,
+)
 from tests.sshd import Sshd
 from tests.test_pages import HX, has_root
 
@@ -167,3 +176,105 @@ def test_preview_and_refusals_land_where_the_form_is_in_chromium(
         page.click("#shares button")
         page.locator(".new-share").wait_for(timeout=10_000)
         assert page.locator(".new-share").evaluate(IN_VIEW), f"new link unseen at {width} px"
+
+
+def test_a_launched_server_still_running_is_not_deleted_until_it_is_stopped(
+    dash: tuple[httpx.Client, httpx.Client], sshd: Sshd
+) -> None:
+    # Deleting the attempt (or its campaign) would drop the run row, the dashboard's only
+    # handle on the server: it would stay up on the host, its port and GPUs held.
+    api, page = dash
+    campaign = make_campaign(api)
+    port = free_port()
+    body = {"title": "Kept", "launch": {"host": sshd.alias, "command": server_command(port),
+                                        "keep": True}}  # fmt: skip
+    attempt_id = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body).json()["id"]
+    up = wait_for(
+        lambda: (r := attempt_of(api, attempt_id)["run"])["outcome"] == "ready" and r,
+        what="kept up",
+    )
+    try:
+        _refused_while_running(api, page, sshd, campaign["id"], attempt_id, port)
+    finally:  # a failure above must not leave the server on the machine
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(up["pgid"], signal.SIGKILL)
+
+
+def _refused_while_running(
+    api: httpx.Client, page: httpx.Client, sshd: Sshd, campaign_id: int, attempt_id: int,
+    port: int,
+) -> None:  # fmt: skip
+    campaign = {"id": campaign_id}
+    refused = api.delete(f"/api/attempts/{attempt_id}")
+    assert refused.status_code == 409, refused.text
+    reason = f"the server of attempt {attempt_id} is still running on {sshd.alias} (kept running)"
+    assert reason in refused.json()["detail"] and "stop it first" in refused.json()["detail"]
+    assert api.delete(f"/api/campaigns/{campaign['id']}").status_code == 409
+    html = page.get(f"/attempts/{attempt_id}").text
+    assert has_root(html, f"still-running-{attempt_id}")  # said before anyone tries
+    deleted = page.post(
+        f"/attempts/{attempt_id}/delete", data={"csrf_token": csrf_of(html), "confirm": "yes"}
+    )
+    assert deleted.status_code == 409 and reason in deleted.text
+    assert f'action="/attempts/{attempt_id}/stop"' in deleted.text  # Stop offered beside it
+    campaign_page = page.get(f"/campaigns/{campaign['id']}").text
+    gone = page.post(
+        f"/campaigns/{campaign['id']}/delete",
+        data={"csrf_token": csrf_of(campaign_page), "confirm": "yes"},
+    )
+    assert gone.status_code == 409 and reason in gone.text and has_root(gone.text, "still-running")
+    assert port_listening(port) and attempt_of(api, attempt_id)["run"]["stoppable"]
+
+    assert api.post(f"/api/attempts/{attempt_id}/stop").status_code == 200
+    run = wait_for(
+        lambda: (r := attempt_of(api, attempt_id)["run"])["stop_report"] and r, what="stopped"
+    )
+    assert run["stop_report"]["stopped"] and not port_listening(port)  # with its proof
+    assert api.delete(f"/api/campaigns/{campaign['id']}").status_code == 204
+
+
+def test_a_kept_run_reads_kept_running_with_stop_and_one_retest_counting_warm_ups_apart(
+    dash: tuple[httpx.Client, httpx.Client],
+    sshd: Sshd,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    api, client = dash
+    campaign = make_campaign(api)
+    port = free_port()
+    bench = bench_command(port, "--num-prompts", "4", "--pause", "0.5")
+    launch = {"host": sshd.alias, "command": server_command(port), "keep": True, "warmup": 1,
+              "repeat": 2, "bench": bench}  # fmt: skip
+    body = {"title": "Kept", "launch": launch}
+    attempt_id = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body).json()["id"]
+    try:
+        page = open_page(f"/campaigns/{campaign['id']}", base=str(client.base_url))
+        card_run = page.locator(f"#attempt-{attempt_id} #run-{attempt_id}")
+        # Counted as try counts them: the warm-up apart, then the measured runs.
+        card_run.filter(has_text="warm-up 1 of 1, not recorded").wait_for(timeout=30_000)
+        card_run.filter(has_text="run 1 of 2").wait_for(timeout=30_000)
+        card_run.locator(".chip", has_text="kept running").wait_for(timeout=30_000)
+        assert "run 3 of" not in card_run.inner_text() and "of 3" not in card_run.inner_text()
+
+        page.goto(f"{client.base_url}/attempts/{attempt_id}")
+        labels = page.locator(f"#bench-runs-{attempt_id} li").all_inner_texts()
+        assert [t.split(":")[0] for t in labels] == ["warm-up 1 (not recorded)", "run 1", "run 2"]
+        assert page.locator(f"#run-{attempt_id} .chip").inner_text() == "kept running"
+        assert page.locator(f"#stop-form-{attempt_id} button").is_visible()
+        # One Retest control, saying what it does: none while the server holds its port.
+        retest = page.locator(f"#retest-{attempt_id}")
+        assert page.locator(".retest").count() == 1 and "Retest once it is stopped" in (
+            retest.inner_text()
+        )
+        assert page.locator(f"#relaunch-form-{attempt_id}").count() == 0
+        assert page.get_by_text("Retest: launch again").count() == 0
+
+        page.click(f"#stop-form-{attempt_id} button")
+        page.locator(f"#run-{attempt_id} .chip", has_text="done").wait_for(timeout=30_000)
+        button = page.locator(f"#relaunch-form-{attempt_id} button")
+        assert page.locator(".retest").count() == 1 and button.inner_text() == "Retest"
+        assert f"launches the same command again on {sshd.alias}" in retest.inner_text()
+    finally:
+        run = attempt_of(api, attempt_id)["run"]
+        if run["pgid"] and run["stop_report"] is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run["pgid"], signal.SIGKILL)

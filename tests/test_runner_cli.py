@@ -13,10 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from app.runner.host_gpus import SMI_DIRS
 from app.runner.outcomes import RunOutcome
 from tests.cli import free_port, launch, serving, wait_until_serving
 from tests.conftest import owner_client
-from tests.helpers import attempt_of, make_campaign, wait_for
+from tests.helpers import UI_WAIT_MS, attempt_of, make_campaign, wait_for
 from tests.runner_helpers import (
     StandInGPUs,
     bench_command,
@@ -25,7 +26,7 @@ from tests.runner_helpers import (
     server_command,
     session_processes,
 )
-from tests.sshd import Sshd
+from tests.sshd import SESSION_PATH, Sshd
 
 
 @pytest.fixture
@@ -233,3 +234,80 @@ def test_a_host_whose_boot_id_changed_marks_the_run_so(
     assert final["run"]["outcome"] == "host_rebooted"
     assert "rebooted (its boot id changed) while the run was starting" in final["run"]["reason"]
     assert final["status"] == "crashed"
+
+
+def test_a_host_without_nvidia_smi_is_said_in_try_on_the_run_panel_and_in_the_preview(
+    env: dict[str, str],
+    sshd: Sshd,
+    tmp_path: Path,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    # Neither the busy-GPU refusal nor the stop's GPU memory proof can run there: the
+    # engineer must read it where they look, not in a JSON field.
+    places = [*SESSION_PATH.split(":"), *SMI_DIRS]
+    if any(os.access(os.path.join(d, "nvidia-smi"), os.X_OK) for d in places):
+        pytest.skip("this machine has an nvidia-smi: the host would check its GPUs")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    note = f"GPUs not checked: no nvidia-smi on {sshd.alias}"
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        make_campaign(api, name="EAGLE-3")
+        server = server_command(free_port()).split()
+        tried = try_(env, tmp_path, "EAGLE-3", "Unchecked", "--host", sshd.alias,
+                     "--url", url, "--", *server)  # fmt: skip
+        assert tried.returncode == 0, tried.stdout + tried.stderr
+        assert f"  {note}" in tried.stdout.splitlines()
+        attempt_id = int(tried.stdout.splitlines()[0].rsplit("/", 1)[1])
+
+        page = open_page(f"/attempts/{attempt_id}", base=url)
+        assert page.locator(f"#run-{attempt_id} .gpu-note").inner_text() == note
+        campaign_id = attempt_of(api, attempt_id)["campaign_id"]
+        page.goto(f"{url}/campaigns/{campaign_id}")
+        page.fill("#launch input[name=title]", "Next")
+        page.fill("#launch input[name=host]", sshd.alias)
+        page.fill("#launch textarea[name=command]", " ".join(server))
+        page.click('#launch button[value="preview"]')
+        said = page.locator("#host-check .gpu-note")
+        said.wait_for(timeout=UI_WAIT_MS)
+        assert said.inner_text().startswith(f"{note}: a busy GPU would not refuse the launch")
+
+
+def test_try_says_the_run_goes_on_when_the_dashboard_dies_under_it(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = server_command(free_port(), "--mode", "hang").split()
+    dashboard = launch(env, tmp_path, port)
+    printed = tmp_path / "try.out"
+    try:
+        wait_until_serving(dashboard, port)
+        with owner_client(url) as api:
+            make_campaign(api, name="EAGLE-3")
+        with printed.open("w") as out:
+            tried = subprocess.Popen(
+                [sys.executable, "-m", "app", "try", "EAGLE-3", "Hangs", "--host", sshd.alias,
+                 "--ready-timeout", "600", "--url", url, "--", *server],
+                env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True,
+            )  # fmt: skip
+        wait_for(lambda: "  starting" in printed.read_text(), timeout=60, what="try following")
+        dashboard.send_signal(signal.SIGKILL)
+        dashboard.wait()
+        assert tried.wait(timeout=30) == 2
+    finally:
+        if dashboard.poll() is None:
+            dashboard.kill()
+    said = printed.read_text()
+    attempt_url = said.splitlines()[0]
+    attempt_id = int(attempt_url.rsplit("/", 1)[1])
+    # It does (stopped here, before the checks: a failing one leaves no server behind).
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        assert _run(api, attempt_id)["state"] == "starting"
+        assert api.post(f"/api/attempts/{attempt_id}/stop").status_code == 200
+        run = wait_for(lambda: (r := _run(api, attempt_id))["stop_report"] and r, what="stopped")
+    assert run["stop_report"]["stopped"]
+    assert (
+        f"the dashboard at {url} went away" in said
+        and f"the run goes on on {sshd.alias} (pid " in said
+        and f"a restarted dashboard finishes it: watch it at {attempt_url}" in said
+    ), said

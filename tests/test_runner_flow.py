@@ -100,7 +100,7 @@ def test_a_launched_attempt_is_measured_n_times_then_stopped(
     assert final["source"] == f"ssh://{sshd.alias}{run['log_path']}"
     assert final["diagnosis"]["ready"] is True
     assert run["stop_report"]["signal"] == "SIGTERM" and run["stop_report"]["port_free"]
-    assert run["gpu_note"] == "nvidia-smi not found on the host: GPUs not checked"
+    assert run["gpu_note"] == f"GPUs not checked: no nvidia-smi on {sshd.alias}"
     assert_clean(run, port)
 
 

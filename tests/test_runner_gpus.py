@@ -2,11 +2,21 @@
 each output of its two CSV queries (`--format=csv,noheader,nounits`) becomes, and what a
 preflight then says holds the GPUs. The outputs are as real hosts print them."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.runner.host_gpus import APP_QUERY, GPU_QUERY, gpus_busy, read_gpus
+from app.runner.host_gpus import (
+    APP_QUERY,
+    GPU_QUERY,
+    SMI_DIRS,
+    find_smi,
+    gpus,
+    gpus_busy,
+    read_gpus,
+)
+from tests.runner_helpers import StandInGPUs
 
 H200 = "GPU-5c2a1f5e-39c3-6e6a-ceb6-3d4d06d7e93f"
 H200_B = "GPU-a41f03c2-8e5d-2b7a-9c61-0f4e7d21b3aa"
@@ -158,3 +168,31 @@ def test_nvidia_smi_output_is_read_as_the_preflight_needs_it(
     assert asked == ([GPU_QUERY] if app_query is None else [GPU_QUERY, APP_QUERY])
     if busy is not None:
         assert gpus_busy(answer) == busy
+
+
+def test_nvidia_smi_is_found_where_drivers_put_it_when_the_path_lacks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A non-interactive SSH session's PATH is short: in a container the driver's
+    # nvidia-smi is in /usr/local/nvidia/bin, under WSL in /usr/lib/wsl/lib.
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    container, wsl = tmp_path / "usr-local-nvidia-bin", tmp_path / "usr-lib-wsl-lib"
+    dirs = [str(container), str(wsl)]
+    assert find_smi(dirs) is None
+    unchecked = gpus(dirs)
+    assert unchecked == {
+        "present": False,
+        "note": f"no nvidia-smi on the PATH or in {container}, {wsl}",
+    }
+    wsl.mkdir()
+    (wsl / "nvidia-smi").write_text("#!/bin/sh\n")  # not executable: not a program to run
+    assert find_smi(dirs) is None
+    gpu = {"index": 0, "memory_total": 143771, "memory_used": 20480}
+    program = StandInGPUs(tmp_path / "state", gpu).install(container)
+    assert find_smi(dirs) == str(program)
+    found = gpus(dirs)
+    assert found["present"] is True and found["devices"][0]["used_mib"] == 20480
+    assert gpus_busy(found) == [
+        "GPU 0 has 20480 of 143771 MiB in use by no process nvidia-smi lists here"
+    ]
+    assert set(SMI_DIRS) == {"/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"}

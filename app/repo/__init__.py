@@ -35,18 +35,41 @@ from app.repo.logs import (
     stored_log,
     stream_stored_log,
 )
-from app.repo.runs import runs_by_attempt
+from app.repo.runs import kept_running, running_servers, runs_by_attempt, server_may_run
 from app.repo.search import Match, search, seen_before
 from app.repo.shares import find_share_link, get_share_link, list_share_links, note_share_opened
 from app.repo.tails import followed_attempt_ids, prune_live_events, tail_state
 
 __all__ = [
-    "MAX_ID", "MAX_OFFSET", "STREAM_ROWS", "CardStamp", "Match", "add_log_chunk",
-    "card_stamps", "events_after", "find_share_link",
-    "followed_attempt_ids", "get_share_link", "kept_log_bytes", "list_share_links",
-    "log_chunks", "middle_chunks", "newest_event_id", "note_share_opened", "oldest_event_id",
-    "prune_live_events", "runs_by_attempt", "search",
-    "seen_before", "storable", "stored_log", "stream_stored_log", "tail_state",
+    "MAX_ID",
+    "MAX_OFFSET",
+    "STREAM_ROWS",
+    "CardStamp",
+    "Match",
+    "add_log_chunk",
+    "card_stamps",
+    "events_after",
+    "find_share_link",
+    "followed_attempt_ids",
+    "get_share_link",
+    "kept_log_bytes",
+    "kept_running",
+    "list_share_links",
+    "log_chunks",
+    "middle_chunks",
+    "newest_event_id",
+    "note_share_opened",
+    "oldest_event_id",
+    "prune_live_events",
+    "running_servers",
+    "runs_by_attempt",
+    "search",
+    "seen_before",
+    "server_may_run",
+    "storable",
+    "stored_log",
+    "stream_stored_log",
+    "tail_state",
 ]  # fmt: skip
 
 

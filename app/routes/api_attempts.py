@@ -34,7 +34,8 @@ def update_attempt(
 
 @router.delete("/api/attempts/{attempt_id}", status_code=204)
 def delete_attempt(attempt_id: int, session: SessionDep) -> Response:
-    """Delete an attempt with its log, measurements and notes."""
+    """Delete an attempt with its log, measurements and notes; 409 while a server it
+    launched may still run (stop it first: its run is the only handle on it)."""
     actions.delete_attempt(session, attempt_id)
     return Response(status_code=204)
 

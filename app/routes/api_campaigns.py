@@ -56,7 +56,8 @@ def update_campaign(
 
 @router.delete("/{campaign_id}", status_code=204)
 def delete_campaign(campaign_id: int, session: SessionDep) -> Response:
-    """Delete a campaign with its attempts, logs, notes and share links."""
+    """Delete a campaign with its attempts, logs, notes and share links; 409 while a server
+    one of them launched may still run (stop it first)."""
     actions.delete_campaign(session, campaign_id)
     return Response(status_code=204)
 

@@ -18,6 +18,7 @@ from app.pages.campaign_renders import campaign_renders
 from app.pages.rendering import render
 from app.routes.pages import FormDep, OwnerForm, see_other
 from app.runner import launching
+from app.runner.precheck import host_check
 from app.schemas import AttemptCreate, LaunchIn, RetestIn
 
 router = APIRouter(include_in_schema=False)
@@ -60,9 +61,16 @@ def launch_attempt(
     launch = form.parse(LaunchIn, LAUNCH_FIELDS)
     data = form.parse(AttemptCreate, ["title", "hypothesis"], launch=launch)
     if submitted.get("action") != "launch":
+        # Before the first query: a slow host holds no database connection meanwhile.
+        state = request.app.state
+        checked = host_check(
+            state.sources, state.runner.programs, host=launch.host, command=launch.command,
+            runs_root=state.settings.runs_root,
+        )  # fmt: skip
         with form:
             context = campaign_context(session, campaign_id, campaign_renders(request))
             context["launch_preview"] = launch_preview(session, campaign_id, data)
+            context["launch_preview"]["host_check"] = checked
         context["forms"] = FormState("launch", {}, form.values)
         return render(request, "pages/campaign.html", context)
     with form:

@@ -13,6 +13,7 @@ from app.runner.benchfiles import ResultFile, result_file, run_figures
 from app.runner.context import Finished, RunContext, Stopped, run_dir_of
 from app.runner.outcomes import RunOutcome
 from app.runner.stopping import stop_run
+from app.runner.wording import bench_label
 
 
 def benchmark(ctx: RunContext, run: Run) -> Run:
@@ -27,13 +28,13 @@ def benchmark(ctx: RunContext, run: Run) -> Run:
         name = f"bench-{index}"
         jobs = ctx.status(run, "server", name)["jobs"]
         if not jobs["server"].get("running"):
-            _server_died(ctx, run, jobs["server"], name)
+            _server_died(ctx, run, jobs["server"], index)
         if not jobs[name]["exists"]:
             # The result file as it is before the run: its own record is what it adds.
             watch = spec.watch() if spec else None
             ctx.ask(partial(ctx.host.start, run_dir, name, bench, run_id=run.run_key,
                             watch=watch))  # fmt: skip
-        job = _wait_for_bench(ctx, run, name)
+        job = _wait_for_bench(ctx, run, index)
         entry = _bench_entry(ctx, run, index, job, spec)
         run = ctx.records.bench_run(ctx.run_id, entry, entry.get("metric_recorded"))
         if entry["failure"]:
@@ -41,7 +42,7 @@ def benchmark(ctx: RunContext, run: Run) -> Run:
                 ctx,
                 run,
                 outcome=RunOutcome.bench_failed,
-                reason=f"benchmark run {index} failed: {entry['failure']}",
+                reason=f"benchmark {bench_label(index, run.warmup)} failed: {entry['failure']}",
                 state=RunState.failed,
             )
     counted = [e for e in run.bench_runs or [] if e.get("metric_recorded") is not None]
@@ -61,7 +62,8 @@ def _stop_bench(ctx: RunContext, run: Run, name: str) -> None:
     ctx.ask(lambda: ctx.host.stop(run_dir, name, grace_s=5, timeout_s=60))
 
 
-def _wait_for_bench(ctx: RunContext, run: Run, name: str) -> Job:
+def _wait_for_bench(ctx: RunContext, run: Run, index: int) -> Job:
+    name = f"bench-{index}"
     while True:
         # A stop asked for wakes the driver; one asked through another dashboard is read
         # at the fallback.
@@ -75,13 +77,13 @@ def _wait_for_bench(ctx: RunContext, run: Run, name: str) -> Job:
         job, server = jobs[name], jobs["server"]
         if not server.get("running"):
             _stop_bench(ctx, run, name)
-            _server_died(ctx, run, server, name)
+            _server_died(ctx, run, server, index)
         if job.get("exit") is not None or job.get("lost"):
             return job
         ctx.check_shutdown()
 
 
-def _server_died(ctx: RunContext, run: Run, server: Job, name: str) -> NoReturn:
+def _server_died(ctx: RunContext, run: Run, server: Job, index: int) -> NoReturn:
     diagnosis = ctx.caught_up(server)
     ended = server.get("exit")
     cause = diagnosis.get("root_cause") or (
@@ -91,7 +93,7 @@ def _server_died(ctx: RunContext, run: Run, server: Job, name: str) -> NoReturn:
         ctx,
         run,
         outcome=RunOutcome.server_died,
-        reason=f"the server died during benchmark {name}: {cause}",
+        reason=f"the server died during benchmark {bench_label(index, run.warmup)}: {cause}",
         state=RunState.failed,
         attempt_status=Status.crashed,
         exit_code=ended["exit_code"] if ended else None,

@@ -2,9 +2,10 @@
 them a launch may use, and what still holds memory after a stop. Part of the runner's host
 program (app/runner/hostprog.py): standard library only, Python 3.6 compatible."""
 
+import os
 import shutil
 import subprocess
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 if __name__ != "__main__":
     # Run on a host, this file's code comes after host_proc.py's: `Answer` is already there.
@@ -54,12 +55,31 @@ def _mib(cell: str) -> Optional[int]:
     return int(figure) if figure.isdigit() else None
 
 
-def gpus() -> Answer:
-    """GPU memory in use and compute processes, by nvidia-smi; `present` False without it,
-    `error` when it fails (a driver it cannot reach, a field it does not know)."""
-    smi = shutil.which("nvidia-smi")
+# Where drivers put nvidia-smi, looked in when the PATH lacks it: a non-interactive SSH
+# session's PATH is short (a container's driver mount is /usr/local/nvidia/bin, WSL's
+# /usr/lib/wsl/lib), and a GPU check skipped for that would let a busy GPU poison a run.
+SMI_DIRS = ("/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib")
+
+
+def find_smi(dirs: Sequence[str] = SMI_DIRS) -> Optional[str]:
+    """nvidia-smi on the PATH, else the first in `dirs` that is an executable file."""
+    found = shutil.which("nvidia-smi")
+    if found is not None:
+        return found
+    for directory in dirs:
+        path = os.path.join(directory, "nvidia-smi")
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def gpus(dirs: Sequence[str] = SMI_DIRS) -> Answer:
+    """GPU memory in use and compute processes, by nvidia-smi; `present` False without it
+    (the note says where it was looked for), `error` when it fails (a driver it cannot
+    reach, a field it does not know)."""
+    smi = find_smi(dirs)
     if smi is None:
-        return {"present": False, "note": "nvidia-smi not found on the host: GPUs not checked"}
+        return {"present": False, "note": "no nvidia-smi on the PATH or in " + ", ".join(dirs)}
     return read_gpus(lambda query: _run_smi(smi, query))
 
 

@@ -5,7 +5,7 @@ import secrets
 
 from sqlmodel import Session, col, select
 
-from app import actions
+from app import actions, repo
 from app.changes import follow_up, record
 from app.errors import Conflict, Invalid
 from app.models import Attempt, Run, RunState, utcnow
@@ -65,7 +65,7 @@ def request_stop(session: Session, attempt_id: int) -> Attempt:
     run = latest_run(session, attempt_id)
     if run is None:
         raise Conflict(f"attempt {attempt_id} was not launched by the dashboard: nothing to stop")
-    kept_alive = run.state == RunState.done and run.keep and run.stop_report is None
+    kept_alive = repo.kept_running(run)
     if run.state not in ACTIVE and run.state != RunState.stopping and not kept_alive:
         raise Conflict(f"run {run.id} of attempt {attempt_id} has ended ({run.outcome})")
     run.stop_requested = True

@@ -6,8 +6,9 @@ from sqlmodel import Session
 
 from app.diagnosis.lines import decode
 from app.models import Run, RunState, TailState, utcnow
-from app.repo import stored_log
+from app.repo import kept_running, stored_log
 from app.runner.lease import shown
+from app.runner.wording import bench_label, bench_progress, gpu_note
 from app.schemas import RunOut
 
 LAST_LINE_BYTES = 8 << 10
@@ -33,8 +34,7 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
     assert run.id is not None
     launched, ended = _aware(run.launched_at), _aware(run.ended_at)
     elapsed = ((ended or utcnow()) - launched).total_seconds() if launched else None
-    gpu = (run.preflight or {}).get("gpu") or {}
-    kept_alive = run.state == RunState.done and run.keep and run.stop_report is None
+    kept_alive = kept_running(run)
     active = run.state not in (RunState.done, RunState.failed)
     return RunOut(
         id=run.id,
@@ -58,8 +58,15 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
         log_path=run.log_path,
         bench_done=run.bench_done,
         bench_total=(run.warmup + run.repeat) if run.bench else 0,
-        bench_runs=run.bench_runs or [],
-        gpu_note=gpu.get("note"),
+        # Each with its `label` as people count: "warm-up 1", then "run 1", "run 2".
+        bench_runs=[
+            {**b, "label": bench_label(b["index"], run.warmup)} for b in run.bench_runs or []
+        ],
+        bench_progress=bench_progress(run.bench_done, run.warmup, run.repeat)
+        if run.state == RunState.benchmarking
+        else None,
+        kept_running=kept_alive,
+        gpu_note=gpu_note(run.host, (run.preflight or {}).get("gpu")),
         stop_report=run.stop_report,
         stop_requested=run.stop_requested,
         stoppable=(active and not run.stop_requested) or kept_alive,
