@@ -15,7 +15,15 @@ import pytest
 
 from app.config import Settings
 from tests.conftest import OWNER_TOKEN, running
-from tests.helpers import UI_WAIT_MS, attempt_of, csrf_of, make_attempt, make_campaign, wait_for
+from tests.helpers import (
+    UI_WAIT_MS,
+    attempt_of,
+    csrf_of,
+    make_attempt,
+    make_campaign,
+    name_baseline_configuration,
+    wait_for,
+)
 from tests.runner_helpers import (
     bench_command,
     free_port,
@@ -44,7 +52,9 @@ def test_preview_then_launch_then_stop_then_retest(
     api, page = dash
     campaign = make_campaign(api)
     port = free_port()
-    baseline = make_attempt(api, campaign["id"], title="Baseline", command=server_command(port))
+    baseline = name_baseline_configuration(
+        api, make_attempt(api, campaign["id"], title="Baseline", command=server_command(port))
+    )
     command = server_command(port, "--enable-torch-symm-mem")
     html = page.get(f"/campaigns/{campaign['id']}").text
     assert has_root(html, "launch")
@@ -125,7 +135,12 @@ def test_the_launch_form_previews_the_exact_command_in_chromium(
     open_page,  # type: ignore[no-untyped-def]
 ) -> None:
     campaign = make_campaign(api)
-    make_attempt(api, campaign["id"], title="Baseline", command="python -m sglang.launch_server")
+    name_baseline_configuration(
+        api,
+        make_attempt(
+            api, campaign["id"], title="Baseline", command="python -m sglang.launch_server"
+        ),
+    )
     page = open_page(f"/campaigns/{campaign['id']}")
     command = "NCCL_ALGO=Tree python -m sglang.launch_server --enable-torch-symm-mem --port 30001"
     page.fill("#launch input[name=title]", "Symm mem")
@@ -164,6 +179,8 @@ def test_preview_and_refusals_land_where_the_form_is_in_chromium(
         page.fill("#launch textarea[name=command]", "python -m sglang.launch_server --port 30001")
         page.click('#launch button[value="preview"]')
         page.locator('#launch button[value="launch"]').wait_for(timeout=10_000)
+        # The page scrolls to its answer once its DOM is loaded: the button may come before.
+        page.wait_for_load_state("domcontentloaded")
         assert page.locator("#launch-preview").evaluate(IN_VIEW), f"preview unseen at {width} px"
         page.goto(base + path)
         page.fill("#new-attempt input[name=title]", "Bad source")
@@ -171,10 +188,12 @@ def test_preview_and_refusals_land_where_the_form_is_in_chromium(
         page.click("#new-attempt button")
         error = page.locator('.field-error[data-form="new-attempt"][data-field="source"]')
         error.wait_for(timeout=10_000)
+        page.wait_for_load_state("domcontentloaded")
         assert error.evaluate(IN_VIEW), f"the refusal is out of view at {width} px"
         # A new share link is shown once: the reader must see it to copy it.
         page.click("#shares button")
         page.locator(".new-share").wait_for(timeout=10_000)
+        page.wait_for_load_state("domcontentloaded")
         assert page.locator(".new-share").evaluate(IN_VIEW), f"new link unseen at {width} px"
 
 
