@@ -256,7 +256,10 @@ def change_status(
     if data.status == Status.eliminated and not (data.verdict or "").strip():
         raise form.refuse({"verdict": "say why it is a dead end: eliminating needs a verdict"})
     with form:
-        actions.update_attempt(session, attempt_id, data)
+        attempt = actions.update_attempt(session, attempt_id, data)
+    if form.data.get("return_to") == "campaign" and not is_htmx(request):
+        # From a card's Eliminate: back to the campaign, at the card.
+        return see_other(f"/campaigns/{attempt.campaign_id}#attempt-{attempt_id}")
     return _attempt_answer(request, session, attempt_id)
 
 
