@@ -18,7 +18,7 @@ from app.changes import record
 from app.db import session_scope
 from app.errors import NotFound
 from app.headline import Headline, headline
-from app.markdown import render_markdown
+from app.markdown import inert_links, render_markdown
 from app.models import Note, ShareLink, utcnow
 from app.redact import Redactor, secrets_only
 from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
@@ -231,8 +231,9 @@ def _md_code(text: str) -> str:
 
 
 def _md_block(text: str) -> str:
-    """Markdown of a note, kept inside its list item: continuation lines indented."""
-    return "\n  ".join(_md(text).strip().splitlines())
+    """Markdown of a note, kept inside its list item: continuation lines indented; its links
+    held to the page's schemes (the `.md` is read in viewers that would follow the rest)."""
+    return "\n  ".join(inert_links(_md(text)).strip().splitlines())
 
 
 def _md(text: str | None) -> str:
