@@ -53,6 +53,7 @@ _FQDN = re.compile(
     rf"(?<![\w.@/\\-])(?:[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?\.)+{_HOST_SUFFIXES}(?![\w-]|\.\w)",
     re.I,
 )
+_LETTER = re.compile(r"[A-Za-z]")
 _FQDN_HINT = re.compile(rf"\.{_HOST_SUFFIXES}\b", re.I)
 _EC2_NAME = re.compile(r"(?<![\w-])ip(?:-\d{1,3}){4}(?![\w-])")  # ip-10-1-2-3
 # Any URL's host (http://inference-7:30000), and the value of an option or variable whose name
@@ -87,14 +88,15 @@ def _is_private_host(name: str) -> bool:
     return bool(name) and not _is_ip(name) and not _is_public(name) and name != HOST
 
 
+def _is_fqdn(name: str) -> bool:
+    # 2.6.0.dev is a version: a host name has a letter before its suffix.
+    return bool(_LETTER.search(name.rsplit(".", 1)[0])) and not _is_public(name)
+
+
 def _fqdns(text: str) -> list[str]:
     if not _FQDN_HINT.search(text):
         return []
-    # 2.6.0.dev is a version: a host name has a letter before its suffix.
-    return [
-        m[0] for m in _FQDN.finditer(text)
-        if re.search(r"[A-Za-z]", m[0].rsplit(".", 1)[0]) and not _is_public(m[0])
-    ]  # fmt: skip
+    return [m[0] for m in _FQDN.finditer(text) if _is_fqdn(m[0])]
 
 
 def _option_hosts(text: str) -> list[str]:
@@ -242,7 +244,7 @@ class Redactor:
         if any(word in text.lower() for word in _HOST_WORDS):
             text = _HOST_OPTION.sub(_option_host, text)
         if _FQDN_HINT.search(text):
-            text = _FQDN.sub(lambda m: HOST if m[0] in _fqdns(m[0]) else m[0], text)
+            text = _FQDN.sub(lambda m: HOST if _is_fqdn(m[0]) else m[0], text)
         if "ip-" in text:
             text = _EC2_NAME.sub(HOST, text)
         if "::" in text or text.count(":") >= 7:
