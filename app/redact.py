@@ -181,7 +181,8 @@ class Redactor:
         alternatives = []
         if self.hosts:
             hosts = "|".join(map(re.escape, self.hosts))
-            alternatives.append(rf"(?<![\w-])(?P<host>(?i:{hosts}))(?![\w-])")
+            # Not the first label of another dotted name: pypi of pypi.corp... in pypi.org.
+            alternatives.append(rf"(?<![\w-])(?P<host>(?i:{hosts}))(?![\w-]|\.\w)")
         if self.users:
             users = "|".join(map(re.escape, self.users))
             alternatives.append(rf"(?<![A-Za-z0-9_])(?:{users})(?![A-Za-z0-9_])")
@@ -217,7 +218,7 @@ class Redactor:
             if ":\\" in text:
                 found_users.update(_WINDOWS_HOME.findall(text))
             shaped.update(_hosts_in(text))
-        redactor = cls(hosts=found_hosts, users=found_users, by_shape=shaped)
+        redactor = cls(hosts=found_hosts, users=found_users, by_shape=shaped - found_hosts)
         redactor._cleaned = cleaned
         return redactor
 

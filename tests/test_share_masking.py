@@ -340,3 +340,10 @@ def test_names_found_in_one_text_are_masked_in_all() -> None:
     assert Redactor.learning(["root@10.0.0.1"])("root cause: root@10.0.0.1") == (
         "root cause: [user]@[host]"
     )
+
+
+def test_a_learned_host_masks_its_bare_name_not_a_public_site_that_starts_alike() -> None:
+    mask = Redactor.learning(["pip -i https://bot:pw@pypi.corp.example.org/simple"])
+    assert mask("pypi hung; from https://pypi.org/simple") == (
+        "[host] hung; from https://pypi.org/simple"
+    )
