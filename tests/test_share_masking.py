@@ -19,7 +19,13 @@ import httpx
 import pytest
 
 from app.redact import Redactor, secrets_only
-from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
+from tests.helpers import (
+    attempt_of,
+    make_attempt,
+    make_campaign,
+    name_baseline_configuration,
+    wait_for,
+)
 from tests.sse import SSEReader
 
 
@@ -215,7 +221,8 @@ def test_every_shape_is_masked_in_every_output(
 ) -> None:
     campaign = make_campaign(api, description="\n\n".join(s.text for s in SHAPES))
     cid = campaign["id"]
-    make_attempt(api, cid, title="Baseline", command=BASELINE)
+    # Every attempt's flags are diffed against this one's: the diff is an output too.
+    name_baseline_configuration(api, make_attempt(api, cid, title="Baseline", command=BASELINE))
     ids = [
         make_attempt(
             api, cid, title=f"{MODEL} {shape.text}"[:200], hypothesis=f"{_probe(i)} {shape.text}",
@@ -276,6 +283,7 @@ def test_every_shape_is_masked_in_every_output(
         assert _probe(index) in snippets
         failures += _failures(shape, "the search snippet", snippets, names_hidden=False)
         read = attempt_of(api, attempt_id)
+        assert read["flag_diff"] is not None, shape.name
         flags = json.dumps([read["flags"], read["flag_diff"]], ensure_ascii=False)
         credentials = Shape(shape.name, shape.text, shape.hidden, shape.names)  # no `shown`
         failures += _failures(credentials, "the owner's flags", flags, names_hidden=False)
