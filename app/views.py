@@ -10,12 +10,12 @@ from typing import Any
 from sqlmodel import Session
 
 from app import repo
+from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status
-from app.redact import mask_secrets
 from app.repo import stored_log
 from app.runner.views import run_view
 from app.schemas import (
@@ -154,7 +154,7 @@ class _Flags:
             command=masked(flags.command),
             logged=masked(flags.logged.flags) if flags.logged else None,
             engine=flags.engine,
-            typed=attempt.flags,
+            typed=mask_secrets(attempt.flags),
             baseline_configuration=attempt.id in self.configurations,
         )
         if baseline is None or baseline.id is None:
