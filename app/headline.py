@@ -34,13 +34,21 @@ class Headline:
 REASON_CHARS = 90
 
 
+def crashed(attempt: AttemptOut) -> bool:
+    """It crashed: so marked, or its log's diagnosis names a failure (the cards' summary of a
+    diagnosis holds the root cause, not the whole reading)."""
+    diagnosis = attempt.diagnosis or {}
+    named = diagnosis.get("root_cause") or diagnosis.get("pending")
+    return attempt.status.value == "crashed" or diagnosis.get("crashed") is True or bool(named)
+
+
 def _dead_end(attempt: AttemptOut) -> DeadEnd:
     diagnosis = attempt.diagnosis or {}
     reason = (attempt.verdict or diagnosis.get("root_cause") or "").strip().splitlines()
     text = reason[0] if reason else ""
     if len(text) > REASON_CHARS:
         text = text[: REASON_CHARS - 1] + "\u2026"
-    return DeadEnd(attempt.id, attempt.title, text, bool(diagnosis.get("crashed")))
+    return DeadEnd(attempt.id, attempt.title, text, crashed(attempt))
 
 
 def _pct(value: float, reference: float | None) -> float | None:

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from markupsafe import Markup, escape
 
+from app.headline import crashed
 from app.models import Status
 from app.numbers import fmt_delta, fmt_number
 from app.schemas import AttemptOut, CampaignOut
@@ -75,8 +76,7 @@ class Chart:
 
 
 def _outcome(attempt: AttemptOut) -> tuple[str, str, str]:
-    crashed = attempt.status == Status.crashed or bool((attempt.diagnosis or {}).get("crashed"))
-    if crashed and attempt.status in (Status.crashed, Status.eliminated):
+    if attempt.status in (Status.crashed, Status.eliminated) and crashed(attempt):
         return _CRASHED
     if attempt.status == Status.eliminated:
         return _GIVEN_UP
