@@ -19,7 +19,7 @@ from app.db import session_scope
 from app.errors import NotFound
 from app.headline import Headline, headline
 from app.markdown import inert_links, render_markdown
-from app.models import Note, ShareLink, utcnow
+from app.models import Lane, Note, ShareLink, utcnow
 from app.redact import Redactor, secrets_only
 from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
 
@@ -190,7 +190,9 @@ def summary(session: Session, link: ShareLink) -> Summary:
     # Connection details (the tail) are the owner's business; of the flags, what differs
     # from the baseline says the story, not the hundreds the engine echoed.
     attempts_data = [
-        a.model_dump(exclude={"tail": True, "flags": {"logged"}}) for a in detail.attempts
+        a.model_dump(exclude={"tail": True, "flags": {"logged"}})
+        for a in detail.attempts
+        if a.lane != Lane.refused  # a refused launch tested nothing: not part of the story
     ]
     mask: Mask = secrets_only
     if link.redact:

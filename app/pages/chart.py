@@ -12,7 +12,7 @@ from decimal import Decimal
 from markupsafe import Markup, escape
 
 from app.headline import crashed
-from app.models import Status
+from app.models import Lane, Status
 from app.numbers import fmt_delta, fmt_number
 from app.schemas import AttemptOut, CampaignOut
 
@@ -87,6 +87,7 @@ def build_chart(
     campaign: CampaignOut, attempts: list[AttemptOut], *, link_prefix: str = "/attempts/"
 ) -> Chart:
     """`link_prefix`: where a point links, followed by its attempt's id."""
+    attempts = [a for a in attempts if a.lane != Lane.refused]  # nothing ran: no outcome
     measured = [a for a in attempts if a.metric_value is not None]
     values = [a.metric_value for a in measured if a.metric_value is not None]
     values += [a.baseline for a in attempts if a.baseline is not None]
