@@ -84,8 +84,10 @@ _NOTHING_RAN = {RunOutcome.refused, RunOutcome.host_rebooted, RunOutcome.infrast
 
 def refused_launch(status: Status, run: RunOut | None) -> bool:
     """Still proposed, and its launch was refused: no hypothesis was tested."""
-    return status == Status.proposed and run is not None and (
-        RunOutcome.read(run.outcome) in _NOTHING_RAN
+    return (
+        status == Status.proposed
+        and run is not None
+        and (RunOutcome.read(run.outcome) in _NOTHING_RAN)
     )
 
 
