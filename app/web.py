@@ -19,7 +19,7 @@ from app.bodies import BodyGuard
 from app.config import Settings
 from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope
 from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound, StorageFull
 from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay, SqliteRelay
@@ -42,7 +42,7 @@ from app.tailer import Tailer
 from app.tailing.factory import LogSources
 from app.throttle import LoginThrottle
 
-_STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
+_STATUS = {NotFound: 404, Conflict: 409, Invalid: 422, StorageFull: 507}
 
 
 def wants_json(request: Request) -> bool:
