@@ -12,11 +12,27 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
+from app.errors import STORAGE_FULL, StorageFull
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 STARTUP_LOCK_KEY = 0x63640002  # advisory lock: one dashboard at a time prepares the database
 # What one dashboard at a time does among those on one database, per row id: a log followed.
 TAIL_LOCK_SPACE = 0x63640001
 _LOCK_SPACES = (TAIL_LOCK_SPACE,)
+
+
+SQLITE_FULL = 13  # "database or disk is full" (the primary result code)
+PG_DISK_FULL = "53100"  # SQLSTATE disk_full
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether the database refused a write for want of disk space: SQLite's SQLITE_FULL or
+    PostgreSQL's disk_full, as the driver raised it or as SQLAlchemy wrapped it."""
+    cause = getattr(error, "orig", None) or error
+    code = getattr(cause, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == SQLITE_FULL:
+        return True
+    return getattr(cause, "sqlstate", None) == PG_DISK_FULL
 
 
 def is_sqlite(url: str) -> bool:
@@ -193,12 +209,17 @@ def session_scope(engine: Engine, *, snapshot: bool = False) -> Iterator[Session
     `snapshot`: a read-only unit whose queries all see one moment. Without it a page built
     from several queries could show a tail already past the crash beside a diagnosis from
     before it (PostgreSQL's READ COMMITTED and pysqlite's autocommit SELECTs both take a
-    new snapshot per statement)."""
+    new snapshot per statement).
+
+    A write refused for want of disk space, by either database, is raised as StorageFull:
+    one error for the web layer (507) and the tailer (pause and retry) to know."""
     bind = _snapshot_engine(engine) if snapshot else engine
     with Session(bind, expire_on_commit=False) as session:
         try:
             yield session
             session.commit()
-        except BaseException:
+        except BaseException as error:
             session.rollback()
+            if is_disk_full(error):
+                raise StorageFull(STORAGE_FULL) from error
             raise

@@ -11,3 +11,13 @@ class Conflict(Exception):
 
 class Invalid(Exception):
     """422: the request refers to something it may not (another campaign's attempt...)."""
+
+
+class StorageFull(Exception):
+    """507: the database's disk (or PostgreSQL's) is full; nothing of the request was stored."""
+
+
+STORAGE_FULL = (
+    "the dashboard's database disk is full: nothing was stored. "
+    "Free space on it and try again; logs being followed are kept and stored once space returns."
+)

@@ -19,6 +19,7 @@ from app import lifecycle, repo
 from app.changes import record
 from app.db import TAIL_LOCK_SPACE, Held, session_scope, try_exclusive
 from app.diagnosis import Diagnoser, Diagnosis, Throughput
+from app.errors import StorageFull
 from app.flags import ArgsLineFinder, parse_logged_args
 from app.lifecycle import Actor, Refusal
 from app.models import (
@@ -29,6 +30,7 @@ from app.models import (
     TailState,
     utcnow,
 )
+from app.pauses import Pauses, pause_message
 from app.tailing.events import Data, Event, Idle, Opened, Rotated, State, Writer
 from app.tailing.protocol import LogSource
 from app.tailing.status import TailStatus
@@ -40,6 +42,13 @@ PRUNE_EVERY = 500  # commits
 KEEP_EVENTS = 20_000
 DIAGNOSIS_WINDOW = 256 << 10  # bytes kept around the root cause when the middle is dropped
 MAX_STORED_FIGURES = 500
+# A batch the full disk refused is tried again after this, doubling up to the most: space
+# freed is taken within PAUSE_MAX_S, and a disk full for hours costs a try that often. Each
+# try reads the stored log again first (up to the cap): a try waits at least REPLAY_GAP
+# times as long as that took, so a paused tail keeps a core busy a tenth of the time at most.
+PAUSE_FIRST_S = 0.5
+PAUSE_MAX_S = 4.0
+REPLAY_GAP = 10
 
 
 def diagnosis_for_storage(result: Diagnosis) -> dict[str, Any]:
@@ -98,8 +107,10 @@ class AttemptTail:
         *,
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
+        pauses: Pauses | None = None,
     ) -> None:
         self.engine = engine
+        self.pauses = pauses or Pauses()
         self.campaign_id = 0
         self._commits = 0
         self.log_cap_bytes = log_cap_bytes
@@ -133,6 +144,9 @@ class AttemptTail:
                 try:
                     self._follow()
                     return
+                except StorageFull:  # starting, with no room for the tail's row: no batch yet
+                    log.warning("attempt %s: the database's disk is full; waiting", self.attempt_id)
+                    self.stop_event.wait(PAUSE_MAX_S)
                 except Exception:  # a database hiccup must not end the tail for good
                     log.exception("tail of attempt %s failed; resuming", self.attempt_id)
                     self.stop_event.wait(2.0)
@@ -163,21 +177,28 @@ class AttemptTail:
                     session.flush()
                 tail = TailState(attempt_id=self.attempt_id, source=attempt.source)
                 session.add(tail)
-            diagnoser = Diagnoser(campaign.ready_pattern if campaign else None)
-            self.args_finder = ArgsLineFinder()
-            stored = 0
-            for chunk in repo.log_chunks(session, attempt_id=self.attempt_id):
-                diagnoser.skip(chunk.stream_offset - stored)  # a middle dropped past the cap
-                data = zlib.decompress(chunk.data)
-                diagnoser.feed(data)
-                if chunk.stream_offset > stored:
-                    self.args_finder.skip()
-                self.args_finder.feed(data)
-                stored = chunk.stream_offset + chunk.length
+            diagnoser, stored = self._replay(session, campaign.ready_pattern if campaign else None)
             if stored != tail.stored_bytes:
                 tail.stored_bytes = stored
             metric_label = campaign.metric_label if campaign else ""
         return tail, diagnoser, metric_label
+
+    def _replay(self, session: Session, ready_pattern: str | None) -> tuple[Diagnoser, int]:
+        """The diagnosis and the arguments' line of the stored log, read afresh from the
+        database, and where the stored log ends."""
+        diagnoser = Diagnoser(ready_pattern)
+        self.args_finder = ArgsLineFinder()
+        self.args_taken = None
+        stored = 0
+        for chunk in repo.log_chunks(session, attempt_id=self.attempt_id):
+            diagnoser.skip(chunk.stream_offset - stored)  # a middle dropped past the cap
+            data = zlib.decompress(chunk.data)
+            diagnoser.feed(data)
+            if chunk.stream_offset > stored:
+                self.args_finder.skip()
+            self.args_finder.feed(data)
+            stored = chunk.stream_offset + chunk.length
+        return diagnoser, stored
 
     def _follow(self) -> None:
         tail, diagnoser, metric_label = self._resume()
@@ -218,10 +239,69 @@ class AttemptTail:
                 continue
             else:
                 batch.append(event)
-            tail = self._commit(batch, diagnoser, metric_label)
+            stored = self._store(batch, diagnoser, metric_label)
+            if stored is None:
+                return  # stopped while the disk was full: the next start reads the batch again
+            tail, diagnoser = stored
             batch, batch_bytes = [], 0
         if batch:
-            self._commit(batch, diagnoser, metric_label)
+            self._store(batch, diagnoser, metric_label)
+
+    # --- a full disk ---------------------------------------------------------------------
+
+    def _store(
+        self, batch: list[Event], diagnoser: Diagnoser, metric_label: str | None
+    ) -> tuple[TailState, Diagnoser] | None:
+        """Commit the batch. While the database's disk is full the batch is held, and the
+        source not read meanwhile (the stored offset stays at the last byte stored: nothing
+        is skipped), the tail is shown paused, and the batch is tried again after a bounded
+        backoff. None: stopped before it could be stored."""
+        delay = PAUSE_FIRST_S
+        paused = noted = False
+        try:
+            while True:
+                try:
+                    return self._commit(batch, diagnoser, metric_label), diagnoser
+                except StorageFull:
+                    pass
+                waiting = sum(len(event.data) for event in batch if isinstance(event, Data))
+                if not paused:
+                    log.warning("attempt %s: the database's disk is full; %d bytes wait to be "
+                                "stored", self.attempt_id, waiting)  # fmt: skip
+                    paused = True
+                self.pauses.hold(self.attempt_id, waiting)  # each try's commit ended it
+                noted = noted or self._note_pause(waiting)
+                if self.stop_event.wait(delay):
+                    return None
+                # The refused transaction fed the batch to the diagnosis: read it afresh from
+                # what is stored, so the batch is fed once, when it is stored.
+                started = time.monotonic()
+                diagnoser = self._replayed()
+                replay_s = time.monotonic() - started
+                delay = max(min(delay * 2, PAUSE_MAX_S), REPLAY_GAP * replay_s)
+        finally:
+            self.pauses.end(self.attempt_id)  # stopped, or the database failed otherwise
+
+    def _replayed(self) -> Diagnoser:
+        with session_scope(self.engine) as session:
+            campaign = repo.get_campaign(session, campaign_id=self.campaign_id)
+            return self._replay(session, campaign.ready_pattern if campaign else None)[0]
+
+    def _note_pause(self, waiting: int) -> bool:
+        """Say on the tail that it is paused, and what waits; False: no room even for that
+        (the next try says it again)."""
+        try:
+            with session_scope(self.engine) as session:
+                tail = repo.tail_state(session, attempt_id=self.attempt_id)
+                if tail is None:
+                    return True
+                tail.state, tail.last_error = TailStatus.disk_full, pause_message(waiting)
+                tail.updated_at = utcnow()
+                session.add(tail)
+                record(session, self.campaign_id, "attempt", attempt_id=self.attempt_id)
+        except StorageFull:
+            return False
+        return True
 
     # --- one transaction ---------------------------------------------------------------
 
@@ -236,6 +316,8 @@ class AttemptTail:
             stored_before = tail.stored_bytes
             seen_before = _seen(tail)
             pending: list[bytes] = []
+            if tail.state == TailStatus.disk_full:  # this commit has room: the pause is over
+                tail.state, tail.last_error = TailStatus.connected, None
 
             def flush_chunk() -> None:
                 if pending:
@@ -313,6 +395,9 @@ class AttemptTail:
                 repo.prune_live_events(session, campaign_id=self.campaign_id, keep=KEEP_EVENTS)
             tail.updated_at = utcnow()
             session.add(tail)
+            # Before the commit, whose hook has pages render the tail anew: none of them
+            # renders it paused after this.
+            self.pauses.end(self.attempt_id)
         return tail
 
     def _drop_middle(self, session: Session, tail: TailState, result: Diagnosis) -> None:

@@ -13,6 +13,7 @@ from app import lifecycle, repo
 from app.changes import record
 from app.db import session_scope
 from app.ingest import AttemptTail
+from app.pauses import Pauses
 from app.tailing.protocol import LogSource
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,11 @@ class Tailer:
         stall_after_s: float,
         log_cap_bytes: int = 512 << 20,
         source_factory: Callable[[str], LogSource],
+        pauses: Pauses | None = None,
     ) -> None:
         self.engine = engine
+        # The tails paused by a full disk: what the pages and the API lay over the stored state.
+        self.pauses = pauses or Pauses()
         self.stall_after_s = stall_after_s
         self.log_cap_bytes = log_cap_bytes
         self.source_factory = source_factory
@@ -137,6 +141,7 @@ class Tailer:
             self.source_factory(source),
             stall_after_s=self.stall_after_s,
             log_cap_bytes=self.log_cap_bytes,
+            pauses=self.pauses,
         )
         with self._lock:
             if attempt_id in self._tails or self._stopping.is_set():

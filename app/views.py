@@ -3,6 +3,7 @@
 import base64
 import bisect
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,8 @@ from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
-from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status
+from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status, TailState
+from app.pauses import pause_message
 from app.repo import stored_log
 from app.runner.outcomes import RunOutcome
 from app.runner.views import run_view
@@ -201,10 +203,12 @@ def attempt_views(
     *,
     diagnoses: dict[int, dict[str, Any]] | None = None,
     basis: CardBasis | None = None,
+    paused: Mapping[int, int] | None = None,
 ) -> list[AttemptOut]:
     """`diagnoses`: each attempt's diagnosis as given here (repo.diagnosis_summaries, for
     a page's cards) instead of the attempt's own, which is then never read. `basis`: what
-    every attempt is judged against, where the caller has read it in this snapshot."""
+    every attempt is judged against, where the caller has read it in this snapshot.
+    `paused`: the bytes waiting of the tails a full disk paused (app/pauses.py)."""
     assert campaign.id is not None
     ids = [a.id for a in attempts if a.id is not None]
     samples = repo.samples_by_attempt(session, attempt_ids=ids)
@@ -268,19 +272,7 @@ def attempt_views(
                 improved=delta.improved if delta else None,
                 diagnosis=attempt.diagnosis if diagnoses is None else diagnoses.get(attempt.id),
                 same_root_cause_as=same_cause,
-                tail=TailOut(
-                    state=TailStatus(tail.state),
-                    bytes_read=tail.offset,
-                    size=tail.size,
-                    stored_bytes=tail.stored_bytes,
-                    last_error=tail.last_error,
-                    host_key_offered=bool(tail.host_key),
-                    offered_host_key=key_fingerprint(tail.host_key) if tail.host_key else None,
-                    known_host_key=tail.known_host_key if tail.host_key else None,
-                    infrastructure=TailStatus(tail.state).infrastructure,
-                )
-                if tail
-                else None,
+                tail=tail_view(tail, (paused or {}).get(attempt.id)) if tail else None,
                 run=run,
                 created_at=attempt.created_at,
                 started_at=attempt.started_at,
@@ -291,12 +283,31 @@ def attempt_views(
     return views
 
 
-def attempt_view(session: Session, attempt: Attempt) -> AttemptOut:
+def tail_view(tail: TailState, waiting: int | None) -> TailOut:
+    """`waiting`: the bytes a full disk holds back, when it paused the tail. The pause is
+    laid over the stored state, since the database may have had no room to store it."""
+    state = TailStatus(tail.state) if waiting is None else TailStatus.disk_full
+    return TailOut(
+        state=state,
+        bytes_read=tail.offset,
+        size=tail.size,
+        stored_bytes=tail.stored_bytes,
+        last_error=tail.last_error if waiting is None else pause_message(waiting),
+        host_key_offered=bool(tail.host_key),
+        offered_host_key=key_fingerprint(tail.host_key) if tail.host_key else None,
+        known_host_key=tail.known_host_key if tail.host_key else None,
+        infrastructure=state.infrastructure,
+    )
+
+
+def attempt_view(
+    session: Session, attempt: Attempt, paused: Mapping[int, int] | None = None
+) -> AttemptOut:
     """One attempt with the earlier attempts of any campaign that failed the same way: one
     query more, with a fingerprint only, which the lists (`attempt_views`) leave out."""
     campaign = repo.get_campaign(session, campaign_id=attempt.campaign_id)
     assert campaign is not None and attempt.id is not None
-    view = attempt_views(session, campaign, [attempt])[0]
+    view = attempt_views(session, campaign, [attempt], paused=paused)[0]
     rows = (
         repo.seen_before(session, fingerprint=attempt.fingerprint, before_id=attempt.id)
         if attempt.fingerprint

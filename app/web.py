@@ -19,13 +19,14 @@ from app.bodies import BodyGuard
 from app.config import Settings
 from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope
 from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound, StorageFull
 from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay, SqliteRelay
 from app.pages.campaign_renders import CampaignRenders
 from app.pages.rendering import is_htmx, make_templates, render
 from app.paths import resource_dir
+from app.pauses import Pauses
 from app.routes import (
     api_attempts,
     api_campaigns,
@@ -42,7 +43,7 @@ from app.tailer import Tailer
 from app.tailing.factory import LogSources
 from app.throttle import LoginThrottle
 
-_STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
+_STATUS = {NotFound: 404, Conflict: 409, Invalid: 422, StorageFull: 507}
 
 
 def wants_json(request: Request) -> bool:
@@ -103,11 +104,13 @@ def create_app(settings: Settings) -> FastAPI:
     bus = Bus()
     auth.on_revoke = bus.publish_all
     sources = LogSources(settings)  # this app's SSH connections, closed with it
+    pauses = Pauses()
     tailer = Tailer(
         engine,
         stall_after_s=settings.stall_seconds,
         log_cap_bytes=int(settings.log_cap_mib * (1 << 20)),
         source_factory=sources.open,
+        pauses=pauses,
     )
 
     runner = RunManager(engine, settings, sources)
@@ -193,7 +196,8 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.share_limiter = anyio.CapacityLimiter(shares.SHARE_THREADS)
     app.state.share_renders = shares.RenderedShares()
-    app.state.campaign_renders = CampaignRenders(app.state.templates)
+    app.state.pauses = pauses
+    app.state.campaign_renders = CampaignRenders(app.state.templates, pauses)
     app.state.frame_source_limiter = anyio.CapacityLimiter(frame_source.FETCHES_AT_ONCE)
 
     @app.exception_handler(LoginRequired)

@@ -1,6 +1,7 @@
 """The attempt page: its context (the attempt, its log's tail, its notes, the forms), its live
 partials and its live renderer."""
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import Request
@@ -10,6 +11,7 @@ from sqlmodel import Session
 from app import actions, repo, views
 from app.models import Status
 from app.pages.live import LivePage, LivePartial, PageEntry, PageRenderer, Subject, event_kinds
+from app.pauses import Pauses
 
 PAGE = LivePage(
     "attempt",
@@ -25,13 +27,20 @@ PAGE = LivePage(
 )  # fmt: skip
 
 
-def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True) -> dict[str, Any]:
+def attempt_context(
+    session: Session,
+    attempt_id: int,
+    *,
+    with_log: bool = True,
+    paused: Mapping[int, int] | None = None,
+) -> dict[str, Any]:
     """The attempt page's context; a live update, which only appends to the log it shows,
-    goes `with_log=False` (reading the last 512 KiB is the page's first render's cost)."""
+    goes `with_log=False` (reading the last 512 KiB is the page's first render's cost).
+    `paused`: the tails a full disk paused (app/pauses.py)."""
     attempt = actions.require_attempt(session, attempt_id)
     campaign = actions.require_campaign(session, attempt.campaign_id)
     notes = repo.list_notes(session, campaign_id=attempt.campaign_id, attempt_id=attempt_id)
-    view = views.attempt_view(session, attempt)
+    view = views.attempt_view(session, attempt, paused)
     return {
         "campaign": campaign,
         "attempt": view,
@@ -43,20 +52,25 @@ def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True)
     }
 
 
-def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> PageRenderer:
+def attempt_page_view(
+    templates: Jinja2Templates, attempt_id: int, pauses: Pauses | None = None
+) -> PageRenderer:
     """The page's live renderer: its partials for this attempt's events only."""
 
     def context(session: Session) -> dict[str, Any]:
         if repo.get_attempt(session, attempt_id=attempt_id) is None:
             return {"gone": True}
-        return attempt_context(session, attempt_id, with_log=False)
+        paused = pauses.waiting() if pauses else None
+        return attempt_context(session, attempt_id, with_log=False, paused=paused)
 
     return PageRenderer(templates, PAGE, context, attempt_id=attempt_id)
 
 
 def _stream_view(request: Request, subject: Subject) -> PageRenderer:
     assert subject.attempt_id is not None  # of_attempt: the route asks for it
-    return attempt_page_view(request.app.state.templates, subject.attempt_id)
+    return attempt_page_view(
+        request.app.state.templates, subject.attempt_id, request.app.state.pauses
+    )
 
 
 ENTRY = PageEntry(PAGE, _stream_view, of_attempt=True)

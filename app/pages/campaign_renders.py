@@ -8,7 +8,7 @@ import itertools
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,6 +22,7 @@ from app.headline import headline
 from app.models import Campaign
 from app.pages.chart import build_chart
 from app.pages.rendering import CSRF_MARK, render_fragment
+from app.pauses import Pauses
 from app.schemas import AttemptOut, CampaignOut
 
 CARD = "partials/_attempt_card.html"
@@ -81,8 +82,11 @@ class CampaignRenders:
     one viewed now always; safe across threads (the renderings themselves are made outside
     the lock: two threads may both make one)."""
 
-    def __init__(self, templates: Jinja2Templates, *, cards: int = 5000) -> None:
+    def __init__(
+        self, templates: Jinja2Templates, pauses: Pauses | None = None, *, cards: int = 5000
+    ) -> None:
         self.templates = templates
+        self.pauses = pauses or Pauses()  # held in memory only: part of each card's key
         self._cards = cards
         self._held: OrderedDict[int, _Held] = OrderedDict()
         self._lock = threading.Lock()
@@ -99,9 +103,10 @@ class CampaignRenders:
         if held is not None and held.context == context:
             # The kept object: each card's key then compares it by identity, at no cost.
             context, kept = held.context, held.cards
-        keys = self._card_keys(context, stamps)
+        paused = self.pauses.waiting()
+        keys = self._card_keys(context, stamps, paused)
         stale = [i for i, key in keys.items() if i not in kept or kept[i].key != key]
-        made = self._render(session, campaign, stale, keys, stamps, basis) if stale else {}
+        made = self._render(session, campaign, stale, keys, stamps, basis, paused) if stale else {}
         cards = {i: made[i] if i in made else kept[i] for i in keys}
         with self._lock:
             now = self._held.get(campaign.id)
@@ -129,16 +134,19 @@ class CampaignRenders:
         )  # fmt: skip
 
     @staticmethod
-    def _card_keys(context: Hashable, stamps: dict[int, repo.CardStamp]) -> dict[int, Hashable]:
+    def _card_keys(
+        context: Hashable, stamps: dict[int, repo.CardStamp], paused: Mapping[int, int]
+    ) -> dict[int, Hashable]:
         """Each card's key: the context, its stamp, the earlier attempts that failed the
-        same way (so what is made of the cards, the timeline, is keyed by the context too)."""
+        same way (so what is made of the cards, the timeline, is keyed by the context too),
+        and what a full disk holds back of its log."""
         earlier: dict[str, list[int]] = {}
         keys: dict[int, Hashable] = {}
         for attempt_id, stamp in stamps.items():  # in id order: the earlier ones first
             same: list[int] = []
             if stamp.fingerprint:
                 same = earlier.setdefault(stamp.fingerprint, [])
-            keys[attempt_id] = (context, stamp, tuple(same))
+            keys[attempt_id] = (context, stamp, tuple(same), paused.get(attempt_id))
             if stamp.fingerprint:
                 same.append(attempt_id)
         return keys
@@ -151,11 +159,14 @@ class CampaignRenders:
         keys: dict[int, Hashable],
         stamps: dict[int, repo.CardStamp],
         basis: views.CardBasis,
+        paused: Mapping[int, int],
     ) -> dict[int, Card]:
         assert campaign.id is not None
         attempts = repo.attempts_by_ids(session, attempt_ids=ids, with_diagnosis=False)
         diagnoses = repo.diagnosis_summaries(session, campaign_id=campaign.id, attempt_ids=ids)
-        made = views.attempt_views(session, campaign, attempts, diagnoses=diagnoses, basis=basis)
+        made = views.attempt_views(
+            session, campaign, attempts, diagnoses=diagnoses, basis=basis, paused=paused
+        )
         cards = {}
         for view in made:
             notes, clock = stamps[view.id].notes, stamps[view.id].clock

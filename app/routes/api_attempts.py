@@ -15,9 +15,11 @@ router = APIRouter(tags=["attempts"], dependencies=[Depends(require_api_owner)])
 
 
 @router.get("/api/attempts/{attempt_id}")
-def get_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
-    """An attempt with its status, metric, delta against the baseline, diagnosis and tail."""
-    return views.attempt_view(session, actions.require_attempt(session, attempt_id))
+def get_attempt(attempt_id: int, request: Request, session: SessionDep) -> AttemptOut:
+    """An attempt with its status, metric, delta against the baseline, diagnosis and tail
+    (`state` "disk full" while the dashboard's disk holds its log back)."""
+    attempt = actions.require_attempt(session, attempt_id)
+    return views.attempt_view(session, attempt, request.app.state.pauses.waiting())
 
 
 @router.patch("/api/attempts/{attempt_id}")

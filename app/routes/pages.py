@@ -261,7 +261,7 @@ def attempt_page(attempt_id: int, request: Request, session: SessionDep) -> Resp
     return render(
         request,
         "pages/attempt.html",
-        attempt_context(session, attempt_id),
+        attempt_context(session, attempt_id, paused=request.app.state.pauses.waiting()),
         partial="partials/_attempt_detail.html",
     )
 

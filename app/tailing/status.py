@@ -25,16 +25,21 @@ class TailStatus(StrEnum):
     host_key_not_trusted = "host key not trusted"
     host_key_changed = "host key changed"
     no_answer = "no answer"  # a one-shot program on the host (show code) timed out
+    # The dashboard's own database: its disk is full. Paused, nothing read is dropped;
+    # `last_error` says how many bytes wait to be stored.
+    disk_full = "disk full"
 
     @property
     def label(self) -> str:
         """What a page says."""
-        return "no longer followed" if self is TailStatus.stopped else self.value
+        return _LABELS.get(self, self.value)
 
     @property
     def infrastructure(self) -> bool:
         return self in INFRASTRUCTURE
 
+
+_LABELS = {TailStatus.stopped: "no longer followed", TailStatus.disk_full: "paused: disk full"}
 
 INFRASTRUCTURE = frozenset(
     {
