@@ -39,8 +39,11 @@ class Listener:
         self._loop.call_soon_threadsafe(self._woken.set)
 
     async def wait(self, timeout: float) -> bool:
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that
+        # comes as the wait ends, and a stopped broadcaster would live on.
         try:
-            await asyncio.wait_for(self._woken.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._woken.wait()
         except TimeoutError:
             return False
         self._woken.clear()
@@ -198,6 +201,9 @@ class Broadcaster:
         self.memory: dict[str, Any] = {}
         self.task: asyncio.Task[None] | None = None
         self.listener: Listener | None = None
+        # Set with the task's cancellation when its last reader leaves: looked at after every
+        # wait too, so that a stopped broadcaster never renders for nobody.
+        self.stopped = False
 
     async def run(self) -> None:
         try:
@@ -209,9 +215,9 @@ class Broadcaster:
                 clock = asyncio.get_running_loop().time
                 revision = self.hub.bus.revision
                 beat_at = clock() + self.hub.heartbeat_s
-                while True:
+                while not self.stopped:
                     await listener.wait(max(0.0, beat_at - clock()))
-                    while True:
+                    while not self.stopped:
                         # Every reader's heartbeat, busy or quiet, from here: no ping task
                         # or timer per connection.
                         if clock() >= beat_at or revision != self.hub.bus.revision:
@@ -374,6 +380,7 @@ class Hub:
             return
         if self.broadcasters.get(key) is broadcaster:
             del self.broadcasters[key]
+        broadcaster.stopped = True
         if broadcaster.task is not None:
             broadcaster.task.cancel()
 

@@ -445,3 +445,58 @@ def renders_once(server: LiveServer, api: httpx.Client) -> None:
     while hub.broadcasters:
         assert time.monotonic() < deadline, "a broadcaster outlived its readers"
         time.sleep(0.05)
+
+
+def test_a_broadcaster_stopped_as_it_is_woken_renders_nothing_more() -> None:
+    """The last reader leaves just as a change wakes the broadcaster: it must stop, not live
+    on rendering every change for nobody (Python 3.11's wait_for could lose the cancel;
+    under load a second JSON render per change came from such a broadcaster)."""
+    from contextlib import contextmanager
+
+    from app.live import Bus, Hub, View
+
+    renders: list[int] = []
+
+    @contextmanager
+    def no_session():  # type: ignore[no-untyped-def]
+        yield None
+
+    def render(_session: object, events: list[object], _memory: object) -> list[object]:
+        renders.append(len(events))
+        return []
+
+    newest = [0]
+    hub = Hub(
+        Bus(),
+        no_session,
+        lambda _s, _c, after, _u: [type("E", (), {"id": newest[0]})()] * (newest[0] > after),
+        lambda _s, _c: newest[0],
+        heartbeat_s=30,
+    )
+
+    async def scenario(ticks: int) -> tuple[bool, int]:
+        view = View(campaign_id=1, render=render)
+        async with hub.subscribe((1, "json"), view, newest[0], newest[0]):
+            broadcaster = hub.broadcasters[(1, "json")]
+            for _ in range(5):  # at rest in its wait
+                await asyncio.sleep(0)
+            # A change wakes it; the reader leaves some loop turns later.
+            newest[0] += 1
+            hub.bus.publish(1)
+            for _ in range(ticks):
+                await asyncio.sleep(0)
+        await asyncio.sleep(0.05)  # what it was doing as the reader left is done
+        settled = len(renders)
+        newest[0] += 1  # a change nobody reads
+        hub.bus.publish(1)
+        await asyncio.sleep(0.05)
+        done = broadcaster.task is not None and broadcaster.task.done()
+        if not done and broadcaster.task is not None:
+            broadcaster.task.cancel()
+        return done, len(renders) - settled
+
+    import asyncio
+
+    for ticks in range(10):
+        done, later = asyncio.run(scenario(ticks))
+        assert done and later == 0, f"after {ticks} turns: running {not done}, renders {later}"
