@@ -25,6 +25,11 @@ PAGE = LivePage(
 )  # fmt: skip
 
 
+def deleted_url(campaign_id: int, attempt_id: int) -> str:
+    """Where a deleted attempt's page goes: its campaign, which says it was deleted."""
+    return f"/campaigns/{campaign_id}?deleted={attempt_id}"
+
+
 def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True) -> dict[str, Any]:
     """The attempt page's context; a live update, which only appends to the log it shows,
     goes `with_log=False` (reading the last 512 KiB is the page's first render's cost)."""
@@ -43,12 +48,15 @@ def attempt_context(session: Session, attempt_id: int, *, with_log: bool = True)
     }
 
 
-def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> PageRenderer:
+def attempt_page_view(
+    templates: Jinja2Templates, campaign_id: int, attempt_id: int
+) -> PageRenderer:
     """The page's live renderer: its partials for this attempt's events only."""
 
     def context(session: Session) -> dict[str, Any]:
         if repo.get_attempt(session, attempt_id=attempt_id) is None:
-            return {"gone": True}
+            # Deleted: reloaded, the page would be a Not found; its campaign says what happened.
+            return {"gone": deleted_url(campaign_id, attempt_id)}
         return attempt_context(session, attempt_id, with_log=False)
 
     return PageRenderer(templates, PAGE, context, attempt_id=attempt_id)
@@ -56,7 +64,7 @@ def attempt_page_view(templates: Jinja2Templates, attempt_id: int) -> PageRender
 
 def _stream_view(request: Request, subject: Subject) -> PageRenderer:
     assert subject.attempt_id is not None  # of_attempt: the route asks for it
-    return attempt_page_view(request.app.state.templates, subject.attempt_id)
+    return attempt_page_view(request.app.state.templates, subject.campaign_id, subject.attempt_id)
 
 
 ENTRY = PageEntry(PAGE, _stream_view, of_attempt=True)
