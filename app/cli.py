@@ -157,6 +157,7 @@ def main() -> None:
 def serve(host: str, port: int) -> None:
     """Migrate the database to head, then serve the dashboard."""
     from app import repo
+    from app.auth import FROM_DATABASE, FROM_ENVIRONMENT, TOKEN_FROM
     from app.config import Settings
     from app.db import session_scope
     from app.web import create_app
@@ -173,6 +174,8 @@ def serve(host: str, port: int) -> None:
         app = create_app(settings)
         with session_scope(app.state.engine) as session:
             repo.set_secret(session, name=SERVED_AT, value=base_url(settings, host, port))
+            token_from = FROM_ENVIRONMENT if settings.token else FROM_DATABASE
+            repo.set_secret(session, name=TOKEN_FROM, value=token_from)
     # What start-up made (modules, templates, mappers: 130,000 objects) lives as long as the
     # process: full collections skip it. Each walked it, stalling every live stream at once.
     gc.collect()
@@ -226,9 +229,11 @@ def token() -> None:
     "it never ran).",
 )
 def token_reset(host: str | None, port: int | None) -> None:
-    """Generate a new owner token (ends every browser session) and print its login link."""
+    """Generate a new owner token (ends every browser session) and print its login link.
+
+    Refused while the dashboard takes its token from CAMPAIGN_DASH_TOKEN: change it there."""
     from app import repo
-    from app.auth import reset_owner_token
+    from app.auth import FROM_ENVIRONMENT, TOKEN_FROM, reset_owner_token
     from app.config import Settings
     from app.db import make_engine, session_scope
 
@@ -246,10 +251,21 @@ def token_reset(host: str | None, port: int | None) -> None:
     prepare_database(settings, secrets=False)
     with database_errors(settings.database_url):
         engine = make_engine(settings.database_url)
-        new = reset_owner_token(engine)
-        with session_scope(engine) as session:
-            served_at = repo.get_secret(session, name=SERVED_AT)
-        engine.dispose()
+        try:
+            with session_scope(engine) as session:
+                served_at = repo.get_secret(session, name=SERVED_AT)
+                token_from = repo.get_secret(session, name=TOKEN_FROM)
+            if token_from == FROM_ENVIRONMENT:
+                # Its link would be answered with 401, and every browser session ended.
+                raise click.ClickException(
+                    f"the dashboard at {served_at or 'this database'} takes its owner token "
+                    "from CAMPAIGN_DASH_TOKEN in its environment, which no reset changes: to "
+                    "change the token, restart it with a new CAMPAIGN_DASH_TOKEN (to have one "
+                    "generated instead, restart it without CAMPAIGN_DASH_TOKEN, then reset)"
+                )
+            new = reset_owner_token(engine)
+        finally:
+            engine.dispose()
     if host is None and port is None and served_at and not settings.public_url:
         click.echo(f"Log in: {served_at}/login?token={new}")
     else:
