@@ -322,16 +322,17 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
     token = settings.token or generated
     assert token is not None  # a fresh database always gets a generated token
     app = create_app(settings)
-    url = login_url(settings, "127.0.0.1", sock.getsockname()[1], token)
+    stop = threading.Event()
+    replay = demo_story.Replay(app.state, workdir, speed=speed, stop=stop)
+    # The link opens the replayed campaign's page, where the story plays out live.
+    login = login_url(settings, "127.0.0.1", sock.getsockname()[1], token)
+    url = f"{login}&next=/campaigns/{replay.create_campaign()}"
     click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
     click.echo(f"Open: {url}")
     click.echo(
         f"Server logs of the story are written to {workdir}, one file per attempt. "
         "Ctrl-C stops the demo and removes them."
     )
-
-    stop = threading.Event()
-    replay = demo_story.Replay(app.state, workdir, speed=speed, stop=stop)
 
     def start_when_serving() -> None:
         # The tailer starts with the server (its lifespan); the story starts after it.

@@ -1,9 +1,8 @@
 """HTML pages and their forms: plain posts that redirect, or partials when htmx asks."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Query, Request
-from sqlmodel import Session
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -18,6 +17,7 @@ from app.models import Status
 from app.pages.attempt import attempt_context, deleted_url
 from app.pages.campaign import campaign_context
 from app.pages.campaign_renders import campaign_renders
+from app.pages.campaigns import campaigns_context
 from app.pages.rendering import is_htmx, render
 from app.schemas import (
     AttemptCreate,
@@ -94,15 +94,6 @@ def logout(request: Request) -> Response:
 
 
 # --- campaigns -------------------------------------------------------------
-
-
-def campaigns_context(session: Session) -> dict[str, Any]:
-    counts = repo.count_attempts_by_campaign(session)
-    campaigns = [
-        views.campaign_view(session, c, attempt_count=counts.get(c.id or 0, 0))
-        for c in repo.list_campaigns(session)
-    ]
-    return {"campaigns": campaigns}
 
 
 @router.get("/", response_class=HTMLResponse, dependencies=OwnerPage)
