@@ -73,8 +73,11 @@ def run_server(app: FastAPI, sock: socket.socket, log_level: str) -> None:
     import uvicorn
 
     from app.logs import uvicorn_log_config
+    from app.serving import uvicorn_config
 
-    config = uvicorn.Config(app, log_level=log_level, log_config=uvicorn_log_config())
+    settings = app.state.settings
+    log_config = uvicorn_log_config([settings.token])
+    config = uvicorn_config(app, settings, log_level=log_level, log_config=log_config)
     server = uvicorn.Server(config)
     # uvicorn re-raises the Ctrl-C it shut down on; uvicorn.run swallows it too.
     with contextlib.suppress(KeyboardInterrupt):

@@ -38,3 +38,15 @@ class Settings(BaseSettings):
     gpu_release_seconds: float = 30.0
     # Host keys the owner trusted from the dashboard are written here, never elsewhere.
     trusted_hosts_file: Path = Path("campaign-dash.known_hosts")
+    # Bounds on reading a request, so that idle and slow clients cannot hold connections (a
+    # slowloris): its headers within this, from connecting or from the previous response...
+    header_timeout_seconds: float = 10.0
+    # ...and its body within this once the headers are in (bodies are 1 MiB at most: 35 KB/s).
+    body_timeout_seconds: float = 30.0
+    # An idle connection between requests (uvicorn's default). None of these bounds a
+    # response: live streams stay open as long as their page does.
+    keep_alive_seconds: float = 5.0
+    # Connections open at once, live streams included (each open page holds one or two);
+    # past it a new connection is answered 503 before anything is read. The process's open
+    # file limit (ulimit -n) must be above it.
+    max_connections: int = 4096

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from app.redact import SECRET, is_secret_name, mask_secrets
+from app.credentials import SECRET, is_secret_name, mask_secrets
 
 # True for a switch given bare (`--enable-torch-symm-mem`), False where an engine says a
 # switch is off, the text of a value otherwise.
@@ -39,7 +39,8 @@ _PER_RUN = {SGLANG: {"random_seed"}, VLLM: set()}
 
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_SHORT_WITH_VALUE = re.compile(r"([A-Za-z])(\d+)")  # -O3
+# -O3, and -p[secret]: a password glued to its option, masked before the parse.
+_SHORT_WITH_VALUE = re.compile(rf"([A-Za-z])(\d+|{re.escape(SECRET)})")
 # Programs that run the next word as the command: their own words are no server flag.
 _WRAPPERS = {"nohup", "exec", "setsid", "time", "env", "command", "builtin", "sudo"}
 _SEPARATORS = {";", "&&", "||", "|", "|&", "&", "(", ")", "\n"}
@@ -451,11 +452,20 @@ class ArgsLineFinder:
 # --- an attempt's flags and its diff ------------------------------------------------------
 
 
+# A campaign's commands are masked at every view: each text once.
+_clean = functools.lru_cache(maxsize=4096)(mask_secrets)
+
+
 @dataclass(frozen=True)
 class FlagSet:
+    """`command`: read from the command with its credentials masked first, so that no part
+    of one becomes a flag's name or value (`mysql -pS3cret`, a private key's lines);
+    `unmasked`: read from the command as typed, only to tell whether a masked value changed."""
+
     command: Flags
     logged: LoggedArgs | None = None
     engine: str | None = None
+    unmasked: Flags = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -468,13 +478,14 @@ class FlagSet:
         engine = logged.engine if logged else detect_engine(command)
         if engine is None and baseline is not None and not command.strip():
             engine = baseline.engine
-        flags = command_flags(command)
+        flags, unmasked = command_flags(_clean(command)), command_flags(command)
         if not command.strip() and baseline is not None:
             # Typed flags or none: not a command that dropped every flag of the baseline's.
-            flags = dict(baseline.command)
+            flags, unmasked = dict(baseline.command), dict(baseline.unmasked)
         if typed.strip():
-            flags.update(command_flags(typed, engine))
-        return cls(command=flags, logged=logged, engine=engine)
+            flags.update(command_flags(_clean(typed), engine))
+            unmasked.update(command_flags(typed, engine))
+        return cls(command=flags, logged=logged, engine=engine, unmasked=unmasked)
 
     def effective(self, *, with_log: bool = True) -> Flags:
         """The command's flags with what the engine said it ran laid over them."""
@@ -544,10 +555,22 @@ def flag_diff(attempt: FlagSet, baseline: FlagSet) -> FlagDiff:
         added={k: v for k, v in ours.items() if k not in theirs},
         removed={k: v for k, v in theirs.items() if k not in ours},
         changed={
-            k: (theirs[k], v) for k, v in ours.items() if k in theirs and not _same(theirs[k], v)
+            k: (theirs[k], v)
+            for k, v in ours.items()
+            if k in theirs
+            and not (_same(theirs[k], v) and _same_unmasked(k, attempt, baseline, with_log))
         },
         basis="log" if with_log else "command",
     )
+
+
+def _same_unmasked(key: str, attempt: FlagSet, baseline: FlagSet, with_log: bool) -> bool:
+    """Whether two values the mask made alike were alike as typed: a new API key is a
+    change, shown masked on both sides."""
+    if with_log and any(key in s.logged.flags for s in (attempt, baseline) if s.logged):
+        return True  # the engine's echo: stored as it came, masked when shown
+    ours, theirs = attempt.unmasked.get(key), baseline.unmasked.get(key)
+    return ours is None or theirs is None or _same(theirs, ours)
 
 
 # --- secrets --------------------------------------------------------------------------------

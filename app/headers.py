@@ -1,6 +1,7 @@
 """Security headers on every response: a Content-Security-Policy that lets the pages run
 our own files and the pinned htmx files from the CDN and nothing else, no framing, no
-MIME sniffing, no referrer (share tokens are in paths) leaving the site."""
+MIME sniffing, no referrer (share tokens are in paths) leaving the site, and no copy kept
+by a browser or a proxy of anything but the static files."""
 
 import base64
 import hashlib
@@ -54,6 +55,14 @@ SECURITY_HEADERS = {
 }
 
 
+# Owner pages and API answers hold the owner's data: a shared machine's browser cache or
+# a proxy must not keep them. Share pages too: their URL is their secret, and a revoked
+# link must stop showing the campaign, which a cached copy would go on doing. The static
+# files hold nothing private, and are the ones worth caching.
+NO_STORE = "no-store"
+CACHEABLE_PREFIX = "/static/"
+
+
 class SecurityHeaders:
     """Adds the headers to every HTTP response that does not set its own (the docs page
     sets its own policy)."""
@@ -65,6 +74,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        cacheable = str(scope.get("path", "")).startswith(CACHEABLE_PREFIX)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -72,6 +82,8 @@ class SecurityHeaders:
                 for name, value in SECURITY_HEADERS.items():
                     if name not in headers:
                         headers[name] = value
+                if not cacheable:
+                    headers["cache-control"] = NO_STORE
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -8,6 +8,14 @@ from app.schemas import AttemptOut, CampaignOut
 
 
 @dataclass(frozen=True)
+class DeadEnd:
+    id: int
+    title: str
+    reason: str  # the verdict, else the root cause: why it is a dead end, in a line
+    crashed: bool
+
+
+@dataclass(frozen=True)
 class Headline:
     best: AttemptOut | None  # the best adopted attempt with a figure
     first_baseline: float | None  # where the campaign started
@@ -20,6 +28,27 @@ class Headline:
     tested: int
     eliminated: int
     adopted: int
+    dead_ends: tuple[DeadEnd, ...] = ()  # newest first
+
+
+REASON_CHARS = 90
+
+
+def crashed(attempt: AttemptOut) -> bool:
+    """It crashed: so marked, or its log's diagnosis names a failure (the cards' summary of a
+    diagnosis holds the root cause, not the whole reading)."""
+    diagnosis = attempt.diagnosis or {}
+    named = diagnosis.get("root_cause") or diagnosis.get("pending")
+    return attempt.status.value == "crashed" or diagnosis.get("crashed") is True or bool(named)
+
+
+def _dead_end(attempt: AttemptOut) -> DeadEnd:
+    diagnosis = attempt.diagnosis or {}
+    reason = (attempt.verdict or diagnosis.get("root_cause") or "").strip().splitlines()
+    text = reason[0] if reason else ""
+    if len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - 1] + "\u2026"
+    return DeadEnd(attempt.id, attempt.title, text, crashed(attempt))
 
 
 def _pct(value: float, reference: float | None) -> float | None:
@@ -51,4 +80,5 @@ def headline(campaign: CampaignOut, attempts: list[AttemptOut]) -> Headline:
         improved=improved, target=target, gap_pct=gap, reached=reached,
         tested=lanes.count("tested"), eliminated=lanes.count("eliminated"),
         adopted=lanes.count("adopted"),
+        dead_ends=tuple(_dead_end(a) for a in reversed(attempts) if a.lane.value == "eliminated"),
     )  # fmt: skip

@@ -1,4 +1,9 @@
-"""Notes are markdown: rendered by markdown-it-py, sanitized by nh3 (raw HTML never trusted)."""
+"""Notes are markdown: rendered by markdown-it-py, sanitized by nh3 (raw HTML never trusted),
+and for the `.md` export kept as markdown with the links the page would drop made inert."""
+
+import html
+import re
+import unicodedata
 
 import nh3
 from markdown_it import MarkdownIt
@@ -10,13 +15,55 @@ _ALLOWED_TAGS = {
     "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "del",
 }  # fmt: skip
 
+# The one allow-list of link schemes, for the page and the `.md` export alike (relative
+# links have none and are kept): javascript:, vbscript:, data:... run or show what the
+# note's author chose in the reader's browser.
+LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+
 
 def render_markdown(text: str) -> str:
-    html = _markdown.render(text)
+    html_text = _markdown.render(text)
     return nh3.clean(
-        html,
+        html_text,
         tags=_ALLOWED_TAGS,
         attributes={"a": {"href", "title"}},
-        url_schemes={"http", "https", "mailto"},
+        url_schemes=set(LINK_SCHEMES),
         link_rel="noopener noreferrer nofollow",
     )
+
+
+# Where a destination starts: an inline link or image `](`, a reference definition `]:`,
+# an autolink `<`; then the scheme, if the destination has one.
+_DESTINATION_SCHEME = re.compile(r"(?:\]\(|\]:|<)<?([a-z][a-z0-9+.\-]*):")
+_BACKSLASH_ESCAPE = re.compile(r"\\(?=[!-/:-@\[-`{-~])")
+
+
+def _as_a_reader_parses(text: str) -> str:
+    """The text with what hides a scheme from a plain search undone, as some reader (a
+    Markdown viewer, then the browser's URL parser) undoes it: character references
+    (`&#106;avascript:`, however deeply nested), backslash escapes (`javascript\\:`),
+    whitespace and control characters (`java<TAB>script:`), case (`JaVaScRiPt:`)."""
+    for _ in range(5):
+        decoded = html.unescape(text)
+        if decoded == text:
+            break
+        text = decoded
+    text = _BACKSLASH_ESCAPE.sub("", text)
+    return "".join(c for c in text if not c.isspace() and unicodedata.category(c)[0] != "C").lower()
+
+
+def has_unsafe_link(text: str) -> bool:
+    """Whether any link, image, reference definition or autolink could point outside
+    LINK_SCHEMES. Errs on the side of yes: a false one only costs the note its links."""
+    found = _DESTINATION_SCHEME.finditer(_as_a_reader_parses(text))
+    return any(match.group(1) not in LINK_SCHEMES for match in found)
+
+
+def inert_links(markdown: str) -> str:
+    """Markdown whose links all stay inside LINK_SCHEMES. A note with one that may not has
+    its brackets written as character references: no viewer builds a link, image or
+    reference definition from those, and the text still reads as typed (as the page shows
+    it: markdown-it makes no link of such a destination either)."""
+    if not has_unsafe_link(markdown):
+        return markdown
+    return markdown.replace("[", "&#91;").replace("]", "&#93;")

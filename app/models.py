@@ -80,6 +80,9 @@ class Lane(StrEnum):
     tested = "tested"
     eliminated = "eliminated"
     adopted = "adopted"
+    # A launch the host refused (a busy GPU or port): no hypothesis was tested. Out of the
+    # story until the owner keeps it by giving it a status.
+    refused = "refused"
 
 
 class Campaign(SQLModel, table=True):

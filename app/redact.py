@@ -1,4 +1,5 @@
-"""Masking for shared views: secrets, host names, IP addresses, user names and absolute paths.
+"""Masking for shared views: host names, IP addresses, user names and paths, on top of the
+credentials (app/credentials.py) that every output hides.
 
 A shared summary is pasted into team chats and issues; what it says about the failure
 (`KeyError: 12`) must stay, the credentials a launch command or a log carries
@@ -10,136 +11,12 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
+from app.credentials import CREDENTIAL_URL, SECRET, mask_secrets
+
 HOST = "[host]"
 USER = "[user]"
 IP = "[ip]"
 PATH = "[path]"
-SECRET = "[secret]"
-
-# --- secrets ----------------------------------------------------------------------
-
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-    r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.S,
-)
-# Credentials whose shape alone says what they are, wherever they appear.
-_TOKEN_SHAPES = re.compile(
-    r"(?<![\w-])(?:"
-    r"hf_[A-Za-z0-9]{20,}"  # Hugging Face
-    r"|sk-[\w-]{20,}"  # OpenAI (sk-proj-...), Anthropic (sk-ant-...), OpenRouter, DeepSeek
-    r"|(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"  # AWS access key ids
-    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{22,}"  # GitHub
-    r"|gl(?:pat|dt|rt|soat|ptt)-[\w-]{20,}"  # GitLab
-    r"|xox[abposr]-[\w-]{10,}"  # Slack
-    r"|AIza[\w-]{35}"  # Google
-    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{20,}"  # Stripe
-    r"|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}"  # package registries
-    r"|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]*"  # JSON Web Tokens: header.payload.signature
-    r")(?![\w-])"
-)
-# scheme://user:password@host: both names and the password go.
-_CREDENTIAL_URL = re.compile(r"\b([A-Za-z][\w+.-]*://)([^\s:/@]+):([^\s/@]*)@([^\s/:?#]+)")
-_AUTHORIZATION = re.compile(
-    r"\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
-    r"(?:(bearer|basic|token|digest|negotiate|apikey)\s+)?([^\s\"',;]+)",
-    re.I,
-)
-_BEARER = re.compile(r"\b(bearer\s+)([\w.~+/-]{8,}=*)", re.I)
-# NAME=VALUE, NAME: VALUE, 'NAME': 'VALUE' (JSON, Python reprs, YAML, headers) and
-# --flag VALUE / --flag=VALUE, for names that end in a credential's word; which of those
-# really name a credential (api_key, not max_tokens) is for is_secret_name to say.
-_CREDENTIAL_WORD = r"(?:token|secret|passw(?:or)?d|passphrase|key|credentials?|auth)"
-_ASSIGNMENT_SOURCE = (
-    r"(?<![\w.-])(?P<flag>--?)?(?P<quote>[\"']?)"
-    rf"(?P<name>(?:[a-z_][\w.-]*?)?{_CREDENTIAL_WORD})"
-    r"(?P=quote)(?![\w.-])"
-    r"(?P<sep>\s*[:=]\s*|(?P<space>[ \t]+))"
-    r"(?:\[\s*)?(?P<vquote>[\"'])?"
-    # After a space, a value is one word that is not the next flag or assignment.
-    r"(?P<value>(?(vquote)[^\"'\n]*|(?(space)(?!-)[^\s\"',;&)}\]=:]++(?![=:])"
-    r"|[^\s\"',;&)}\]]+)))"
-)
-# Matched against the lowered text: case-insensitive matching is several times slower.
-_ASSIGNMENT = re.compile(_ASSIGNMENT_SOURCE)
-_ASSIGNMENT_ANY_CASE = re.compile(_ASSIGNMENT_SOURCE, re.I)  # where lowering moves offsets
-# A credential's word right before a separator: the cheap test before _ASSIGNMENT's scan.
-_ASSIGNMENT_HINT = re.compile(rf"{_CREDENTIAL_WORD}[\"']?(?:\s*[:=]|[ \t])")
-_TOKEN_PREFIXES = ("hf_", "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_",
-                   "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glsoat-", "glptt-",
-                   "xox", "AIza", "k_live_", "k_test_", "npm_", "pypi-", "eyJ")  # fmt: skip
-_SECRET_WORDS = (
-    "token", "secret", "password", "passwd", "passphrase", "apikey", "accesskey", "secretkey",
-    "privatekey", "credential", "credentials",
-)  # fmt: skip
-_KEY_KINDS = {"api", "access", "secret", "private", "auth", "license", "signing", "encryption",
-              "client", "account", "master", "session", "subscription"}  # fmt: skip
-# A tokenizer's special tokens (bos_token='<s>') and counts (max_new_token: 8) are no secret.
-_NOT_CREDENTIALS = {"bos", "eos", "pad", "unk", "sep", "cls", "mask", "max", "min", "num", "new",
-                    "cached", "count", "usage", "budget", "per"}  # fmt: skip
-_NOT_A_VALUE = re.compile(
-    r"(?:none|null|nil|true|false|\**|[+-]?\d+(?:\.\d+)?|\$\{?\w+\}?|\[\w+\])", re.I
-)
-_LOOKS_RANDOM = re.compile(r"^(?=.*\d)(?=.*[A-Za-z]).{16,}$")
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a name says its value is a credential: api_key, HF_TOKEN, not max_tokens."""
-    parts = [p for p in re.split(r"[_.-]+", name.lower()) if p]
-    if not parts or _NOT_CREDENTIALS.intersection(parts):
-        return False
-    last = parts[-1]
-    if last == "auth" or last.endswith(_SECRET_WORDS):
-        return True
-    return last == "key" and len(parts) > 1 and parts[-2] in _KEY_KINDS
-
-
-def _is_secret_assignment(match: re.Match[str], text: str) -> bool:
-    value = text[match.start("value") : match.end("value")]
-    if not is_secret_name(match["name"]) or _NOT_A_VALUE.fullmatch(value):
-        return False
-    # After a space and no flag, only a value that looks random: "the token was refused"
-    # is prose, `aws_secret_access_key KEY` is not.
-    return not match["space"] or bool(match["flag"]) or bool(_LOOKS_RANDOM.search(value))
-
-
-def _mask_assignments(text: str) -> str:
-    lowered = text.lower()
-    if not _ASSIGNMENT_HINT.search(lowered):
-        return text
-    # Lowering keeps offsets unless a character lowers to two (İ): then match any case.
-    pattern, subject = (
-        (_ASSIGNMENT, lowered) if len(lowered) == len(text) else (_ASSIGNMENT_ANY_CASE, text)
-    )
-    pieces, kept_to = [], 0
-    for match in pattern.finditer(subject):
-        if _is_secret_assignment(match, text):
-            pieces += [text[kept_to : match.start("value")], SECRET]
-            kept_to = match.end("value")
-    return "".join([*pieces, text[kept_to:]])
-
-
-def _authorization(match: re.Match[str]) -> str:
-    scheme = f"{match[2]} " if match[2] else ""
-    return f"{match[1]}{scheme}{SECRET}"
-
-
-def mask_secrets(text: str) -> str:
-    """Credentials out of a text, whatever else it says: kept even when names are shown."""
-    # Literal checks first: most texts have none of these, and `in` costs far less than a scan.
-    if "PRIVATE KEY" in text:
-        text = _PRIVATE_KEY.sub(SECRET, text)
-    if "@" in text:
-        text = _CREDENTIAL_URL.sub(rf"\1\2:{SECRET}@\4", text)
-    if "uthorization" in text or "UTHORIZATION" in text:
-        text = _AUTHORIZATION.sub(_authorization, text)
-    if "earer" in text or "EARER" in text:
-        text = _BEARER.sub(rf"\1{SECRET}", text)
-    text = _mask_assignments(text)
-    if any(prefix in text for prefix in _TOKEN_PREFIXES):
-        text = _TOKEN_SHAPES.sub(SECRET, text)
-    return text
-
 
 # --- names and addresses ------------------------------------------------------------
 
@@ -159,7 +36,88 @@ _HOME = re.compile(r"(?<![\w.])(?:/home|/Users|/export/home)/([A-Za-z_][\w.-]*)"
 _GENERIC_USERS = {"root", "admin", "administrator", "user", "ubuntu", "debian", "centos",
                   "ec2-user", "nobody", "guest", "runner", "git"}  # fmt: skip
 MIN_NAME = 3  # shorter names would mask ordinary words
-_NAMES_HINT = re.compile(r"@|/home/|/Users/")  # texts that can name a user or a host
+# A home folder that a path names without its user's name (`~/models`, `C:\\Users\\x\\...`).
+_TILDE_PATH = re.compile(r"(?<![\w.~/])~([A-Za-z_][\w.-]*)?/(?:[\w.@+-]+/)*([\w.@+-]*)")
+_WINDOWS_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:\\(?:[^\\\s\"'<>|*?:]+\\)+([^\\\s\"'<>|*?:]*)")
+_WINDOWS_HOME = re.compile(
+    r"(?<![\w\\])[A-Za-z]:\\(?:Users|Documents and Settings)\\([^\\\s\"'<>|*?:]+)", re.I
+)
+# Host names by shape where no log source names them: a dotted name under a suffix that names
+# machines or organisations (gpu-box-22.corp.example.com, ip-10-1-2-3.ec2.internal); a
+# module path (sglang.srt.server) or a file (run.sh) ends in none of these.
+_HOST_SUFFIXES = (
+    r"(?:com|net|org|io|ai|dev|edu|gov|internal|local|lan|corp|intra|intranet|localdomain"
+    r"|example|cloud)"
+)
+_FQDN = re.compile(
+    rf"(?<![\w.@/\\-])(?:[A-Za-z0-9](?:[\w-]*[A-Za-z0-9])?\.)+{_HOST_SUFFIXES}(?![\w-]|\.\w)",
+    re.I,
+)
+_LETTER = re.compile(r"[A-Za-z]")
+_FQDN_HINT = re.compile(rf"\.{_HOST_SUFFIXES}\b", re.I)
+_EC2_NAME = re.compile(r"(?<![\w-])ip(?:-\d{1,3}){4}(?![\w-])")  # ip-10-1-2-3
+# Any URL's host (http://inference-7:30000), and the value of an option or variable whose name
+# says host or address (--hostname node-a7, MASTER_ADDR=node-a7, "host": "gpu-3").
+_URL_HOST = re.compile(r"\b([A-Za-z][\w+.-]*://(?:[^\s/@]*@)?)([A-Za-z0-9_](?:[\w.-]*[\w])?)")
+_HOST_OPTION = re.compile(
+    r"(?<![\w.-])(?P<name>--[\w-]*?(?:host(?:name)?|addr(?:ess)?|node-?name)(?:[ \t]+|=)"
+    r"|[\"']?[\w.-]*?(?:host(?:name)?|addr(?:ess)?|node_?name)[\"']?[ \t]*[:=][ \t]*)"
+    r"[\"']?(?P<value>[A-Za-z][\w.-]*[\w])",
+    re.I,
+)
+_HOST_WORDS = ("host", "addr", "node")
+_HOST_LIKE = re.compile(r"[\d.-]")  # a word with none of these is a word: `host: the`
+_MACHINE_LABEL = re.compile(r"[\d-]")  # gpu-box-22, node7: no word
+# Where the software came from, not where the campaign ran: shown as they are.
+_PUBLIC_HOSTS = ("localhost", "huggingface.co", "hf.co", "github.com", "githubusercontent.com",
+                 "pypi.org", "pythonhosted.org", "python.org", "pytorch.org", "nvidia.com",
+                 "docker.io", "docker.com", "nvcr.io", "ghcr.io", "quay.io", "readthedocs.io",
+                 "anaconda.org", "modelscope.cn", "vllm.ai", "sglang.ai")  # fmt: skip
+_NAMES_HINT = re.compile(  # texts that can name a user or a host
+    rf"@|/home/|/Users/|://|~|:\\|host|addr|node|ip-\d|\.{_HOST_SUFFIXES}\b", re.I
+)
+
+
+def _is_public(host: str) -> bool:
+    lowered = host.lower().rstrip(".")
+    return any(lowered == p or lowered.endswith("." + p) for p in _PUBLIC_HOSTS)
+
+
+def _is_private_host(name: str) -> bool:
+    """A name that says where the campaign ran: not an address, not a public site."""
+    return bool(name) and not _is_ip(name) and not _is_public(name) and name != HOST
+
+
+def _is_fqdn(name: str) -> bool:
+    # 2.6.0.dev is a version: a host name has a letter before its suffix.
+    return bool(_LETTER.search(name.rsplit(".", 1)[0])) and not _is_public(name)
+
+
+def _fqdns(text: str) -> list[str]:
+    if not _FQDN_HINT.search(text):
+        return []
+    return [m[0] for m in _FQDN.finditer(text) if _is_fqdn(m[0])]
+
+
+def _option_hosts(text: str) -> list[str]:
+    lowered = text.lower()
+    if not any(word in lowered for word in _HOST_WORDS):
+        return []
+    return [
+        m["value"] for m in _HOST_OPTION.finditer(text)
+        if _HOST_LIKE.search(m["value"]) and _is_private_host(m["value"])
+    ]  # fmt: skip
+
+
+def _url_hosts(text: str) -> list[str]:
+    if "://" not in text:
+        return []
+    return [m[2] for m in _URL_HOST.finditer(text) if _is_private_host(m[2])]
+
+
+def _hosts_in(text: str) -> list[str]:
+    """Host names a text gives by their shape or their place, masked wherever they appear."""
+    return [*_url_hosts(text), *_option_hosts(text), *_fqdns(text)]
 
 
 def _ipv6(match: re.Match[str]) -> str:
@@ -179,17 +137,37 @@ def _is_ip(name: str) -> bool:
     return True
 
 
+def _url_host(match: re.Match[str]) -> str:
+    return f"{match[1]}{HOST}" if _is_private_host(match[2]) else match[0]
+
+
+def _option_host(match: re.Match[str]) -> str:
+    value = match["value"]
+    if not (_HOST_LIKE.search(value) and _is_private_host(value)):
+        return match[0]
+    return match[0][: match.start("value") - match.start()] + HOST
+
+
 class Redactor:
     """One masking for every output of a share: page, `.md`, `.json` and its live stream."""
 
-    def __init__(self, hosts: Iterable[str] = (), users: Iterable[str] = ()) -> None:
+    def __init__(
+        self, hosts: Iterable[str] = (), users: Iterable[str] = (), by_shape: Iterable[str] = ()
+    ) -> None:
         named_hosts: set[str] = set()
-        for host in hosts:
+        shaped = set(by_shape)
+        for host in [*hosts, *shaped]:
             if host and not _is_ip(host):
                 named_hosts.add(host.lower())
-                # gpu-01.lab.example.com masked, a bare gpu-01 elsewhere is masked too.
+                # gpu-01.lab.example.com masked, a bare gpu-01 elsewhere is masked too; of a
+                # name only its shape gave, a first label that is a word (cache.internal)
+                # stays a word.
                 short = host.split(".", 1)[0].lower()
-                if "." in host and len(short) >= MIN_NAME:
+                if (
+                    "." in host
+                    and len(short) >= MIN_NAME
+                    and (host not in shaped or _MACHINE_LABEL.search(short))
+                ):
                     named_hosts.add(short)
         self.hosts = sorted(named_hosts, key=len, reverse=True)
         self.users = sorted(
@@ -197,12 +175,18 @@ class Redactor:
             key=len,
             reverse=True,
         )
-        # Host names are case-insensitive, user names are not.
-        alternatives = [re.escape(u) for u in self.users]
+        # Host names are case-insensitive, user names are not. A user name is masked inside
+        # a hyphenated or dotted word too (a container `sglang-alice-7f9c`), not inside a
+        # snake_case one (user `bench`, `bench_serving`).
+        alternatives = []
         if self.hosts:
-            alternatives.insert(0, f"(?P<host>(?i:{'|'.join(map(re.escape, self.hosts))}))")
-        names = "|".join(alternatives)
-        self._named = re.compile(rf"(?<![\w-])(?:{names})(?![\w-])") if names else None
+            hosts = "|".join(map(re.escape, self.hosts))
+            # Not the first label of another dotted name: pypi of pypi.corp... in pypi.org.
+            alternatives.append(rf"(?<![\w-])(?P<host>(?i:{hosts}))(?![\w-]|\.\w)")
+        if self.users:
+            users = "|".join(map(re.escape, self.users))
+            alternatives.append(rf"(?<![A-Za-z0-9_])(?:{users})(?![A-Za-z0-9_])")
+        self._named = re.compile("|".join(alternatives)) if alternatives else None
         self._memo: dict[str, str] = {}
         self._cleaned: dict[str, str] = {}  # mask_secrets() of texts learned from
 
@@ -211,8 +195,9 @@ class Redactor:
         cls, texts: Iterable[str], hosts: Iterable[str] = (), users: Iterable[str] = ()
     ) -> "Redactor":
         """A redactor that also knows the hosts and users these texts name (`alice@gpu-01`,
-        `ssh://...`, `/home/alice`), so their bare mentions elsewhere are masked too."""
-        found_hosts, found_users = set(hosts), set(users)
+        `ssh://...`, `/home/alice`, `--hostname node-a7`, `gpu-3.corp.example.com`), so
+        their bare mentions elsewhere are masked too."""
+        found_hosts, found_users, shaped = set(hosts), set(users), set[str]()
         # Read with the credentials out: `https://ghp_...@github.com` names no user.
         cleaned = {t: mask_secrets(t) for t in set(texts) if _NAMES_HINT.search(t)}
         for text in cleaned.values():
@@ -220,7 +205,7 @@ class Redactor:
                 if match[1] == "ssh":
                     found_users.add((match[2] or "").split(":", 1)[0])
                     found_hosts.add(match[3] or "")
-            for match in _CREDENTIAL_URL.finditer(text) if "@" in text else ():
+            for match in CREDENTIAL_URL.finditer(text) if "@" in text else ():
                 found_users.add(match[2])
                 found_hosts.add(match[4])
             for match in _USER_AT_HOST.finditer(text) if "@" in text else ():
@@ -228,7 +213,12 @@ class Redactor:
                     found_users.add(match[1])
                     found_hosts.add(match[2].rstrip("."))
             found_users.update(_HOME.findall(text))
-        redactor = cls(hosts=found_hosts, users=found_users)
+            if "~" in text:
+                found_users.update(m[1] for m in _TILDE_PATH.finditer(text) if m[1])
+            if ":\\" in text:
+                found_users.update(_WINDOWS_HOME.findall(text))
+            shaped.update(_hosts_in(text))
+        redactor = cls(hosts=found_hosts, users=found_users, by_shape=shaped - found_hosts)
         redactor._cleaned = cleaned
         return redactor
 
@@ -245,15 +235,27 @@ class Redactor:
         text = mask_secrets(text) if cleaned is None else cleaned
         # Each pass only where its literal is: most texts need few of them.
         if "@" in text:
-            text = _CREDENTIAL_URL.sub(rf"\1{USER}:{SECRET}@{HOST}", text)
+            text = CREDENTIAL_URL.sub(rf"\1{USER}:{SECRET}@{HOST}", text)
         if "://" in text:
             text = _SCHEME.sub(self._source, text)
         if "@" in text:
             text = _USER_AT_HOST.sub(f"{USER}@{HOST}", text)
+        if "://" in text:
+            text = _URL_HOST.sub(_url_host, text)
+        if any(word in text.lower() for word in _HOST_WORDS):
+            text = _HOST_OPTION.sub(_option_host, text)
+        if _FQDN_HINT.search(text):
+            text = _FQDN.sub(lambda m: HOST if _is_fqdn(m[0]) else m[0], text)
+        if "ip-" in text:
+            text = _EC2_NAME.sub(HOST, text)
         if "::" in text or text.count(":") >= 7:
             text = _IPV6.sub(_ipv6, text)
         if "." in text:
             text = _IPV4.sub(IP, text)
+        if ":\\" in text:
+            text = _WINDOWS_PATH.sub(lambda m: f"{PATH}\\{m[1]}", text)
+        if "~" in text:
+            text = _TILDE_PATH.sub(lambda m: f"{PATH}/{m[2]}", text)
         if "/" in text:
             text = _ABS_PATH.sub(lambda m: f"{PATH}/{m.group(2)}", text)
         if self._named is not None:

@@ -18,8 +18,8 @@ from app.changes import record
 from app.db import session_scope
 from app.errors import NotFound
 from app.headline import Headline, headline
-from app.markdown import render_markdown
-from app.models import Note, ShareLink, utcnow
+from app.markdown import inert_links, render_markdown
+from app.models import Lane, Note, ShareLink, utcnow
 from app.redact import Redactor, secrets_only
 from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
 
@@ -131,8 +131,9 @@ class Summary:
     headline: Headline
 
 
-# The diagnosis's figures: numbers under the engine's own labels, no text from the log. Not
-# walked: hundreds per attempt made the walk most of a large campaign's masking time.
+# The diagnosis's figures: numbers under labels, of which only the labels are masked (a few
+# distinct ones, memoized) and nothing is learned from: hundreds per attempt made the whole
+# walk most of a large campaign's masking time.
 FIGURES = "throughput"
 
 
@@ -149,14 +150,34 @@ def _strings(value: object) -> Iterator[str]:
 
 
 def _masked(value: Any, mask: Mask) -> Any:
-    """Every text in a dumped model, masked: a field added later is covered too."""
+    """Every text in a dumped model, masked, keys too (a flag's name is read from a command):
+    a field added later is covered too."""
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, dict):
-        return {key: item if key == FIGURES else _masked(item, mask) for key, item in value.items()}
+        return {
+            mask(key): _figures(item, mask) if key == FIGURES else _masked(item, mask)
+            for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
         return [_masked(item, mask) for item in value]
     return value
+
+
+def _figures(figures: Any, mask: Mask) -> Any:
+    """Of the figures, only the labels are text; a summary's label can carry a bracket of
+    the log's own words (`Output token throughput [gpu-box-22] (tok/s)`)."""
+    if not isinstance(figures, list):
+        return figures
+    labels = {f.get("label") for f in figures if isinstance(f, dict)}
+    masked = {label: mask(label) for label in labels if isinstance(label, str)}
+    if all(shown == label for label, shown in masked.items()):
+        return figures  # a few labels for hundreds of figures, most of them the engine's own
+    return [
+        {**f, "label": masked[f["label"]]} if isinstance(f, dict) and f.get("label") in masked
+        else f
+        for f in figures
+    ]  # fmt: skip
 
 
 def summary(session: Session, link: ShareLink) -> Summary:
@@ -169,7 +190,9 @@ def summary(session: Session, link: ShareLink) -> Summary:
     # Connection details (the tail) are the owner's business; of the flags, what differs
     # from the baseline says the story, not the hundreds the engine echoed.
     attempts_data = [
-        a.model_dump(exclude={"tail": True, "flags": {"logged"}}) for a in detail.attempts
+        a.model_dump(exclude={"tail": True, "flags": {"logged"}})
+        for a in detail.attempts
+        if a.lane != Lane.refused  # a refused launch tested nothing: not part of the story
     ]
     mask: Mask = secrets_only
     if link.redact:
@@ -231,8 +254,9 @@ def _md_code(text: str) -> str:
 
 
 def _md_block(text: str) -> str:
-    """Markdown of a note, kept inside its list item: continuation lines indented."""
-    return "\n  ".join(_md(text).strip().splitlines())
+    """Markdown of a note, kept inside its list item: continuation lines indented; its links
+    held to the page's schemes (the `.md` is read in viewers that would follow the rest)."""
+    return "\n  ".join(inert_links(_md(text)).strip().splitlines())
 
 
 def _md(text: str | None) -> str:

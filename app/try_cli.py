@@ -102,7 +102,7 @@ def _progress(attempt: dict[str, Any]) -> str:
     said = run["state"]
     if run.get("bench_progress"):  # counted as the pages count it (app/runner/wording.py)
         said += f" ({run['bench_progress']})"
-    if run.get("reason"):
+    if run.get("reason") and run["reason"] != run["state"]:  # not "launching: launching"
         said += f": {run['reason']}"
     elif run["state"] == "starting" and run.get("last_line"):
         said += f": {run['last_line'][:160]}"

@@ -10,13 +10,14 @@ from typing import Any
 from sqlmodel import Session
 
 from app import repo
+from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
 from app.domain import MetricSummary, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status
-from app.redact import mask_secrets
 from app.repo import stored_log
+from app.runner.outcomes import RunOutcome
 from app.runner.views import run_view
 from app.schemas import (
     AttemptOut,
@@ -28,6 +29,7 @@ from app.schemas import (
     FlagsOut,
     MetricOut,
     NoteOut,
+    RunOut,
     SearchHitOut,
     SeenBeforeOut,
     TailOut,
@@ -74,6 +76,17 @@ class AttemptFilter:
             )
         )  # fmt: skip
         return self.q.casefold() in text.casefold()
+
+
+# The host refused the launch, or could not be reached: nothing ran.
+_NOTHING_RAN = {RunOutcome.refused, RunOutcome.host_rebooted, RunOutcome.infrastructure}
+
+
+def refused_launch(status: Status, run: RunOut | None) -> bool:
+    """Still proposed, and its launch was refused: no hypothesis was tested."""
+    return status == Status.proposed and run is not None and (
+        RunOutcome.read(run.outcome) in _NOTHING_RAN
+    )
 
 
 def lanes_newest_first(attempts: list[AttemptOut]) -> dict[str, list[AttemptOut]]:
@@ -154,7 +167,7 @@ class _Flags:
             command=masked(flags.command),
             logged=masked(flags.logged.flags) if flags.logged else None,
             engine=flags.engine,
-            typed=attempt.flags,
+            typed=mask_secrets(attempt.flags),
             baseline_configuration=attempt.id in self.configurations,
         )
         if baseline is None or baseline.id is None:
@@ -224,6 +237,7 @@ def attempt_views(
             if other_id < attempt.id
         ]
         status = Status(attempt.status)
+        run = run_view(session, runs[attempt.id], tail) if attempt.id in runs else None
         flags, diff = flag_sets.views(attempt)
         views.append(
             AttemptOut(
@@ -236,7 +250,7 @@ def attempt_views(
                 flag_diff=diff,
                 source=attempt.source,
                 status=status,
-                lane=lane_of(status),
+                lane=Lane.refused if refused_launch(status, run) else lane_of(status),
                 verdict=attempt.verdict,
                 retest_of=attempt.retest_of,
                 blocked_by=attempt.blocked_by,
@@ -265,7 +279,7 @@ def attempt_views(
                 )
                 if tail
                 else None,
-                run=run_view(session, runs[attempt.id], tail) if attempt.id in runs else None,
+                run=run,
                 created_at=attempt.created_at,
                 started_at=attempt.started_at,
                 closed_at=attempt.closed_at,

@@ -40,6 +40,7 @@ from app.routes import (
 from app.runner.manager import RunManager
 from app.tailer import Tailer
 from app.tailing.factory import LogSources
+from app.throttle import LoginThrottle
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422}
 
@@ -177,6 +178,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.auth = auth
+    app.state.login_throttle = LoginThrottle()
     app.state.templates = make_templates()
     app.state.tailer = tailer
     app.state.sources = sources

@@ -224,6 +224,12 @@
       var n = String(list ? list.querySelectorAll("article.card").length : 0);
       if (list && count.textContent !== n) { count.textContent = n; }
     });
+    // Shown only while it holds some: a refused launch is rare and out of the story.
+    var refused = timeline.querySelector("#refused-fold");
+    if (refused) {
+      var empty = !refused.querySelector("article.card");
+      if (refused.hidden !== empty) { refused.hidden = empty; }
+    }
   }
   function applyFilter() {
     var form = document.querySelector("form[data-filter]");

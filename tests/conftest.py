@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 
 from app.cli import prepare_database
 from app.config import Settings
+from app.serving import uvicorn_config
 from app.web import create_app
 
 if TYPE_CHECKING:
@@ -175,8 +176,8 @@ class LiveServer:
         self._sock.bind(("127.0.0.1", port))
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        config = uvicorn_config(
+            self.app, settings, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

@@ -22,6 +22,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def raw_get(port: int, target: str) -> None:
+    """The request target sent byte for byte: a client library would normalise `//`, `/./`,
+    `;` or the query's spelling."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        while sock.recv(65536):
+            pass
+
+
 def serve_and_log(tmp_path: Path, requests: list[tuple[str, str]], share: bool = True) -> str:
     """Start `campaign-dash serve`, make the requests (`{share}` in a path is a fresh share
     token), stop it; everything it printed."""
@@ -52,9 +61,11 @@ def serve_and_log(tmp_path: Path, requests: list[tuple[str, str]], share: bool =
             "token"
         ]
         for method, path in requests:
-            url = base + path.replace("{share}", token).replace("{owner}", OWNER_TOKEN)
-            # Sent as written: httpx would normalise the query's spelling.
-            httpx.request(method, httpx.URL(url), headers=owner if method == "DELETE" else {})
+            target = path.replace("{share}", token).replace("{owner}", OWNER_TOKEN)
+            if method == "DELETE":
+                httpx.delete(base + target, headers=owner)
+            else:
+                raw_get(port, target)
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -77,6 +88,21 @@ SPELLINGS = [
     ("GET", "/s/{share}.md"),
     ("GET", "/s/{share}.json?x=1"),
     ("GET", "/%73/{share}"),
+    ("DELETE", "/api/shares/{share}"),
+    # Shapes that reach no route (a 404) and are logged all the same:
+    ("GET", "/login;token={owner}"),
+    ("GET", "/login;x=1;TOKEN={owner}?next=/"),
+    ("GET", "/login?x=1;token={owner}"),
+    ("GET", "//s/{share}"),
+    ("GET", "/s//{share}"),
+    ("GET", "/./s/{share}.md"),
+    ("GET", "/x/../s/{share}"),
+    ("GET", "/s;v=1/{share}"),
+    ("GET", "/api/shares//{share}"),
+    ("GET", "/login/{owner}"),
+    ("GET", "/{share}"),
+    ("GET", "/login?next=/login%3Ftoken%3D{owner}"),
+    ("GET", "/campaigns/1?t={share}"),
     ("DELETE", "/api/shares/{share}"),
     ("GET", "/s/{share}"),  # revoked by now: a 404, still no token
 ]
@@ -102,6 +128,18 @@ def test_the_access_log_hides_every_spelling_of_a_token(tmp_path: Path) -> None:
         '"DELETE /api/shares/[redacted] HTTP/1.1" 204',
         '"GET /s/[redacted] HTTP/1.1" 404',
         '"POST /api/campaigns/1/shares HTTP/1.1" 201',
+        '"GET /login;token=[redacted] HTTP/1.1" 404',
+        '"GET /login;x=1;TOKEN=[redacted]?next=/ HTTP/1.1" 404',
+        '"GET /login?x=1;token=[redacted] HTTP/1.1"',
+        '"GET //s/[redacted] HTTP/1.1" 404',
+        '"GET /s//[redacted] HTTP/1.1" 404',
+        '"GET /./s/[redacted].md HTTP/1.1"',
+        '"GET /x/../s/[redacted] HTTP/1.1"',
+        '"GET /s;v=1/[redacted] HTTP/1.1"',
+        '"GET /api/shares//[redacted] HTTP/1.1"',
+        '"GET /login/[redacted] HTTP/1.1" 404',
+        '"GET /[redacted] HTTP/1.1" 404',
+        '"GET /campaigns/1?t=[redacted] HTTP/1.1"',
     ):
         assert any(expected in line for line in access), (expected, access)
 
@@ -116,6 +154,14 @@ def test_the_access_log_hides_every_spelling_of_a_token(tmp_path: Path) -> None:
         ("/login?csrf_token=abc&next=/", "/login?csrf_token=[redacted]&next=/"),
         ("/login?token", "/login?token"),
         ("/x/s/abc", "/x/s/abc"),  # only a share path starts with /s/
+        ("/search?q=flashinfer_allreduce_fusion", "/search?q=flashinfer_allreduce_fusion"),
+        ("/login;token=abc", "/login;token=[redacted]"),
+        ("//s/abc", "//s/[redacted]"),
+        ("/s//abc.json", "/s//[redacted].json"),
+        ("/../s/abc", "/../s/[redacted]"),
+        ("/q?a=1;csrf_token=abc&b=2", "/q?a=1;csrf_token=[redacted]&b=2"),
+        ("/login?next=/login%3Ftoken%3Dabc", "/login?next=/login?token=[redacted]"),
+        ("/x/" + "Zx9_" * 8, "/x/[redacted]"),  # shaped like a generated token
     ],
 )
 def test_redaction_leaves_what_is_not_a_secret(url: str, shown: str) -> None:

@@ -184,3 +184,39 @@ def test_an_error_pages_back_link_goes_back(
     page.click("#error ~ p a:has-text('Back')")
     page.wait_for_url(start, timeout=10_000)
     assert [e for e in errors if "Content Security Policy" in e] == []
+
+
+def test_nothing_but_the_static_files_may_be_stored_by_a_cache(
+    server: LiveServer, api: httpx.Client, browser: httpx.Client, anonymous: httpx.Client
+) -> None:
+    """Owner pages and API answers hold the owner's data; share pages are no-store too: their
+    URL is their secret, and a revoked link must stop showing the campaign."""
+    campaign, attempt, token = seeded(api)
+    responses = [
+        browser.get("/"),
+        browser.get(f"/campaigns/{campaign['id']}"),
+        browser.get(f"/attempts/{attempt['id']}"),
+        browser.get(f"/campaigns/{campaign['id']}", headers={"HX-Request": "true"}),
+        api.get(f"/api/campaigns/{campaign['id']}"),
+        api.get(f"/api/attempts/{attempt['id']}"),
+        api.get(f"/api/campaigns/{campaign['id']}/runs.csv"),
+        api.post("/api/campaigns", json={"name": "stored?"}),
+        anonymous.get("/api/campaigns"),  # 401
+        anonymous.get(f"/s/{token}"),
+        anonymous.get(f"/s/{token}.md"),
+        anonymous.get(f"/s/{token}.json"),
+        anonymous.get("/s/not-a-token"),  # 404
+        anonymous.get("/login"),
+        httpx.get(f"{server.url}/login", params={"token": OWNER_TOKEN}),  # 303 with the cookie
+        anonymous.get("/openapi.json"),
+    ]
+    with api.stream("GET", f"/api/campaigns/{campaign['id']}/events") as stream:
+        responses.append(stream)
+    for response in responses:
+        where = f"{response.request.method} {response.request.url.path} {response.status_code}"
+        assert response.headers.get("cache-control") == "no-store", where
+    for path in ("/static/app.js", "/static/app.css"):
+        static = anonymous.get(path)
+        assert static.status_code == 200 and "no-store" not in static.headers.get(
+            "cache-control", ""
+        ), path

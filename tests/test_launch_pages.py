@@ -69,6 +69,8 @@ def test_preview_then_launch_then_stop_then_retest(
         shown.group(0)
     )
     assert 'value="launch"' in preview.text and f">{command}</textarea>" in preview.text
+    # Kept: the preview says it stays up, not that it is stopped after.
+    assert "It is kept running after" in preview.text and "then stopped" not in preview.text
     assert len(api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]) == 1  # nothing ran
 
     refused = page.post(

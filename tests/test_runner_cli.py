@@ -311,3 +311,11 @@ def test_try_says_the_run_goes_on_when_the_dashboard_dies_under_it(
         and f"the run goes on on {sshd.alias} (pid " in said
         and f"a restarted dashboard finishes it: watch it at {attempt_url}" in said
     ), said
+
+
+def test_progress_says_a_state_once() -> None:
+    from app.try_cli import _progress
+
+    assert _progress({"run": {"state": "launching", "reason": "launching"}}) == "launching"
+    failed = {"run": {"state": "failed", "reason": "refused: port 30000 is already in use"}}
+    assert _progress(failed) == "failed: refused: port 30000 is already in use"

@@ -182,6 +182,25 @@ def test_a_busy_port_is_refused_before_anything_is_launched(dash: httpx.Client, 
     assert (run["state"], run["outcome"]) == ("failed", "refused")
     assert f"port {port} is already in use" in run["reason"]
     assert run["pid"] is None and final["status"] == "proposed"
+    # Nothing was tested: out of the story (lanes, counts, chart, share) until kept.
+    assert final["lane"] == "refused"
+    page = dash.get(f"/campaigns/{campaign['id']}").text
+    fold = page.split('id="refused-fold"', 1)[1].split("</details>", 1)[0]
+    assert f'id="attempt-{attempt["id"]}"' in fold and "0 in play" in page
+    assert f"#{attempt['id']}" not in page.split('id="chart"', 1)[1].split("</figure>", 1)[0]
+    token = dash.post(f"/api/campaigns/{campaign['id']}/shares", json={}).json()["token"]
+    with httpx.Client(base_url=dash.base_url) as anonymous:
+        assert anonymous.get(f"/s/{token}.json").json()["attempts"] == []
+        assert "Hypotheses:** 0" in anonymous.get(f"/s/{token}.md").text
+        # The owner keeps it by giving it a status: then it is part of the story.
+        kept = dash.patch(
+            f"/api/attempts/{attempt['id']}",
+            json={"status": "eliminated", "verdict": "the port is held by another service"},
+        )
+        assert kept.is_success and kept.json()["lane"] == "eliminated"
+        assert [a["id"] for a in anonymous.get(f"/s/{token}.json").json()["attempts"]] == [
+            attempt["id"]
+        ]
 
 
 def test_two_launches_on_one_host_never_overlap(dash: httpx.Client, sshd: Sshd) -> None:

@@ -1,6 +1,7 @@
 """The `.md` export reads as typed: what names, titles, flags, hypotheses and root causes
 carry is shown literally in a Markdown viewer, never turned into links, tags or structure."""
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -93,3 +94,83 @@ def test_markdown_export_shows_the_metric_as_typed_and_a_missing_baseline_plainl
     assert f"Target: 120 {metric}" in items, items
     assert parser.texts("h3") == [f"#{attempt['id']} measured — measured — 90.0 {metric}"]
     assert not {tag for tag, _ in parser.elements} & {"a", "em", "b"}
+
+
+class _Links(HTMLParser):
+    """Every destination a rendered Markdown document would follow or load."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.urls += [v or "" for k, v in attrs if (tag, k) in {("a", "href"), ("img", "src")}]
+
+
+def browser_scheme(url: str) -> str | None:
+    """The scheme a browser reads: it drops tabs and newlines anywhere and C0 controls and
+    spaces at the ends, and compares schemes without case."""
+    url = re.sub(r"[\t\n\r]", "", url).strip("".join(map(chr, range(33))))
+    match = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):", url)
+    return match.group(1).lower() if match else None
+
+
+def followed(markdown: str) -> list[str]:
+    """What a lenient viewer links to: every destination markdown-it parses, none refused
+    (markdown-it's own check would hide what a laxer viewer follows)."""
+    viewer = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    viewer.validateLink = lambda url: True  # type: ignore[method-assign]
+    links = _Links()
+    links.feed(viewer.render(markdown))
+    return links.urls
+
+
+UNSAFE_NOTES = [
+    "[click](javascript:alert(1))",
+    "[click](vbscript:msgbox(1))",
+    "[click](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "![pixel](data:image/png;base64,iVBORw0KGgo=)",
+    "[click](JaVaScRiPt:alert(1))",
+    "[click]( javascript:alert(1) )",
+    "[click](<java\tscript:alert(1)>)",
+    "[click](java\tscript:alert(1))",
+    "[click](&#106;avascript:alert(1))",
+    "[click](&#x6A;avascript&colon;alert(1))",
+    "[click](javascript\\:alert(1))",
+    "[click][ref]\n\n[ref]: javascript:alert(1)",
+    "[click][ref]\n\n[ref]:\n  vbscript:msgbox(1) 'title'",
+    "[ref]\n\n[REF]: <data:text/html,x>",
+    "<javascript:alert(1)>",
+    "<JAVASCRIPT:alert(1)>",
+    "see [ok](https://example.com) and [bad](javascript:alert(1))",
+    "[a [nested](javascript:alert(1)) link](https://example.com)",
+]
+
+
+def test_markdown_export_keeps_only_the_links_the_page_keeps(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    for body in UNSAFE_NOTES:
+        note = {"body": f"dead end: {body}"}
+        assert api.post(f"/api/attempts/{attempt['id']}/notes", json=note).status_code == 201
+        assert api.post(f"/api/campaigns/{campaign['id']}/notes", json=note).status_code == 201
+    safe = "[the PR](https://github.com/sgl-project/sglang/pull/1) [mail](mailto:a@b.c) [up](#x)"
+    assert api.post(f"/api/attempts/{attempt['id']}/notes", json={"body": safe}).status_code == 201
+    link = api.post(f"/api/campaigns/{campaign['id']}/shares").json()
+    markdown = anonymous.get(f"/s/{link['token']}.md").text
+
+    urls = followed(markdown)
+    schemes = {browser_scheme(url) for url in urls}
+    assert schemes <= {"https", "mailto", None}, [u for u in urls if browser_scheme(u)]
+    # The safe note keeps its links; the others still read as typed.
+    assert urls[0] == "https://github.com/sgl-project/sglang/pull/1" and urls[2] == "#x"
+    assert len(urls) == 3 and urls[1].startswith("mailto:")  # its address masked
+    text = MarkdownIt("commonmark").render(markdown)
+    assert "<p>dead end: [click](javascript:alert(1))</p>" in text
+    # The page drops the same ones.
+    page_links = _Links()
+    page_links.feed(anonymous.get(f"/s/{link['token']}").text)
+    page_schemes = {browser_scheme(url) for url in page_links.urls}
+    assert page_schemes <= {"https", "mailto", None}, page_links.urls

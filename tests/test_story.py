@@ -5,8 +5,10 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.helpers import (
+    UI_WAIT_MS,
     attempt_of,
     make_attempt,
     make_campaign,
@@ -137,3 +139,66 @@ def test_blocked_by_and_retest_of_are_editable_and_null_clears(
     assert saved.status_code in (200, 303), saved.text
     read = attempt_of(api, three["id"])
     assert (read["blocked_by"], read["retest_of"]) == (None, two["id"])
+
+
+SHOTS = Path("test-artifacts/story")
+
+
+@pytest.mark.browser
+def test_the_story_in_chromium(api: httpx.Client, open_page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The seeds' campaign as the team reads it: the crash on the chart and eliminated from
+    its card in one click, both baseline steps labelled, the adopted step compared with
+    nothing it did not come from."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    campaign = make_campaign(api, baseline=82.0)
+    crashed = make_attempt(api, campaign["id"], title="Torch symmetric memory", command=SYMM)
+    crash(api, crashed, tmp_path)
+    page = open_page(f"/campaigns/{campaign['id']}")
+    card = page.locator(f"#attempt-{crashed['id']}")
+    verdict = card.locator("form.eliminate input[name=verdict]")
+    assert "KeyError: 12" in verdict.input_value()  # the root cause, ready to keep or edit
+    card.locator("form.eliminate button").click()
+    page.wait_for_url(f"**/campaigns/{campaign['id']}*", timeout=UI_WAIT_MS)
+    page.locator(f"#attempt-{crashed['id']}.status-eliminated").wait_for(timeout=UI_WAIT_MS)
+    assert "KeyError: 12" in attempt_of(api, crashed["id"])["verdict"]
+    crash_marker = page.locator("#chart text.marker.crashed")
+    assert crash_marker.count() == 1
+    dead_ends = page.locator("#dead-ends")
+    assert "1 dead end" in dead_ends.inner_text() and "KeyError: 12" in dead_ends.inner_text()
+    labels = page.locator("#chart text.baseline-label")
+    assert labels.all_text_contents() == ["baseline 82.0"]
+    page.screenshot(path=str(SHOTS / "01-crash-eliminated.png"), full_page=True)
+
+    adopted = make_attempt(api, campaign["id"], title="CUDA graphs to 128", command=ADOPTED)
+    assert api.post(f"/api/attempts/{adopted['id']}/measurements", json={"value": 89.5}).is_success
+    done = api.patch(
+        f"/api/attempts/{adopted['id']}", json={"status": "adopted", "set_baseline": True}
+    )
+    assert done.is_success
+    # Live: the new baseline is drawn at once, though no attempt has met it yet.
+    page.wait_for_function(
+        "() => document.querySelectorAll('#chart text.baseline-label').length === 2",
+        timeout=UI_WAIT_MS,
+    )
+    assert labels.all_text_contents() == ["baseline 82.0", "baseline 89.5"]
+    adopted_card = page.locator(f"#attempt-{adopted['id']}")
+    adopted_card.wait_for(timeout=UI_WAIT_MS)
+    assert f"#{crashed['id']}" not in adopted_card.inner_text()
+    page.screenshot(path=str(SHOTS / "02-adopted.png"), full_page=True)
+
+    detail = open_page(f"/attempts/{adopted['id']}")
+    assert f"against #{crashed['id']}" not in detail.locator("#attempt-detail").inner_text()
+    assert "the baseline configuration" in detail.locator("#attempt-detail").inner_text()
+    detail.screenshot(path=str(SHOTS / "03-adopted-attempt-page.png"), full_page=True)
+
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares", json={}).json()["token"]
+    shared = open_page(f"/s/{token}", logged_in=False)
+    text = shared.locator("body").inner_text()
+    assert f"against #{crashed['id']}" not in text and "-disable_custom_all_reduce" not in text
+    assert shared.locator("#chart text.marker.crashed").count() == 1
+    assert shared.locator("#chart text.baseline-label").all_text_contents() == [
+        "baseline 82.0",
+        "baseline 89.5",
+    ]
+    assert "1 dead end" in shared.locator("#dead-ends").inner_text()
+    shared.screenshot(path=str(SHOTS / "04-share.png"), full_page=True)

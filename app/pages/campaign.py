@@ -44,6 +44,9 @@ PAGE = LivePage(
 )  # fmt: skip
 
 
+FOLD_OPEN_UP_TO = 12
+
+
 def campaign_context(
     session: Session,
     campaign_id: int,
@@ -69,8 +72,11 @@ def campaign_context(
         "filter": filter,
         "statuses": [s.value for s in Status],
         "hidden_ids": hidden,
-        # A filter that finds dead ends opens their fold (without script too).
-        "fold_open": filter.active and any(a.id not in hidden for a in lanes["eliminated"]),
+        # Dead ends are part of the story: their fold is open unless they are many; a filter
+        # that finds some opens it (without script too).
+        "fold_open": any(a.id not in hidden for a in lanes["eliminated"])
+        if filter.active
+        else len(lanes["eliminated"]) <= FOLD_OPEN_UP_TO,
         "card_html": {
             i: renders.card_html(detail, card.view, card.notes, hidden=True)
             if i in hidden

@@ -1,5 +1,8 @@
-"""The throughput chart: every measured attempt against the baseline in force and the
-target, as server-rendered SVG (so it shows in the share view, in print, without JS)."""
+"""The throughput chart: every attempt at its place in the campaign, measured ones as
+points against the baseline in force and the target, the others as their outcome (crashed,
+eliminated, not measured yet) on the chart's floor; each baseline step labelled with its
+value, the one in force now drawn to the right edge. Server-rendered SVG (so it shows in
+the share view, in print, without JS)."""
 
 import functools
 import math
@@ -8,6 +11,8 @@ from decimal import Decimal
 
 from markupsafe import Markup, escape
 
+from app.headline import crashed
+from app.models import Lane, Status
 from app.numbers import fmt_delta, fmt_number
 from app.schemas import AttemptOut, CampaignOut
 
@@ -15,8 +20,14 @@ from app.schemas import AttemptOut, CampaignOut
 # size in pixels whatever the width (a scaled viewBox shrank the labels to 4 px on a phone).
 WIDTH, HEIGHT = 100, 100
 LEFT, RIGHT, TOP, BOTTOM = 1.5, 1.5, 7, 14
+FLOOR = HEIGHT - BOTTOM - 2  # where an attempt without a figure shows its outcome
 X_LABELS = 6  # attempt numbers under the plot: a few, evenly spread, never one per point
-DENSE = 120  # past this many points they are drawn smaller
+DENSE = 120  # past this many attempts they are drawn smaller
+
+# An attempt without a figure, by what became of it: (css, glyph, words).
+_CRASHED = ("crashed", "\u2715", "crashed")  # ✕
+_GIVEN_UP = ("eliminated", "\u2298", "eliminated")  # ⊘
+_PENDING = ("pending", "\u25cb", "no figure yet")  # ○
 
 
 @dataclass(frozen=True)
@@ -48,10 +59,12 @@ class Chart:
     # Written here, not in the template: a thousand points in Jinja2 were 7 escapes each,
     # the most of a page rendered after a new figure.
     points_svg: Markup = field(default_factory=Markup)
+    baseline_labels: list[tuple[float, float, str]] = field(default_factory=list)  # x, y, text
+    outcomes: dict[str, int] = field(default_factory=dict)  # attempts without a figure, by css
 
     @property
     def empty(self) -> bool:
-        return not self.points
+        return not self.points and not self.outcomes
 
     @property
     def judged(self) -> bool:
@@ -59,22 +72,31 @@ class Chart:
 
     @property
     def dense(self) -> bool:
-        return len(self.points) > DENSE
+        return len(self.points) + sum(self.outcomes.values()) > DENSE
+
+
+def _outcome(attempt: AttemptOut) -> tuple[str, str, str]:
+    if attempt.status in (Status.crashed, Status.eliminated) and crashed(attempt):
+        return _CRASHED
+    if attempt.status == Status.eliminated:
+        return _GIVEN_UP
+    return _PENDING
 
 
 def build_chart(
     campaign: CampaignOut, attempts: list[AttemptOut], *, link_prefix: str = "/attempts/"
 ) -> Chart:
     """`link_prefix`: where a point links, followed by its attempt's id."""
+    attempts = [a for a in attempts if a.lane != Lane.refused]  # nothing ran: no outcome
     measured = [a for a in attempts if a.metric_value is not None]
     values = [a.metric_value for a in measured if a.metric_value is not None]
-    values += [a.baseline for a in measured if a.baseline is not None]
+    values += [a.baseline for a in attempts if a.baseline is not None]
     if campaign.target is not None:
         values.append(campaign.target)
     if campaign.baseline is not None:
         values.append(campaign.baseline)
     values = [v for v in values if math.isfinite(v)]
-    if not measured or not values:
+    if not attempts or not values:
         return Chart(WIDTH, HEIGHT, [], [], None, [], campaign.metric)
     # Laid out in units of a power of two (exact) so that the padded range of figures near
     # the float limit cannot overflow.
@@ -94,37 +116,65 @@ def build_chart(
     def y_of(value: float) -> float:
         return y_at(value / scale)
 
-    step = (WIDTH - LEFT - RIGHT) / max(len(measured), 1)
-    link, radius = str(escape(link_prefix)), 3 if len(measured) > DENSE else 6
+    # The baseline in force now, when no attempt has been judged by it yet, gets a slot of
+    # its own at the right: adopting an attempt moves the line at once.
+    now = (
+        campaign.baseline
+        if campaign.baseline is not None and math.isfinite(campaign.baseline)
+        else None
+    )
+    last_baseline = attempts[-1].baseline
+    slots = len(attempts) + (1 if now is not None and now != last_baseline else 0)
+    step = (WIDTH - LEFT - RIGHT) / slots
+    small = len(attempts) > DENSE
+    link, radius = str(escape(link_prefix)), 3 if small else 6
     points: list[Point] = []
     svg: list[str] = []
+    outcomes: dict[str, int] = {}
     baseline_ys: dict[float, float] = {}  # few baselines in force, many attempts
-    steps: list[tuple[float, int, int]] = []  # (y, first, last attempt) of each baseline
-    for index, attempt in enumerate(measured):
-        value = attempt.metric_value
-        assert value is not None
-        x, y = round(LEFT + step * (index + 0.5), 2), round(y_of(value), 2)
-        if attempt.improved is None:
-            css = "unjudged"
+    steps: list[tuple[float, float, int, int]] = []  # (value, y, first, last slot)
+
+    def hold(value: float, index: int) -> None:
+        if value not in baseline_ys:
+            baseline_ys[value] = round(y_of(value), 2)
+        if steps and steps[-1][0] == value:
+            steps[-1] = (value, steps[-1][1], steps[-1][2], index)  # one line while it holds
         else:
-            css = "noise" if attempt.delta_within_noise else "up" if attempt.improved else "down"
-        points.append(Point(x, y, attempt, css))
-        shown = (attempt.id, attempt.title, value, campaign.metric, attempt.delta_pct)
-        svg.append(_point_svg(link, radius, x, y, css, *shown, attempt.delta_within_noise))
-        if attempt.baseline is not None:
-            if attempt.baseline not in baseline_ys:
-                baseline_ys[attempt.baseline] = round(y_of(attempt.baseline), 2)
-            y = baseline_ys[attempt.baseline]
-            if steps and steps[-1][0] == y:
-                steps[-1] = (y, steps[-1][1], index)  # one line while the baseline holds
+            steps.append((value, baseline_ys[value], index, index))
+
+    for index, attempt in enumerate(attempts):
+        x = round(LEFT + step * (index + 0.5), 2)
+        value = attempt.metric_value
+        if value is not None and math.isfinite(value):
+            y = round(y_of(value), 2)
+            if attempt.improved is None:
+                css = "unjudged"
             else:
-                steps.append((y, index, index))
+                within = attempt.delta_within_noise
+                css = "noise" if within else "up" if attempt.improved else "down"
+            points.append(Point(x, y, attempt, css))
+            given_up = attempt.status == Status.eliminated
+            shown = (attempt.id, attempt.title, value, campaign.metric, attempt.delta_pct)
+            svg.append(
+                _point_svg(link, radius, x, y, css, *shown, attempt.delta_within_noise, given_up)
+            )
+        else:
+            kind = _outcome(attempt)
+            outcomes[kind[0]] = outcomes.get(kind[0], 0) + 1
+            cause = (attempt.diagnosis or {}).get("root_cause") or ""
+            svg.append(_marker_svg(link, small, x, kind, attempt.id, attempt.title, cause))
+        if attempt.baseline is not None and math.isfinite(attempt.baseline):
+            hold(attempt.baseline, index)
+    if now is not None:
+        hold(now, slots - 1)  # drawn to the right edge: the baseline the next attempt meets
     baseline: list[Segment] = []
-    for y, first, last in steps:
+    baseline_labels: list[tuple[float, float, str]] = []
+    for value, y, first, last in steps:
         left, right = round(LEFT + step * first, 2), round(LEFT + step * (last + 1), 2)
         if baseline:  # the step up or down where the baseline changed
             baseline.append(Segment(left, baseline[-1].y2, left, y))
         baseline.append(Segment(left, y, right, y))
+        baseline_labels.append((left, y, fmt_number(value)))
     # Round in the metric's own units, not in units of `scale`: 1,250 tok/s, not 1,249.28.
     real_low, real_high = low * scale, high * scale
     if math.isfinite(real_low) and math.isfinite(real_high):
@@ -134,14 +184,15 @@ def build_chart(
         tick_step, tick_values = nice_ticks(low, high)
     ticks = [(round(y_at(v), 2), tick_label(v, tick_step, scale)) for v in tick_values]
     target_y = round(y_of(campaign.target), 2) if campaign.target is not None else None
-    every = max(1, math.ceil(len(points) / X_LABELS))
+    every = max(1, math.ceil(len(attempts) / X_LABELS))
     # Anchored inward at the edges: a centred label there would be cut in half.
-    x_labels = [
-        (p.x, f"#{p.attempt.id}", "start" if p.x < 8 else "end" if p.x > 92 else "middle")
-        for p in points[::every]
-    ]
+    x_labels = []
+    for index in range(0, len(attempts), every):
+        x = round(LEFT + step * (index + 0.5), 2)
+        anchor = "start" if x < 8 else "end" if x > 92 else "middle"
+        x_labels.append((x, f"#{attempts[index].id}", anchor))
     return Chart(WIDTH, HEIGHT, points, baseline, target_y, ticks, campaign.metric, x_labels,
-                 Markup("".join(svg)))  # fmt: skip
+                 Markup("".join(svg)), baseline_labels, outcomes)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -157,15 +208,34 @@ def _point_svg(
     metric: str,
     delta_pct: float | None,
     within_noise: bool | None,
+    given_up: bool,
 ) -> str:
     """A point as a link to its attempt, with its tooltip; kept, as after a new figure all
     but one point are drawn as before."""
     label = f"#{attempt_id} {title}: {fmt_number(value)} {metric}"
     if delta_pct is not None:
         label += f" ({fmt_delta(delta_pct)}{', noise' if within_noise else ''})"
+    if given_up:
+        label, css = f"{label}, eliminated", f"{css} eliminated"
     return (
         f'<a href="{link}{attempt_id}"><circle class="point {css}" cx="{x}%" cy="{y}%"'
         f' r="{radius}"><title>{escape(label)}</title></circle></a>'
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _marker_svg(
+    link: str, small: bool, x: float, kind: tuple[str, str, str], attempt_id: int, title: str,
+    cause: str,
+) -> str:  # fmt: skip
+    """An attempt without a figure: its outcome on the chart's floor, at its place."""
+    css, glyph, words = kind
+    label = f"#{attempt_id} {title}: {words}" + (f": {cause[:160]}" if cause else "")
+    size = " small" if small else ""
+    return (
+        f'<a href="{link}{attempt_id}"><text class="marker {css}{size}" x="{x}%" y="{FLOOR}%"'
+        f' text-anchor="middle" dominant-baseline="central">{glyph}'
+        f"<title>{escape(label)}</title></text></a>"
     )
 
 

@@ -41,6 +41,7 @@ def launch_preview(session: Session, campaign_id: int, data: AttemptCreate) -> d
         "bench": launch.bench,
         "repeat": launch.repeat,
         "warmup": launch.warmup,
+        "keep": launch.keep,
         "flag_diff": flag_diff,
     }
 

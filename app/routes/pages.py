@@ -1,8 +1,11 @@
 """HTML pages and their forms: plain posts that redirect, or partials when htmx asks."""
 
+import asyncio
+import math
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Query, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -28,6 +31,7 @@ from app.schemas import (
     NoteCreate,
 )
 from app.tailing.factory import log_source_refusal, trust_offered_key
+from app.throttle import LoginThrottle
 
 router = APIRouter(include_in_schema=False)
 NOTES = "partials/_campaign_notes.html"  # a campaign's notes, as a form's answer
@@ -52,23 +56,40 @@ def see_other(url: str) -> RedirectResponse:
 
 
 @router.get("/login")
-def login(request: Request, token: str | None = None, next: str = "/") -> Response:
-    auth = owner_auth(request)
+async def login(request: Request, token: str | None = None, next: str = "/") -> Response:
+    """The login page; with a token, the login (throttled per address: app/throttle.py)."""
     if token is None:
-        return render(request, "pages/login.html", {"error": None, "next": next})
-    if not auth.token_ok(token):
-        return render(
-            request,
-            "pages/login.html",
-            {"error": "That token is not valid.", "next": next},
-            status_code=401,
+        return await run_in_threadpool(
+            render, request, "pages/login.html", {"error": None, "next": next}
         )
+    throttle: LoginThrottle = request.app.state.login_throttle
+    address = request.client.host if request.client else ""
+    wait = throttle.wait_left(address)
+    if wait > 0:
+        refused = await run_in_threadpool(
+            render, request, "pages/login.html",
+            {"error": f"Too many wrong tokens: try again in {math.ceil(wait)} s.", "next": next},
+            status_code=429,
+        )  # fmt: skip
+        refused.headers["retry-after"] = str(math.ceil(wait))
+        return refused
+    if not owner_auth(request).token_ok(token):
+        await asyncio.sleep(throttle.failed(address))  # the guess's cost, off the loop's back
+        return await run_in_threadpool(
+            render, request, "pages/login.html",
+            {"error": "That token is not valid.", "next": next}, status_code=401,
+        )  # fmt: skip
+    throttle.succeeded(address)
+    return await run_in_threadpool(logged_in, request, next)
+
+
+def logged_in(request: Request, next: str) -> Response:
     # Only local paths: a login link must not become an open redirect.
     target = next if next.startswith("/") and not next.startswith("//") else "/"
     response = see_other(target)
     response.set_cookie(
         SESSION_COOKIE,
-        auth.open_session(),
+        owner_auth(request).open_session(),  # a database write: in a worker thread
         httponly=True,
         samesite="lax",
         secure=request.app.state.settings.secure_cookies,
@@ -78,10 +99,10 @@ def login(request: Request, token: str | None = None, next: str = "/") -> Respon
 
 
 @router.post("/login")
-def login_form(
+async def login_form(
     request: Request, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/"
 ) -> Response:
-    return login(request, token=token, next=next)
+    return await login(request, token=token, next=next)
 
 
 @router.post("/logout", dependencies=OwnerForm)
@@ -252,7 +273,10 @@ def change_status(
     if data.status == Status.eliminated and not (data.verdict or "").strip():
         raise form.refuse({"verdict": "say why it is a dead end: eliminating needs a verdict"})
     with form:
-        actions.update_attempt(session, attempt_id, data)
+        attempt = actions.update_attempt(session, attempt_id, data)
+    if form.data.get("return_to") == "campaign" and not is_htmx(request):
+        # From a card's Eliminate: back to the campaign, at the card.
+        return see_other(f"/campaigns/{attempt.campaign_id}#attempt-{attempt_id}")
     return _attempt_answer(request, session, attempt_id)
 
 

@@ -140,9 +140,12 @@ class HostPrograms:
     def _open(self, host: str) -> Session:
         if host == LOCAL:
             return LocalSession()
-        url = parse_source(f"ssh://{host}/")
-        source = self.sources.ssh(SourceURL("ssh", "/", url.host, url.user, url.port))
-        return source.open_program(PROGRAM, ["serve"])
+        try:
+            url = parse_source(f"ssh://{host}/")
+            source = self.sources.ssh(SourceURL("ssh", "/", url.host, url.user, url.port))
+            return source.open_program(PROGRAM, ["serve"])
+        except BadSource as error:  # a run stored before the API refused such hosts
+            raise HostUnavailable(TailStatus.error, str(error)) from None
 
     def borrow(self, host: str) -> Session:
         stale = []

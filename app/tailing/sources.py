@@ -1,5 +1,6 @@
 """Parse a log source URL into the source that follows it."""
 
+import re
 from dataclasses import dataclass
 
 from app.tailing.status import TailStatus
@@ -16,6 +17,34 @@ class HostUnavailable(Exception):
     def __init__(self, state: TailStatus, message: str) -> None:
         self.state = state
         super().__init__(message)
+
+
+# What a host name or ~/.ssh/config alias is made of. The name reaches a shell: paramiko runs
+# `Match exec` lines through one with %h replaced by it, as OpenSSH does after its own
+# valid_hostname() check, so anything a shell splits or expands on (whitespace, control
+# characters, quotes, $, `, ;, &, |, <, >, (, ), {, }, *, ?, ~, %...) is refused outright.
+# A leading "-" would read as an option to a command that takes the name as an argument.
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
+_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
+
+
+def check_host_name(host: str) -> str:
+    """`host` if OpenSSH and a shell would both take it as one plain name; BadSource otherwise."""
+    if not _HOST_NAME.fullmatch(host):
+        raise BadSource(
+            f"not a host name: {host!r} (letters, digits, '.', '-' and '_' only, "
+            "not starting with '-' or '.')"
+        )
+    return host
+
+
+def check_user_name(user: str) -> str:
+    if not _USER_NAME.fullmatch(user):
+        raise BadSource(
+            f"not a user name: {user!r} (letters, digits, '.', '-' and '_' only, "
+            "not starting with '-' or '.')"
+        )
+    return user
 
 
 @dataclass(frozen=True)
@@ -46,10 +75,11 @@ def parse_source(url: str) -> SourceURL:
         if slash <= 0:
             raise BadSource("an ssh source is ssh://[user@]host[:port]/abs/path")
         netloc, path = rest[:slash], rest[slash:]
-        user, _, hostport = netloc.rpartition("@")
+        user, at, hostport = netloc.rpartition("@")
         host, _, port_text = hostport.partition(":")
-        if not host or any(c in host for c in " /\\'\"$`;&|<>"):
-            raise BadSource(f"not a host name: {host!r}")
+        check_host_name(host)
+        if at:
+            check_user_name(user)
         port = None
         if port_text:
             if not port_text.isdigit() or not 0 < int(port_text) < 65536:

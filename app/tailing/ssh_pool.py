@@ -12,7 +12,7 @@ from typing import Any
 import paramiko
 
 from app.tailing.host_keys import HostKeyNotTrusted, RefuseAndRemember
-from app.tailing.sources import SourceURL
+from app.tailing.sources import SourceURL, check_host_name, check_user_name
 
 CHANNELS_PER_CONNECTION = 10  # sshd's MaxSessions default
 CONNECT_TIMEOUT_S = 10.0
@@ -45,6 +45,11 @@ class SSHOptions:
 
 
 def resolve(url: SourceURL, options: SSHOptions) -> Target:
+    # The last guard before paramiko hands the name to a shell (`Match exec "... %h"`): a
+    # source stored before the API refused such names, or one built without parse_source.
+    check_host_name(url.host or "")
+    if url.user is not None:
+        check_user_name(url.user)
     config = paramiko.SSHConfig()
     if options.config_path.is_file():
         config = paramiko.SSHConfig.from_path(str(options.config_path))

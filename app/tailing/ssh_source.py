@@ -17,7 +17,7 @@ import paramiko
 from app.tailing import follower, wire
 from app.tailing.events import Data, Event, Opened, Rotated, State, from_follower
 from app.tailing.host_keys import HostKeyNotTrusted, host_key_refusal
-from app.tailing.sources import HostUnavailable, SourceURL
+from app.tailing.sources import BadSource, HostUnavailable, SourceURL
 from app.tailing.ssh_pool import Connection, ConnectionPool, Target, resolve
 from app.tailing.status import TailStatus
 
@@ -105,6 +105,11 @@ class SSHSource:
                 )
                 stop.wait(UNTRUSTED_RETRY_S)
                 continue
+            except BadSource as error:
+                # A host name no shell may see (a source stored before the API refused
+                # it): retrying cannot help.
+                yield State(TailStatus.error, str(error), infrastructure=True)
+                return
             except paramiko.AuthenticationException as error:
                 outcome = State(TailStatus.authentication_failed, str(error), infrastructure=True)
             except (OSError, EOFError, paramiko.SSHException, ConnectionError) as error:
