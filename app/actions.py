@@ -54,6 +54,8 @@ def create_campaign(session: Session, data: CampaignCreate) -> Campaign:
     session.flush()
     if data.baseline is not None:
         _set_baseline(session, campaign, data.baseline, attempt_id=None)
+    assert campaign.id is not None
+    record(session, campaign.id, "campaign")  # the campaign list hears of it
     return campaign
 
 

@@ -19,6 +19,11 @@ from app.db import session_scope
 OWNER_TOKEN_HASH = "owner_token_sha256"
 SIGNING_KEY = "signing_key"
 SESSION_COOKIE = "campaign_dash_session"
+# Where the serving dashboard's owner token comes from, recorded by `serve` as it starts: a
+# `token reset` in another terminal cannot see that dashboard's environment, and a token
+# taken from CAMPAIGN_DASH_TOKEN is one no reset of the stored hash changes.
+TOKEN_FROM = "owner_token_from"
+FROM_ENVIRONMENT, FROM_DATABASE = "environment", "database"
 REFRESH_S = 0.5
 SESSION_MAX_AGE_S = 60 * 60 * 24 * 30
 

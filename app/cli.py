@@ -160,6 +160,7 @@ def main() -> None:
 def serve(host: str, port: int) -> None:
     """Migrate the database to head, then serve the dashboard."""
     from app import repo
+    from app.auth import FROM_DATABASE, FROM_ENVIRONMENT, TOKEN_FROM
     from app.config import Settings
     from app.db import session_scope
     from app.web import create_app
@@ -176,6 +177,8 @@ def serve(host: str, port: int) -> None:
         app = create_app(settings)
         with session_scope(app.state.engine) as session:
             repo.set_secret(session, name=SERVED_AT, value=base_url(settings, host, port))
+            token_from = FROM_ENVIRONMENT if settings.token else FROM_DATABASE
+            repo.set_secret(session, name=TOKEN_FROM, value=token_from)
     # What start-up made (modules, templates, mappers: 130,000 objects) lives as long as the
     # process: full collections skip it. Each walked it, stalling every live stream at once.
     gc.collect()
@@ -229,9 +232,11 @@ def token() -> None:
     "it never ran).",
 )
 def token_reset(host: str | None, port: int | None) -> None:
-    """Generate a new owner token (ends every browser session) and print its login link."""
+    """Generate a new owner token (ends every browser session) and print its login link.
+
+    Refused while the dashboard takes its token from CAMPAIGN_DASH_TOKEN: change it there."""
     from app import repo
-    from app.auth import reset_owner_token
+    from app.auth import FROM_ENVIRONMENT, TOKEN_FROM, reset_owner_token
     from app.config import Settings
     from app.db import make_engine, session_scope
 
@@ -249,10 +254,21 @@ def token_reset(host: str | None, port: int | None) -> None:
     prepare_database(settings, secrets=False)
     with database_errors(settings.database_url):
         engine = make_engine(settings.database_url)
-        new = reset_owner_token(engine)
-        with session_scope(engine) as session:
-            served_at = repo.get_secret(session, name=SERVED_AT)
-        engine.dispose()
+        try:
+            with session_scope(engine) as session:
+                served_at = repo.get_secret(session, name=SERVED_AT)
+                token_from = repo.get_secret(session, name=TOKEN_FROM)
+            if token_from == FROM_ENVIRONMENT:
+                # Its link would be answered with 401, and every browser session ended.
+                raise click.ClickException(
+                    f"the dashboard at {served_at or 'this database'} takes its owner token "
+                    "from CAMPAIGN_DASH_TOKEN in its environment, which no reset changes: to "
+                    "change the token, restart it with a new CAMPAIGN_DASH_TOKEN (to have one "
+                    "generated instead, restart it without CAMPAIGN_DASH_TOKEN, then reset)"
+                )
+            new = reset_owner_token(engine)
+        finally:
+            engine.dispose()
     if host is None and port is None and served_at and not settings.public_url:
         click.echo(f"Log in: {served_at}/login?token={new}")
     else:
@@ -309,16 +325,17 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
     token = settings.token or generated
     assert token is not None  # a fresh database always gets a generated token
     app = create_app(settings)
-    url = login_url(settings, "127.0.0.1", sock.getsockname()[1], token)
+    stop = threading.Event()
+    replay = demo_story.Replay(app.state, workdir, speed=speed, stop=stop)
+    # The link opens the replayed campaign's page, where the story plays out live.
+    login = login_url(settings, "127.0.0.1", sock.getsockname()[1], token)
+    url = f"{login}&next=/campaigns/{replay.create_campaign()}"
     click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
     click.echo(f"Open: {url}")
     click.echo(
         f"Server logs of the story are written to {workdir}, one file per attempt. "
         "Ctrl-C stops the demo and removes them."
     )
-
-    stop = threading.Event()
-    replay = demo_story.Replay(app.state, workdir, speed=speed, stop=stop)
 
     def start_when_serving() -> None:
         # The tailer starts with the server (its lifespan); the story starts after it.

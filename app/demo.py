@@ -187,10 +187,16 @@ class Replay:
             self.stop.wait(0.05)
         return False
 
+    def create_campaign(self) -> int:
+        """The story's campaign, made before the replay starts: its page is the demo's link."""
+        self.campaign_id = self._write(lambda s: actions.create_campaign(s, CAMPAIGN).id)
+        return self.campaign_id
+
     def run(self) -> bool:
         """Plays the whole story; False when stopped or failed before its end."""
         try:
-            self.campaign_id = self._write(lambda s: actions.create_campaign(s, CAMPAIGN).id)
+            if not self.campaign_id:
+                self.create_campaign()
             for number, step in enumerate(STORY, start=1):
                 if self.stop.is_set():
                     return False

@@ -51,30 +51,36 @@ class Listener:
 
 
 class Bus:
+    """Wakes the listeners of a campaign, and those of every campaign (`None`: the campaign
+    list's), when it has new events."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._listeners: dict[int, set[Listener]] = {}
+        self._listeners: dict[int | None, set[Listener]] = {}
         # Bumped when the owner's credentials change: each stream checks its own again.
         self.revision = 0
 
     def publish(self, campaign_id: int) -> None:
         """Never blocks: each listener only gets its wake-up flag set."""
         with self._lock:
-            listeners = list(self._listeners.get(campaign_id, ()))
-        for listener in listeners:
-            with contextlib.suppress(RuntimeError):  # its loop is closed: server stopping
-                listener.wake()
+            listeners = [*self._listeners.get(campaign_id, ()), *self._listeners.get(None, ())]
+        self._wake(listeners)
 
     def publish_all(self) -> None:
         """Wake every listener of every campaign (the owner's credentials changed)."""
         with self._lock:
             self.revision += 1
-            campaign_ids = list(self._listeners)
-        for campaign_id in campaign_ids:
-            self.publish(campaign_id)
+            listeners = [listener for each in self._listeners.values() for listener in each]
+        self._wake(listeners)
+
+    @staticmethod
+    def _wake(listeners: list[Listener]) -> None:
+        for listener in listeners:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: server stopping
+                listener.wake()
 
     @contextmanager
-    def listen(self, campaign_id: int) -> Iterator[Listener]:
+    def listen(self, campaign_id: int | None) -> Iterator[Listener]:
         listener = Listener(asyncio.get_running_loop())
         with self._lock:
             self._listeners.setdefault(campaign_id, set()).add(listener)
@@ -84,7 +90,7 @@ class Bus:
             with self._lock:
                 self._listeners.get(campaign_id, set()).discard(listener)
 
-    def listener_count(self, campaign_id: int) -> int:
+    def listener_count(self, campaign_id: int | None) -> int:
         with self._lock:
             return len(self._listeners.get(campaign_id, ()))
 
@@ -174,11 +180,11 @@ Render = Callable[[Any, list[Any], dict[str, Any] | None], list[Message]]
 
 @dataclass
 class View:
-    """What a broadcaster needs of its view: its campaign, how to render a batch of
-    events (in a worker thread: session, events, the view's own memory between batches),
-    and, for a share, whether it may still be read."""
+    """What a broadcaster needs of its view: its campaign (None: every campaign), how to
+    render a batch of events (in a worker thread: session, events, the view's own memory
+    between batches), and, for a share, whether it may still be read."""
 
-    campaign_id: int
+    campaign_id: int | None
     render: Render
     still_valid: Callable[[Any], bool] | None = None
     # Fills the memory from the same snapshot as the broadcaster's first cursor, so that
@@ -303,8 +309,8 @@ class Hub:
         self,
         bus: Bus,
         session: Callable[[], AbstractContextManager[Any]],
-        events_after: Callable[[Any, int, int, int | None], list[Any]],
-        newest_event_id: Callable[[Any, int], int],
+        events_after: Callable[[Any, int | None, int, int | None], list[Any]],
+        newest_event_id: Callable[[Any, int | None], int],
         *,
         heartbeat_s: float,
         buffer: int = 64,

@@ -29,6 +29,13 @@ SQLModel.metadata.naming_convention = {
 }
 
 
+# Ids are never reused (PRODUCT.md): "see #7" in a note, a pasted link, a stale page's form
+# and a stream's Last-Event-ID keep naming what they named. SQLite hands the highest rowid
+# out again after it is deleted, unless the table is AUTOINCREMENT (PostgreSQL's sequences
+# never do). For every table whose ids people see or that a client keeps.
+NEVER_REUSED: dict[str, Any] = {"sqlite_autoincrement": True}
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -79,6 +86,8 @@ class Lane(StrEnum):
 
 
 class Campaign(SQLModel, table=True):
+    __table_args__ = NEVER_REUSED
+
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=200)
     metric: str = Field(default="tok/s", max_length=40)
@@ -114,6 +123,7 @@ class Attempt(SQLModel, table=True):
     __table_args__ = (
         Index("ix_attempt_campaign_card", "campaign_id", "id", "status", "title",
               "fingerprint", "retest_of", "blocked_by", "updated_at"),
+        NEVER_REUSED,
     )  # fmt: skip
 
     id: int | None = Field(default=None, primary_key=True)
@@ -156,6 +166,8 @@ class Measurement(SQLModel, table=True):
 
 
 class Note(SQLModel, table=True):
+    __table_args__ = NEVER_REUSED
+
     id: int | None = Field(default=None, primary_key=True)
     campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
     # Null for a note on the campaign as a whole.
@@ -168,6 +180,8 @@ class Note(SQLModel, table=True):
 
 
 class ShareLink(SQLModel, table=True):
+    __table_args__ = NEVER_REUSED
+
     id: int | None = Field(default=None, primary_key=True)
     campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
     # sha256 of the token: a leaked database does not leak working links.
@@ -229,6 +243,7 @@ class LiveEvent(SQLModel, table=True):
     """Something a live page should hear about; its id is the SSE event id (Last-Event-ID)."""
 
     __tablename__ = "event"
+    __table_args__ = NEVER_REUSED
 
     id: int | None = Field(default=None, primary_key=True)
     campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
@@ -270,6 +285,8 @@ class RunState(StrEnum):
 
 class Run(SQLModel, table=True):
     """One launch of an attempt's command on a host, driven by the runner to its end."""
+
+    __table_args__ = NEVER_REUSED
 
     id: int | None = Field(default=None, primary_key=True)
     attempt_id: int = Field(foreign_key="attempt.id", index=True, ondelete="CASCADE")

@@ -59,7 +59,12 @@
       ["heartbeat", "hello"].forEach(function (name) {
         real.addEventListener(name, function () { lastHeard = Date.now(); setLive(true); });
       });
-      real.addEventListener("reload", function () { window.location.reload(); });
+      // A reload may name where to go instead: a deleted attempt's page goes to its campaign.
+      real.addEventListener("reload", function (event) {
+        var to = event.data || "";
+        if (to.charAt(0) === "/" && to.charAt(1) !== "/") { window.location.replace(to); }
+        else { window.location.reload(); }
+      });
     }, delay);
   }
   // A live page's stream: each message is named after the fragment it brings, and replaces
@@ -176,6 +181,13 @@
       ];
     }
     if (document.querySelector("[data-live]")) { setLive(false); }
+    // A flash ("#12 deleted") is said once: its query parameter leaves the address, so a
+    // reload or a copied link does not say it again.
+    document.querySelectorAll("#flash [data-once]").forEach(function (flash) {
+      var url = new URL(window.location.href);
+      url.searchParams.delete(flash.getAttribute("data-once"));
+      history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+    });
     document.querySelectorAll("[sse-connect]").forEach(follow);
     window.__pageLoadedAt = window.__pageLoadedAt || Date.now();
   });

@@ -202,6 +202,56 @@ def test_configured_token_is_used_and_never_printed(env: dict[str, str], tmp_pat
     assert OWNER_TOKEN not in output and "login?token=" not in output
 
 
+def test_token_reset_beside_a_dashboard_whose_token_is_in_its_environment_changes_nothing(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """The dashboard reads its token from CAMPAIGN_DASH_TOKEN, not the database: a reset
+    from another terminal (without the variable) would print a link it answers with 401,
+    and end every browser session for nothing."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serving({**env, "CAMPAIGN_DASH_TOKEN": OWNER_TOKEN}, tmp_path, port):
+        browser = httpx.Client(base_url=url)
+        assert browser.get("/login", params={"token": OWNER_TOKEN}).status_code == 303
+        before = secrets_and_sessions(env["CAMPAIGN_DASH_DATABASE_URL"])
+
+        reset = run_cli("token", "reset", env=env, cwd=tmp_path)
+
+        assert reset.returncode == 1, reset.stdout
+        assert "token=" not in reset.stdout + reset.stderr
+        said = " ".join(reset.stderr.split())
+        assert f"the dashboard at {url} takes its owner token from CAMPAIGN_DASH_TOKEN" in said
+        assert "restart it with a new CAMPAIGN_DASH_TOKEN" in said
+        assert secrets_and_sessions(env["CAMPAIGN_DASH_DATABASE_URL"]) == before
+        owner = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+        assert httpx.get(f"{url}/api/campaigns", headers=owner).status_code == 200
+        assert browser.get("/", headers={"Accept": "text/html"}).status_code == 200
+        browser.close()
+
+    # Served without the variable, it takes the stored token again: a reset is what it needs.
+    with serving(env, tmp_path, port):
+        reset = run_cli("token", "reset", env=env, cwd=tmp_path)
+        assert reset.returncode == 0, reset.stderr
+        new = re.search(r"/login\?token=([\w-]+)", reset.stdout)
+        assert new, reset.stdout
+        owner = {"Authorization": f"Bearer {new.group(1)}"}
+        wait_for(
+            lambda: httpx.get(f"{url}/api/campaigns", headers=owner).status_code == 200,
+            timeout=10, what="the new token accepted",
+        )  # fmt: skip
+
+
+def secrets_and_sessions(database_url: str) -> tuple[list[tuple[str, str]], list[str]]:
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        secrets = connection.execute(text("SELECT name, value FROM sitesecret ORDER BY name"))
+        stored = [(row[0], row[1]) for row in secrets]
+        sessions = connection.execute(text("SELECT token_hash FROM owner_session ORDER BY 1"))
+        hashes = [row[0] for row in sessions]
+    engine.dispose()
+    return stored, hashes
+
+
 def test_ctrl_c_ends_open_live_streams_and_the_server_stops(
     env: dict[str, str], tmp_path: Path
 ) -> None:

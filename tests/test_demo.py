@@ -178,6 +178,23 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> No
     assert not workdir.exists() and demo.workdirs() == []
 
 
+def test_the_demo_link_opens_the_replayed_campaigns_live_page(demo: Demo) -> None:
+    """The campaign list sums a campaign up; the replay is seen on the campaign's page."""
+    line = wait_for(
+        lambda: next((line for line in demo.output if line.startswith("Open: ")), None),
+        timeout=30, what="the printed link",
+    )  # fmt: skip
+    link = line.removeprefix("Open: ").strip()
+    auth = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+    [replayed] = httpx.get(f"{demo.url}/api/campaigns", headers=auth).json()
+    assert link == f"{demo.url}/login?token={OWNER_TOKEN}&next=/campaigns/{replayed['id']}"
+    with httpx.Client(headers={"Accept": "text/html"}) as browser:
+        page = browser.get(link, follow_redirects=True)
+    assert page.status_code == 200 and page.url.path == f"/campaigns/{replayed['id']}"
+    assert "EAGLE-3 speculative decoding on 8x RTX PRO 6000" in page.text
+    assert f"/api/campaigns/{replayed['id']}/events?view=campaign" in page.text  # live
+
+
 def test_sigterm_mid_replay_stops_the_demo_and_removes_its_directory(demo: Demo) -> None:
     wait_for(lambda: len(campaign(demo.url)["attempts"]) >= 2, timeout=60, what="two attempts")
     [workdir] = demo.workdirs()

@@ -182,8 +182,10 @@ def test_a_listener_too_far_behind_is_told_to_reload(api: httpx.Client, server: 
 
     campaign = make_campaign(api)
     attempt = make_attempt(api, campaign["id"])
-    first = SSEReader(api, events_url(campaign["id"], after="0")).next()
-    assert first.event == "attempt"
+    # The campaign's own event (made: the campaign list hears of it), then the attempt's.
+    first = SSEReader(api, events_url(campaign["id"], after="0")).until(
+        lambda m: m.event == "attempt"
+    )
     with session_scope(server.app.state.engine) as session:
         for _ in range(6_000):
             session.add(

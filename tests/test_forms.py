@@ -236,7 +236,12 @@ def test_edit_and_delete_a_campaign_and_an_attempt(
     unconfirmed = browser.post(f"/attempts/{attempt['id']}/delete", data=delete)
     assert unconfirmed.status_code == 422 and "tick the box" in unconfirmed.text
     gone = browser.post(f"/attempts/{attempt['id']}/delete", data=delete | {"confirm": "yes"})
-    assert gone.status_code == 303 and gone.headers["location"] == f"/campaigns/{campaign['id']}"
+    assert gone.status_code == 303
+    assert gone.headers["location"] == f"/campaigns/{campaign['id']}?deleted={attempt['id']}"
+    assert f"#{attempt['id']} deleted" in browser.get(gone.headers["location"]).text
+    # Said only when true: a link that names an attempt still there says nothing.
+    lying = browser.get(f"/campaigns/{campaign['id']}?deleted={other['id']}").text
+    assert f"#{other['id']} deleted" not in lying
     assert api.get(f"/api/attempts/{attempt['id']}").status_code == 404
     assert api.get(f"/api/attempts/{attempt['id']}/log").status_code == 404
     assert api.get(f"/api/attempts/{other['id']}").json()["retest_of"] is None
@@ -306,7 +311,7 @@ def test_closed_cards_say_what_happened_not_what_is_missing(
     assert f'action="/attempts/{proposed["id"]}/measurements"' in open_page
 
 
-def test_a_page_open_on_a_deleted_attempt_is_told_to_reload(api: httpx.Client) -> None:
+def test_a_page_open_on_a_deleted_attempt_is_sent_to_its_campaign(api: httpx.Client) -> None:
     from tests.sse import SSEReader
 
     campaign = make_campaign(api)
@@ -315,7 +320,8 @@ def test_a_page_open_on_a_deleted_attempt_is_told_to_reload(api: httpx.Client) -
     tab = SSEReader(api, url)
     assert tab.next(skip=()).event == "hello"
     assert api.delete(f"/api/attempts/{attempt['id']}").status_code == 204
-    assert tab.until(lambda m: m.event == "reload").event == "reload"
+    reload = tab.until(lambda m: m.event == "reload")
+    assert reload.data == f"/campaigns/{campaign['id']}?deleted={attempt['id']}"
     tab.close()
     assert api.get(url).status_code == 404
 

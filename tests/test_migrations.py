@@ -1,5 +1,7 @@
 """Migrations: head matches the models, and data from the previous revision survives."""
 
+from typing import Any
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -201,4 +203,78 @@ def test_0010_leaves_runs_unfinished_before_it_for_the_first_dashboard_to_claim(
     ]
     records = Records(engine, instance_id())
     assert records.claim(1) is True and records.claim(2) is False  # the ended one: nothing to drive
+    engine.dispose()
+
+
+def test_0012_hands_out_no_id_again_after_the_upgrade(database_url: str) -> None:
+    migrate.upgrade(database_url, "0011")
+    engine = make_engine(database_url)
+    now = "2026-12-01 13:21:27"
+
+    def insert(connection: Any, table: str, **row: Any) -> int:
+        """A row as the app adds it (the database picks its id); that id."""
+        columns = ", ".join(row)
+        values = ", ".join(f":{name}" for name in row)
+        connection.execute(text(f"INSERT INTO {table} ({columns}) VALUES ({values})"), row)
+        return int(connection.execute(text(f"SELECT max(id) FROM {table}")).scalar_one())
+
+    def campaign(connection: Any, name: str) -> int:
+        return insert(
+            connection, "campaign", name=name, metric="tok/s", higher_is_better=True,
+            description="", noise_pct=1.0, metric_label="x", created_at=now,
+        )  # fmt: skip
+
+    def attempt(connection: Any, campaign_id: int, title: str) -> int:
+        return insert(
+            connection, "attempt", campaign_id=campaign_id, title=title, hypothesis="",
+            command="", flags="", status="proposed", created_at=now, updated_at=now,
+        )  # fmt: skip
+
+    def note(connection: Any, campaign_id: int, attempt_id: int, body: str) -> int:
+        return insert(
+            connection, "note", campaign_id=campaign_id, attempt_id=attempt_id, body=body,
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+
+    def event(connection: Any, campaign_id: int, **ids: int) -> int:
+        return insert(
+            connection, "event", campaign_id=campaign_id, kind="attempt", created_at=now, **ids
+        )
+
+    with engine.begin() as connection:
+        kept = campaign(connection, "EAGLE-3")
+        first = attempt(connection, kept, "EAGLE-3 speculative decoding")
+        second = attempt(connection, kept, "Torch symmetric memory")
+        kept_note = note(connection, kept, first, "see #2")
+        newest = attempt(connection, kept, "NCCL Tree")
+        newest_note = note(connection, kept, first, "doomed")
+        # Deleted as the app deletes: the row goes, its last event names it.
+        connection.execute(text("DELETE FROM attempt WHERE id = :id"), {"id": newest})
+        event(connection, kept, attempt_id=newest)
+        connection.execute(text("DELETE FROM note WHERE id = :id"), {"id": newest_note})
+        last_event = event(connection, kept, note_id=newest_note)
+    engine.dispose()
+
+    migrate.upgrade(database_url)
+
+    engine = make_engine(database_url)
+    with engine.begin() as connection:
+        rows = connection.execute(text("SELECT id, campaign_id, title FROM attempt ORDER BY id"))
+        assert [tuple(r) for r in rows] == [
+            (first, kept, "EAGLE-3 speculative decoding"),
+            (second, kept, "Torch symmetric memory"),
+        ]
+        notes = connection.execute(text("SELECT id, attempt_id, body FROM note")).all()
+        assert [tuple(n) for n in notes] == [(kept_note, first, "see #2")]
+        # What was deleted before the upgrade stays spent.
+        assert attempt(connection, kept, "again") > newest
+        assert note(connection, kept, first, "again") > newest_note
+        assert event(connection, kept, attempt_id=first) > last_event
+        # And what is deleted after it: the newest of each, then a new one.
+        doomed = campaign(connection, "doomed")
+        doomed_attempt = attempt(connection, kept, "doomed")
+        connection.execute(text("DELETE FROM attempt WHERE id = :id"), {"id": doomed_attempt})
+        connection.execute(text("DELETE FROM campaign WHERE id = :id"), {"id": doomed})
+        assert campaign(connection, "again") > doomed
+        assert attempt(connection, kept, "again") > doomed_attempt
     engine.dispose()

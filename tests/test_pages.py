@@ -60,6 +60,30 @@ def test_campaign_list_page_and_partial(browser: httpx.Client, api: httpx.Client
     assert "<html" not in partial.text
 
 
+def test_the_campaign_list_is_live_through_one_stream_of_every_campaign(
+    browser: httpx.Client, api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    from tests.sse import SSEReader
+
+    first, second = make_campaign(api, name="EAGLE-3"), make_campaign(api, name="Kimi")
+    page = browser.get("/").text
+    assert 'sse-connect="/api/events?view=campaigns&amp;after=' in page
+    assert 'sse-swap="campaign-list"' in page
+    tab = SSEReader(browser, "/api/events?view=campaigns")
+    assert tab.next(skip=()).event == "hello"
+    make_attempt(api, second["id"])
+    swap = tab.until(lambda m: m.event == "campaign-list")
+    # The partial the page includes, as its plain request gets it.
+    assert swap.data.startswith('<section class="panel" id="campaign-list"')
+    assert re.search(r"Kimi</a>\s*<span[^>]*>1 attempt\s*·", swap.data), swap.data
+    make_attempt(api, first["id"])
+    swap = tab.until(lambda m: m.event == "campaign-list")
+    assert re.search(r"EAGLE-3</a>\s*<span[^>]*>1 attempt\s*·", swap.data), swap.data
+    tab.close()
+    assert anonymous.get("/api/events?view=campaigns").status_code == 401
+    assert browser.get("/api/events?view=nothing").status_code == 422
+
+
 def test_campaign_page_shows_the_lanes_newest_first_and_folds_the_dead_ends(
     browser: httpx.Client, api: httpx.Client
 ) -> None:

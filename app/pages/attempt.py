@@ -27,6 +27,11 @@ PAGE = LivePage(
 )  # fmt: skip
 
 
+def deleted_url(campaign_id: int, attempt_id: int) -> str:
+    """Where a deleted attempt's page goes: its campaign, which says it was deleted."""
+    return f"/campaigns/{campaign_id}?deleted={attempt_id}"
+
+
 def attempt_context(
     session: Session,
     attempt_id: int,
@@ -53,13 +58,17 @@ def attempt_context(
 
 
 def attempt_page_view(
-    templates: Jinja2Templates, attempt_id: int, pauses: Pauses | None = None
+    templates: Jinja2Templates,
+    campaign_id: int,
+    attempt_id: int,
+    pauses: Pauses | None = None,
 ) -> PageRenderer:
     """The page's live renderer: its partials for this attempt's events only."""
 
     def context(session: Session) -> dict[str, Any]:
         if repo.get_attempt(session, attempt_id=attempt_id) is None:
-            return {"gone": True}
+            # Deleted: reloaded, the page would be a Not found; its campaign says what happened.
+            return {"gone": deleted_url(campaign_id, attempt_id)}
         paused = pauses.waiting() if pauses else None
         return attempt_context(session, attempt_id, with_log=False, paused=paused)
 
@@ -69,7 +78,10 @@ def attempt_page_view(
 def _stream_view(request: Request, subject: Subject) -> PageRenderer:
     assert subject.attempt_id is not None  # of_attempt: the route asks for it
     return attempt_page_view(
-        request.app.state.templates, subject.attempt_id, request.app.state.pauses
+        request.app.state.templates,
+        subject.campaign_id,
+        subject.attempt_id,
+        request.app.state.pauses,
     )
 
 

@@ -168,7 +168,8 @@ class PageRenderer:
         whole = [p for p in whole if p.within not in redone]
         context = self.context(session) if whole else None
         if context is not None and context.get("gone"):
-            return [message(last, "reload", "")]  # the attempt was deleted: the page says so
+            # The attempt was deleted: the page goes where the context says (its campaign).
+            return [message(last, "reload", str(context["gone"]))]
         parts: list[tuple[str, LivePartial, dict[str, Any] | str]] = [
             (p.event.format(id=self.attempt_id), p, context or {}) for p in whole
         ]

@@ -19,6 +19,7 @@ from app.deps import is_owner, require_api_owner, session_cookie
 from app.errors import NotFound
 from app.live import Batch, Hub, Message, Signal, View, ViewKey
 from app.pages import PAGES
+from app.pages.campaigns import campaigns_view
 from app.pages.live import Subject, json_render
 from app.sse import LiveStream, WriteNow
 
@@ -73,6 +74,38 @@ async def campaign_events(
 
     return sse_response(
         lambda write_now: stream(request, key, live_view, cursor, csrf, still_owner, write_now)
+    )
+
+
+@router.get("/api/events", dependencies=[Depends(require_api_owner)])
+async def every_campaigns_events(
+    request: Request,
+    view: Annotated[str, Query(pattern="^campaigns$")],
+    after: Annotated[int | None, Query(ge=0, le=repo.MAX_ID)] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> LiveStream:
+    """Server-Sent Events of every campaign, as the campaign list's partial
+    (`?view=campaigns`); `Last-Event-ID` (or `?after=`) resumes."""
+    engine = request.app.state.engine
+
+    def start() -> int:
+        with session_scope(engine, snapshot=True) as session:
+            resume = resume_point(last_event_id, after)
+            return resume if resume is not None else repo.newest_event_id(session, None)
+
+    cursor = await anyio.to_thread.run_sync(start)
+    # One broadcaster for every reader of the list: each change costs them bytes, no query.
+    render = campaigns_view(request)
+    live_view = View(None, render, prime=render.prime)
+    csrf = request.app.state.auth.csrf_token(session_cookie(request)).encode()
+
+    def still_owner() -> bool:
+        return is_owner(request)
+
+    return sse_response(
+        lambda write_now: stream(
+            request, (None, view), live_view, cursor, csrf, still_owner, write_now
+        )
     )
 
 

@@ -2,10 +2,9 @@
 
 import asyncio
 import math
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Query, Request
-from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -18,9 +17,10 @@ from app.errors import Invalid
 from app.forms import Form as PageForm
 from app.forms import FormRefused
 from app.models import Status
-from app.pages.attempt import attempt_context
+from app.pages.attempt import attempt_context, deleted_url
 from app.pages.campaign import campaign_context
 from app.pages.campaign_renders import campaign_renders
+from app.pages.campaigns import campaigns_context
 from app.pages.rendering import is_htmx, render
 from app.schemas import (
     AttemptCreate,
@@ -117,15 +117,6 @@ def logout(request: Request) -> Response:
 # --- campaigns -------------------------------------------------------------
 
 
-def campaigns_context(session: Session) -> dict[str, Any]:
-    counts = repo.count_attempts_by_campaign(session)
-    campaigns = [
-        views.campaign_view(session, c, attempt_count=counts.get(c.id or 0, 0))
-        for c in repo.list_campaigns(session)
-    ]
-    return {"campaigns": campaigns}
-
-
 @router.get("/", response_class=HTMLResponse, dependencies=OwnerPage)
 def campaign_list(request: Request, session: SessionDep) -> Response:
     return render(
@@ -155,13 +146,18 @@ def campaign_page(
     retest: int | None = None,
     status: Annotated[str, Query(max_length=20)] = "",
     q: Annotated[str, Query(max_length=200)] = "",
+    deleted: Annotated[int | None, Query(ge=1, le=repo.MAX_ID)] = None,
 ) -> Response:
-    """The live timeline; `?status=&q=` shows only the attempts that match (the filter form)."""
+    """The live timeline; `?status=&q=` shows only the attempts that match (the filter form);
+    `?deleted=` says that attempt was deleted (where its delete lands)."""
     if status and status not in Status.__members__:
         raise Invalid(f"no such status {status!r}: one of {', '.join(Status)}")
     chosen = views.AttemptFilter(status=Status(status) if status else None, q=q.strip())
     renders = campaign_renders(request)
     context = campaign_context(session, campaign_id, renders, retest=retest, filter=chosen)
+    if deleted is not None and repo.get_attempt(session, attempt_id=deleted) is None:
+        # Said only while it is true; once: app.js takes `deleted` off the address.
+        context["flash"] = {"text": f"#{deleted} deleted", "param": "deleted"}
     return render(request, "pages/campaign.html", context, partial="partials/_timeline.html")
 
 
@@ -326,7 +322,7 @@ def delete_attempt(
     with form:
         form.require_confirmation()
         campaign_id = actions.delete_attempt(session, attempt_id)
-    return see_other(f"/campaigns/{campaign_id}")
+    return see_other(deleted_url(campaign_id, attempt_id))
 
 
 @router.post("/attempts/{attempt_id}/measurements", dependencies=OwnerForm)
