@@ -169,7 +169,7 @@ def test_preflight_refuses_a_port_in_use_and_another_live_run(host: HostLink, ru
     port = free_port()
     clear = host.call("preflight", {"port": port, "runs_root": str(runs)})
     assert clear["ok"] is True and clear["problems"] == []
-    assert "nvidia-smi not found" in clear["gpu"]["note"]
+    assert "no nvidia-smi on the PATH" in clear["gpu"]["note"]
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", port))
         holder.listen()
