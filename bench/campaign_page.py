@@ -44,6 +44,7 @@ from starlette.testclient import TestClient
 
 from app import flags, repo
 from app.changes import record
+from app.cli import prepare_database
 from app.config import Settings
 from app.db import session_scope
 from app.diagnosis import diagnose_bytes
@@ -90,6 +91,7 @@ def status_of(index: int) -> Status:
 def seed(settings: Settings, attempts: int) -> tuple[int, int, int]:
     """The campaign's id, a measured attempt's (more figures can be added to it) and a
     running one's, whose log is followed."""
+    prepare_database(settings)  # create_app leaves migrations to `serve`'s start-up
     app = create_app(settings)
     diagnoses = [diagnose_bytes(crash_log(i)).to_dict() for i in range(CAUSES)]
     with session_scope(app.state.engine) as session:
@@ -210,6 +212,7 @@ def main() -> None:
         settings = Settings(_env_file=None, database_url=url, token=OWNER)  # type: ignore[call-arg]
         campaign_id, measured_id, followed_id = seed(settings, args.attempts)
         dashboard = create_app(settings)
+        dashboard.state.auth.refresh()  # the lifespan's first step: the token it accepts
         app = TestClient(dashboard)  # no lifespan: nothing is tailed
         assert app.get(f"/login?token={OWNER}", follow_redirects=False).status_code == 303
         reference = TestClient(reference_app(url))

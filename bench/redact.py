@@ -22,6 +22,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from app import redact, sharing
+from app.cli import prepare_database
 from app.config import Settings
 from app.db import session_scope
 from app.diagnosis import diagnose_bytes
@@ -90,6 +91,7 @@ NOTES = (
 
 def seed(settings: Settings, attempts: int) -> tuple[str, str]:
     """The campaign, and a masked and an unmasked share link to it."""
+    prepare_database(settings)  # create_app leaves migrations to `serve`'s start-up
     app = create_app(settings)
     with session_scope(app.state.engine) as session:
         campaign = Campaign(
