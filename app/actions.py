@@ -4,7 +4,7 @@ from sqlmodel import Session
 
 from app import lifecycle, repo
 from app.changes import follow_up, record
-from app.domain import MetricSummary
+from app.domain import MetricSummary, change_in_force
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import Actor
 from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, utcnow
@@ -124,11 +124,9 @@ def _name_baseline_configuration(session: Session, attempt: Attempt) -> None:
     if status in (Status.crashed, Status.eliminated):
         raise Invalid(f"a {status.value} attempt is no baseline configuration")
     history = repo.baseline_history(session, campaign_id=attempt.campaign_id)
-    when = attempt.started_at or attempt.created_at
-    in_force = [change for change in history if change.set_at <= when] or history[:1]
-    if not in_force:
+    change = change_in_force(history, attempt.started_at or attempt.created_at)
+    if change is None:
         raise Invalid("the campaign has no baseline yet: set its value first")
-    change = in_force[-1]
     if change.attempt_id == attempt.id:
         return
     if change.attempt_id is not None:

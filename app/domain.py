@@ -1,11 +1,14 @@
 """The campaign's judgement: lanes, repeated runs, and a metric against the baseline
 (which status changes make sense is app/lifecycle.py's)."""
 
+import bisect
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from app.models import Lane, Status
+from app.models import BaselineChange, Lane, Status
 
 
 def lane_of(status: Status) -> Lane:
@@ -74,3 +77,14 @@ def judge(
     within_noise = abs(pct) <= band
     improved = not within_noise and ((pct > 0) == higher_is_better)
     return Delta(pct=pct, within_noise=within_noise, improved=improved)
+
+
+def change_in_force(
+    history: Sequence[BaselineChange], when: datetime, times: Sequence[datetime] | None = None
+) -> BaselineChange | None:
+    """The baseline change set last before `when`; the first one when none was set yet.
+    `times`: the history's set_at, when asked for many attempts (a bisection each)."""
+    if not history:
+        return None
+    index = bisect.bisect_right(times or [c.set_at for c in history], when)
+    return history[max(index - 1, 0)]

@@ -1,7 +1,6 @@
 """Turn rows into what the API returns and the pages show, with baselines and deltas."""
 
 import base64
-import bisect
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from sqlmodel import Session
 from app import repo
 from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
-from app.domain import MetricSummary, judge, lane_of
+from app.domain import MetricSummary, change_in_force, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status, TailState
@@ -42,12 +41,8 @@ from app.tailing.status import TailStatus
 def baseline_in_force(
     history: list[BaselineChange], when: datetime, times: list[datetime] | None = None
 ) -> float | None:
-    """The baseline set last before `when`; the first one when none was set yet.
-    `times`: the history's set_at, when asked for many attempts (a bisection each)."""
-    if not history:
-        return None
-    index = bisect.bisect_right(times or [c.set_at for c in history], when)
-    return history[max(index - 1, 0)].value
+    change = change_in_force(history, when, times)
+    return change.value if change else None
 
 
 @dataclass(frozen=True)
@@ -136,10 +131,7 @@ class _Flags:
         self._sets: dict[tuple[int | None, bool], FlagSet] = {}
 
     def _in_force(self, attempt: Attempt) -> BaselineChange | None:
-        if not self.history:
-            return None
-        index = bisect.bisect_right(self.times, attempt.started_at or attempt.created_at)
-        return self.history[max(index - 1, 0)]  # before the first: the campaign's first
+        return change_in_force(self.history, attempt.started_at or attempt.created_at, self.times)
 
     def baseline_of(self, attempt: Attempt) -> Attempt | None:
         in_force = self._in_force(attempt)

@@ -3,6 +3,7 @@ across reconnects with Last-Event-ID and while writes go on; a reader too slow t
 is dropped and resumes with nothing lost or doubled; a change renders once per view,
 however many readers it has."""
 
+import asyncio
 import html
 import json
 import re
@@ -10,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 import h11
@@ -19,6 +21,7 @@ from sqlmodel import select
 
 from app.config import Settings
 from app.db import session_scope
+from app.live import Bus, Hub, View
 from app.models import LiveEvent
 from app.routes import events
 from tests.conftest import OWNER_TOKEN, LiveServer, running
@@ -451,10 +454,6 @@ def test_a_broadcaster_stopped_as_it_is_woken_renders_nothing_more() -> None:
     """The last reader leaves just as a change wakes the broadcaster: it must stop, not live
     on rendering every change for nobody (Python 3.11's wait_for could lose the cancel;
     under load a second JSON render per change came from such a broadcaster)."""
-    from contextlib import contextmanager
-
-    from app.live import Bus, Hub, View
-
     renders: list[int] = []
 
     @contextmanager
@@ -494,8 +493,6 @@ def test_a_broadcaster_stopped_as_it_is_woken_renders_nothing_more() -> None:
         if not done and broadcaster.task is not None:
             broadcaster.task.cancel()
         return done, len(renders) - settled
-
-    import asyncio
 
     for ticks in range(10):
         done, later = asyncio.run(scenario(ticks))

@@ -28,23 +28,22 @@ _HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
 _USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 
 
-def check_host_name(host: str) -> str:
-    """`host` if OpenSSH and a shell would both take it as one plain name; BadSource otherwise."""
-    if not _HOST_NAME.fullmatch(host):
+def _check_name(kind: str, pattern: re.Pattern[str], name: str) -> str:
+    if not pattern.fullmatch(name):
         raise BadSource(
-            f"not a host name: {host!r} (letters, digits, '.', '-' and '_' only, "
+            f"not a {kind} name: {name!r} (letters, digits, '.', '-' and '_' only, "
             "not starting with '-' or '.')"
         )
-    return host
+    return name
+
+
+def check_host_name(host: str) -> str:
+    """`host` if OpenSSH and a shell would both take it as one plain name; BadSource otherwise."""
+    return _check_name("host", _HOST_NAME, host)
 
 
 def check_user_name(user: str) -> str:
-    if not _USER_NAME.fullmatch(user):
-        raise BadSource(
-            f"not a user name: {user!r} (letters, digits, '.', '-' and '_' only, "
-            "not starting with '-' or '.')"
-        )
-    return user
+    return _check_name("user", _USER_NAME, user)
 
 
 @dataclass(frozen=True)
