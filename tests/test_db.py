@@ -1,10 +1,12 @@
 """Sessions: what a page reads in several queries is one moment of the database."""
 
+import threading
+
 import pytest
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import select
 
-from app import migrate
+from app import migrate, repo
 from app.db import make_engine, session_scope
 from app.models import Campaign
 
@@ -62,3 +64,30 @@ def test_a_snapshot_session_refuses_writes_on_postgresql(database_url: str) -> N
     ):
         session.add(Campaign(name="x", metric="tok/s", baseline=1.0))
     engine.dispose()
+
+
+def test_two_writers_of_one_new_secret_both_succeed_and_the_last_one_wins(
+    database_url: str,
+) -> None:
+    # Two dashboards starting at once on a new database each recorded where they serve:
+    # both read "no such secret", both inserted, and the second failed on the name.
+    migrate.upgrade(database_url)
+    engine = make_engine(database_url)
+    second_done = threading.Event()
+    with session_scope(engine) as first:
+        repo.set_secret(first, name="served_at", value="http://127.0.0.1:1")
+
+        def second_writer() -> None:
+            with session_scope(engine) as second:
+                repo.set_secret(second, name="served_at", value="http://127.0.0.1:2")
+            second_done.set()
+
+        writer = threading.Thread(target=second_writer)
+        writer.start()
+        # The second waits on the first's write lock, or (before) had only queued its insert.
+        assert not second_done.wait(0.2)
+    writer.join(timeout=30)
+    with session_scope(engine) as session:
+        stored = repo.get_secret(session, name="served_at")
+    engine.dispose()
+    assert second_done.is_set() and stored == "http://127.0.0.1:2"

@@ -9,6 +9,8 @@ from typing import Any
 
 from sqlalchemy import delete, func
 from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
@@ -251,11 +253,17 @@ def get_secret(session: Session, *, name: str) -> str | None:
 
 
 def set_secret(session: Session, *, name: str, value: str) -> None:
-    secret = session.get(SiteSecret, name)
-    if secret is None:
-        session.add(SiteSecret(name=name, value=value))
-    else:
-        secret.value = value
+    """One statement, so two dashboards starting at once on a new database both succeed (a
+    read then an insert let the second fail on the name)."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    statement = insert(SiteSecret).values(name=name, value=value)
+    session.execute(
+        statement.on_conflict_do_update(index_elements=["name"], set_={"value": value})
+    )
+    loaded = session.identity_map.get(session.identity_key(SiteSecret, name))
+    if loaded is not None:
+        session.expire(loaded)  # loaded before now, it would show its old value
 
 
 def list_owner_sessions(session: Session, *, max_age_s: float = 30 * 86400) -> list[str]:
