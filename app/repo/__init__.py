@@ -258,9 +258,7 @@ def set_secret(session: Session, *, name: str, value: str) -> None:
     dialect = session.get_bind().dialect.name
     insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
     statement = insert(SiteSecret).values(name=name, value=value)
-    session.execute(
-        statement.on_conflict_do_update(index_elements=["name"], set_={"value": value})
-    )
+    session.execute(statement.on_conflict_do_update(index_elements=["name"], set_={"value": value}))
     loaded = session.identity_map.get(session.identity_key(SiteSecret, name))
     if loaded is not None:
         session.expire(loaded)  # loaded before now, it would show its old value
