@@ -7,7 +7,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from app.db import make_engine
+from app import repo, sharing
+from app.db import make_engine, session_scope
+from app.routes import events
 from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
 from tests.sse import SSEReader
 
@@ -236,3 +238,32 @@ def test_a_share_page_open_when_its_link_is_revoked_says_so(
     assert api.delete(f"/api/shares/{link['token']}").status_code in (200, 204)
     page.locator("#live-status", has_text="no longer shared").wait_for(timeout=10_000)
     assert "retrying" not in page.locator("#live-status").inner_text()
+
+
+def test_a_link_revoked_while_its_reader_catches_up_ends_the_stream_with_gone(
+    api: httpx.Client,
+    anonymous: httpx.Client,
+    server,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A reader behind its broadcaster first catches up from the database; a link revoked
+    # in between made that render raise "no such share link" and the stream broke off
+    # without "gone", so the open page never said the link was no longer shared (CI).
+    campaign = make_campaign(api)
+    link = share(api, campaign["id"])
+    engine = server.app.state.engine
+    with session_scope(engine) as session:
+        behind = repo.newest_event_id(session, campaign["id"])
+    make_attempt(api, campaign["id"], title="after the page was rendered")
+
+    def revoked_right_after_the_stream_found_it(*_: object) -> int:
+        with session_scope(engine) as session:
+            sharing.revoke(session, sharing.find(session, link["token"]))
+        return behind
+
+    monkeypatch.setattr(events, "resume_point", revoked_right_after_the_stream_found_it)
+    stream = SSEReader(anonymous, f"/s/{link['token']}/events?after={behind}")
+    assert stream.status == 200
+    stream.until(lambda m: m.event == "gone")
+    with pytest.raises(AssertionError, match="stream ended"):
+        stream.next(timeout=5)

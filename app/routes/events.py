@@ -155,17 +155,23 @@ async def stream(
     hub: Hub = request.app.state.live
     engine = request.app.state.engine
 
-    def catch_up(after: int, upto: int) -> tuple[list[Message], int, bool]:
+    def catch_up(after: int, upto: int) -> tuple[list[Message], int, bytes | None]:
+        """The messages after `after` up to `upto`, and the ending instead when there are
+        none to give: the link was revoked meanwhile, or the reader is too far behind."""
         with session_scope(engine, snapshot=True) as session:
+            if view.still_valid is not None and not view.still_valid(session):
+                return [], after, GONE  # revoked after the join: its render would fail
             # The last event this reader saw was pruned, and maybe more after it: reload.
             # (Ids are shared by all campaigns, so gaps between a campaign's ids are normal.)
             lost = bool(after) and repo.oldest_event_id(session, view.campaign_id) > after
             if lost or upto - after > TOO_FAR_BEHIND:
-                return [], after, True
+                # Too far behind to catch up message by message: the page reloads itself.
+                reload_id = str(after) if after else None
+                return [], after, ServerSentEvent(data="", event="reload", id=reload_id).encode()
             events = repo.events_after(session, view.campaign_id, after, upto)
             if not events:
-                return [], upto, False
-            return view.render(session, events, None), events[-1].id or upto, False
+                return [], upto, None
+            return view.render(session, events, None), events[-1].id or upto, None
 
     def newest() -> int:
         with session_scope(engine, snapshot=True) as session:
@@ -178,13 +184,11 @@ async def stream(
     async with hub.subscribe(key, view, cursor, latest) as subscriber:
         yield HELLO  # joined: every change from here on reaches this reader
         while cursor < subscriber.joined_at:
-            messages, cursor, reload = await anyio.to_thread.run_sync(
+            messages, cursor, end = await anyio.to_thread.run_sync(
                 catch_up, cursor, subscriber.joined_at
             )
-            if reload:
-                # Too far behind to catch up message by message: the page reloads itself.
-                reload_id = str(cursor) if cursor else None
-                yield ServerSentEvent(data="", event="reload", id=reload_id).encode()
+            if end is not None:
+                yield end
                 return
             yield b"".join(message.encode(csrf) for message in messages)
 
