@@ -15,10 +15,10 @@ from starlette.responses import JSONResponse, Response
 
 from app import changes, repo
 from app.auth import AuthRefresher, OwnerAuth
-from app.bodies import BodyGuard
+from app.bodies import BodyGuard, is_public
 from app.config import Settings
 from app.db import REQUEST_THREADS, is_postgres, make_engine, session_scope
-from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner
+from app.deps import OWNER_TOKEN_REQUIRED, LoginRequired, is_owner, owner_auth
 from app.errors import Conflict, Invalid, NotFound, StorageFull
 from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
@@ -41,7 +41,7 @@ from app.routes import (
 from app.runner.manager import RunManager
 from app.tailer import Tailer
 from app.tailing.factory import LogSources
-from app.throttle import LoginThrottle
+from app.throttle import BearerThrottle, TokenThrottle, refusal_detail
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422, StorageFull: 507}
 
@@ -181,7 +181,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.auth = auth
-    app.state.login_throttle = LoginThrottle()
+    app.state.token_throttle = TokenThrottle()
     app.state.templates = make_templates()
     app.state.tailer = tailer
     app.state.sources = sources
@@ -209,6 +209,13 @@ def create_app(settings: Settings) -> FastAPI:
         is_owner=is_owner,
         unauthorized=unauthorized,
         too_large=lambda request, detail: error_response(request, 413, detail),
+    )
+    app.add_middleware(
+        BearerThrottle,  # outside the BodyGuard: its 401 for a wrong token comes after the delay
+        throttle=lambda request: request.app.state.token_throttle,
+        token_ok=lambda request, token: owner_auth(request).token_ok(token),
+        is_public=is_public,
+        refused=lambda request, wait: error_response(request, 429, refusal_detail(wait)),
     )
     app.add_middleware(SecurityHeaders)  # outermost: on refusals too
 

@@ -31,7 +31,7 @@ from app.schemas import (
     NoteCreate,
 )
 from app.tailing.factory import log_source_refusal, trust_offered_key
-from app.throttle import LoginThrottle
+from app.throttle import TokenThrottle, client_address, refusal_detail
 
 router = APIRouter(include_in_schema=False)
 NOTES = "partials/_campaign_notes.html"  # a campaign's notes, as a form's answer
@@ -62,13 +62,13 @@ async def login(request: Request, token: str | None = None, next: str = "/") -> 
         return await run_in_threadpool(
             render, request, "pages/login.html", {"error": None, "next": next}
         )
-    throttle: LoginThrottle = request.app.state.login_throttle
-    address = request.client.host if request.client else ""
+    throttle: TokenThrottle = request.app.state.token_throttle
+    address = client_address(request.scope)
     wait = throttle.wait_left(address)
     if wait > 0:
         refused = await run_in_threadpool(
             render, request, "pages/login.html",
-            {"error": f"Too many wrong tokens: try again in {math.ceil(wait)} s.", "next": next},
+            {"error": refusal_detail(wait), "next": next},
             status_code=429,
         )  # fmt: skip
         refused.headers["retry-after"] = str(math.ceil(wait))
