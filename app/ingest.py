@@ -269,7 +269,7 @@ class AttemptTail:
                     log.warning("attempt %s: the database's disk is full; %d bytes wait to be "
                                 "stored", self.attempt_id, waiting)  # fmt: skip
                     paused = True
-                self.pauses.hold(self.attempt_id, waiting)  # each try's commit ended it
+                self.pauses.hold(self.campaign_id, self.attempt_id, waiting)
                 noted = noted or self._note_pause(waiting)
                 if self.stop_event.wait(delay):
                     return None
@@ -280,7 +280,9 @@ class AttemptTail:
                 replay_s = time.monotonic() - started
                 delay = max(min(delay * 2, PAUSE_MAX_S), REPLAY_GAP * replay_s)
         finally:
-            self.pauses.end(self.attempt_id)  # stopped, or the database failed otherwise
+            # Stored (after the commit, whose pages still showed the pause: this redraws them),
+            # stopped, or failed otherwise.
+            self.pauses.end(self.campaign_id, self.attempt_id)
 
     def _replayed(self) -> Diagnoser:
         with session_scope(self.engine) as session:
@@ -395,9 +397,6 @@ class AttemptTail:
                 repo.prune_live_events(session, campaign_id=self.campaign_id, keep=KEEP_EVENTS)
             tail.updated_at = utcnow()
             session.add(tail)
-            # Before the commit, whose hook has pages render the tail anew: none of them
-            # renders it paused after this.
-            self.pauses.end(self.attempt_id)
         return tail
 
     def _drop_middle(self, session: Session, tail: TailState, result: Diagnosis) -> None:

@@ -25,6 +25,7 @@ import anyio
 from sqlalchemy import text
 
 from app.db import libpq_dsn
+from app.models import LiveEvent
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,24 @@ class Listener:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._woken = asyncio.Event()
+        self._touched: set[int] = set()  # on the loop only
 
     def wake(self) -> None:
         # Publishers run in worker threads; the flag lives on the server's event loop.
         self._loop.call_soon_threadsafe(self._woken.set)
+
+    def touch(self, attempt_id: int) -> None:
+        self._loop.call_soon_threadsafe(self._touch, attempt_id)
+
+    def _touch(self, attempt_id: int) -> None:
+        self._touched.add(attempt_id)
+        self._woken.set()
+
+    def take_touched(self) -> frozenset[int]:
+        """The attempts whose in-memory state changed since the last take (on the loop)."""
+        touched = frozenset(self._touched)
+        self._touched.clear()
+        return touched
 
     async def wait(self, timeout: float) -> bool:
         # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that
@@ -65,6 +80,15 @@ class Bus:
         with self._lock:
             listeners = [*self._listeners.get(campaign_id, ()), *self._listeners.get(None, ())]
         self._wake(listeners)
+
+    def touch(self, campaign_id: int, attempt_id: int) -> None:
+        """An attempt changed where no event row can say so (a tail a full disk paused, held
+        in memory): its campaign's broadcasters render it again, for their readers only."""
+        with self._lock:
+            listeners = list(self._listeners.get(campaign_id, ()))
+        for listener in listeners:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: server stopping
+                listener.touch(attempt_id)
 
     def publish_all(self) -> None:
         """Wake every listener of every campaign (the owner's credentials changed)."""
@@ -194,6 +218,8 @@ class View:
     # share page masks the whole campaign) gathers the changes meanwhile into one render
     # and leaves the owner's requests most of the CPU.
     pace: float = 0.0
+    # Whether it shows tails: an attempt touched in memory (`Bus.touch`) is rendered again.
+    shows_tails: bool = True
 
 
 class Broadcaster:
@@ -251,41 +277,58 @@ class Broadcaster:
             return self.hub.newest_event_id(session, self.view.campaign_id)
 
     async def _step(self) -> bool:
-        """Fan out the next batch of events; False when there was none."""
+        """Fan out the next batch of events, and the touched attempts' renderings; False
+        when there was neither."""
         started = time.perf_counter()
-        fetched = await anyio.to_thread.run_sync(self._fetch, self.cursor)
+        assert self.listener is not None
+        touched = self.listener.take_touched() if self.view.shows_tails else frozenset()
+        fetched = await anyio.to_thread.run_sync(self._fetch, self.cursor, touched)
         if fetched is None:
             self._hand(Signal.GONE)
             return False
-        cursor, batch = fetched
-        if cursor <= self.cursor:
+        cursor, batch, redrawn = fetched
+        if cursor <= self.cursor and not redrawn:
             return False
-        # On the loop, with no await between: a subscriber joins either before this
-        # batch (and gets it) or after (and catches up to this cursor from the database).
-        self.cursor = cursor
-        self._hand(batch)
+        if cursor > self.cursor:
+            # On the loop, with no await between: a subscriber joins either before this
+            # batch (and gets it) or after (and catches up to this cursor from the database).
+            self.cursor = cursor
+            self._hand(batch)
+        # No event id: in memory only, for whoever reads now (a page rendered later shows it).
+        self._hand(redrawn, everyone=True)
         if self.view.pace:
             await asyncio.sleep(self.view.pace * (time.perf_counter() - started))
         return True
 
-    def _fetch(self, after: int) -> tuple[int, Batch] | None:
+    def _fetch(self, after: int, touched: frozenset[int]) -> tuple[int, Batch, Batch] | None:
         with self.hub.session() as session:
             if self.view.still_valid is not None and not self.view.still_valid(session):
                 return None
             events = self.hub.events_after(session, self.view.campaign_id, after, None)
-            if not events:
-                return after, ()
-            messages = self.view.render(session, events, self.memory)
-            self.hub.count_render(self.key)
-            return events[-1].id, tuple(messages)
+            cursor = after
+            batch: Batch = ()
+            redrawn: Batch = ()
+            if events:
+                batch = tuple(self.view.render(session, events, self.memory))
+                self.hub.count_render(self.key)
+                cursor = events[-1].id
+            if touched:
+                # Events without an id, which the renders send without one.
+                campaign_id = self.view.campaign_id or 0
+                unstored = [
+                    LiveEvent(campaign_id=campaign_id, kind="attempt", attempt_id=attempt_id)
+                    for attempt_id in sorted(touched)
+                ]
+                redrawn = tuple(self.view.render(session, unstored, self.memory))
+            return cursor, batch, redrawn
 
-    def _hand(self, item: Item) -> None:
+    def _hand(self, item: Item, *, everyone: bool = False) -> None:
         if item == ():
             return
         first = min(m.upto for m in item) if isinstance(item, tuple) else 0
         for subscriber in list(self.subscribers):
             given = item
-            if isinstance(item, tuple) and subscriber.cursor >= first:
+            if isinstance(item, tuple) and subscriber.cursor >= first and not everyone:
                 # It joined ahead of this batch (its page was newer): only what it lacks.
                 given = tuple(m for m in item if m.upto > subscriber.cursor)
                 if not given:

@@ -104,7 +104,7 @@ def create_app(settings: Settings) -> FastAPI:
     bus = Bus()
     auth.on_revoke = bus.publish_all
     sources = LogSources(settings)  # this app's SSH connections, closed with it
-    pauses = Pauses()
+    pauses = Pauses(on_change=bus.touch)
     tailer = Tailer(
         engine,
         stall_after_s=settings.stall_seconds,

@@ -3,6 +3,7 @@ and storing resumes, byte for byte, once space returns. A real tmpfs, a real uvi
 
 import base64
 import errno
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -16,7 +17,8 @@ from sqlalchemy import text
 from app.config import Settings
 from app.db import make_engine, session_scope
 from app.errors import StorageFull
-from tests.conftest import OWNER_TOKEN, Templates, running
+from app.pauses import Pauses
+from tests.conftest import OWNER_TOKEN, LiveServer, Templates, running
 from tests.helpers import (
     attempt_of,
     csrf_of,
@@ -25,7 +27,9 @@ from tests.helpers import (
     stored_log,
     tail_of,
     wait_for,
+    wait_for_readers,
 )
+from tests.sse import SSEReader
 
 DISK_SIZE = "20m"
 # What PostgreSQL raises when a relation cannot grow: the same SQLSTATE, raised on purpose.
@@ -167,3 +171,45 @@ def test_a_full_disk_refuses_writes_pauses_the_tail_and_resumes(
             assert attempt_of(api, attempt["id"])["diagnosis"]["bytes_read"] == log.stat().st_size
             assert "disk full" not in browser.get(f"/campaigns/{campaign['id']}").text
             assert api.post("/api/campaigns", json={"name": "room again"}).status_code == 201
+
+
+def test_a_pause_held_only_in_memory_reaches_the_open_pages_and_streams_and_so_does_its_end(
+    api: httpx.Client, server: LiveServer, tmp_path: Path
+) -> None:
+    # With no room even to store the pause, no event row could tell the open pages: they
+    # showed the tail connected and caught up until reloaded.
+    log = tmp_path / "server.log"
+    log.write_bytes(b"[2026-02-27 13:21:27 TP0] Load weight begin.\n")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: stored_log(api, attempt["id"]) == log.read_bytes(), what="first line")
+    base = f"/api/campaigns/{campaign['id']}/events"
+    readers = {
+        "json": SSEReader(api, base),
+        "campaign": SSEReader(api, f"{base}?view=campaign"),
+        "attempt": SSEReader(api, f"{base}?view=attempt&attempt={attempt['id']}"),
+    }
+    wait_for_readers(server.app, 3, what="the three streams joined")
+    pauses: Pauses = server.app.state.pauses
+    pauses.hold(campaign["id"], attempt["id"], 2_097_152)  # what the tailer does, unstored
+    shown = {
+        "json": lambda m: (
+            m.event == "attempt"
+            and json.loads(m.data)["tail"]["state"] == "disk full"
+            and "disk full: 2097152 bytes" in json.loads(m.data)["tail"]["last_error"]
+        ),
+        "campaign": lambda m: "paused: disk full: 2097152 bytes" in m.data,
+        "attempt": lambda m: "Paused: disk full: 2097152 bytes" in m.data,
+    }
+    for name, reader in readers.items():
+        paused = reader.until(shown[name])
+        assert paused.id is None, f"{name}: an unstored change moved the reader's cursor"
+    pauses.end(campaign["id"], attempt["id"])
+    for name, reader in readers.items():
+        if name == "json":
+            reader.until(lambda m: m.event == "attempt"
+                         and json.loads(m.data)["tail"]["state"] != "disk full")  # fmt: skip
+        else:
+            reader.until(lambda m: m.event != "heartbeat" and "isk full" not in m.data
+                         and str(attempt["id"]) in m.data)  # fmt: skip
+        reader.close()

@@ -3,7 +3,7 @@ changes to its attempts that refresh each, the SSE event each travels as), how t
 holds a page, and how a batch of events becomes a view's messages, rendered once for all."""
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,9 +13,10 @@ from sqlmodel import Session
 from sse_starlette import ServerSentEvent
 
 from app import repo, views
-from app.live import Message
+from app.live import Message, Render
 from app.models import LiveEvent
 from app.pages.rendering import CSRF_BYTES, CSRF_MARK, render_fragment
+from app.pauses import Pauses
 
 # What can change about a campaign's attempts between two batches, beyond their cards.
 ADDED, REMOVED, STATUS, TITLE, CAUSE, MEASURED = (
@@ -65,15 +66,26 @@ def _log_lines(session: Session, event: LiveEvent) -> list[str]:
     return [text for _, text, _, _ in lines[-LOG_LINES_PER_EVENT:]]
 
 
-def json_render(session: Session, events: list[LiveEvent], _memory: Any) -> list[Message]:
-    """The contract of PRODUCT.md: attempt, log, note (and campaign) events as JSON."""
+def json_renderer(pauses: Pauses) -> Render:
+    """The contract of PRODUCT.md: attempt, log, note (and campaign) events as JSON; an
+    attempt with its tail as the API shows it (paused by a full disk: app/pauses.py)."""
+
+    def render(session: Session, events: list[LiveEvent], _memory: Any) -> list[Message]:
+        return json_messages(session, events, pauses.waiting())
+
+    return render
+
+
+def json_messages(
+    session: Session, events: list[LiveEvent], paused: Mapping[int, int]
+) -> list[Message]:
     messages = []
     for event in events:
         data: Any
         if event.kind == "attempt" and event.attempt_id is not None:
             attempt = repo.get_attempt(session, attempt_id=event.attempt_id)
             data = (
-                views.attempt_view(session, attempt).model_dump(mode="json")
+                views.attempt_view(session, attempt, paused).model_dump(mode="json")
                 if attempt
                 else {"id": event.attempt_id, "deleted": True}
             )
@@ -96,8 +108,8 @@ def json_render(session: Session, events: list[LiveEvent], _memory: Any) -> list
             )
         else:
             continue
-        assert event.id is not None
-        messages.append(message(event.id, event.kind, json.dumps(data)))
+        with_id = event.id is not None  # none: touched in memory only (app/live.py)
+        messages.append(message(event.id or 0, event.kind, json.dumps(data), with_id=with_id))
     return messages
 
 
@@ -151,8 +163,10 @@ class PageRenderer:
     def __call__(
         self, session: Session, events: list[LiveEvent], memory: dict[str, Any] | None
     ) -> list[Message]:
-        last = events[-1].id
-        assert last is not None
+        # Without an id: attempts touched in memory only (app/live.py, Bus.touch), sent
+        # without an event id and no cursor to move.
+        unstored = events[-1].id is None
+        last = events[-1].id or 0
         if self.attempt_id is not None:
             events = [e for e in events if e.attempt_id in (None, self.attempt_id)]
         kinds = {e.kind for e in events}
@@ -185,10 +199,13 @@ class PageRenderer:
             m for p in self.page.partials if p.append for m in self._appended(session, p, events)
         ]
         out = [
-            message(last, name, self._fragment(p, ctx), with_id=not appends and n == len(parts) - 1)
+            message(last, name, self._fragment(p, ctx),
+                    with_id=not unstored and not appends and n == len(parts) - 1)
             for n, (name, p, ctx) in enumerate(parts)
-        ]
+        ]  # fmt: skip
         out += appends
+        if unstored:
+            return out
         if not out or (appends and appends[-1].upto < last):
             out.append(message(last, "cursor", ""))  # nothing more to show; the cursor moves on
         return out

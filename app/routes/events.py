@@ -20,7 +20,7 @@ from app.errors import NotFound
 from app.live import Batch, Hub, Message, Signal, View, ViewKey
 from app.pages import PAGES
 from app.pages.campaigns import campaigns_view
-from app.pages.live import Subject, json_render
+from app.pages.live import Subject, json_renderer
 from app.sse import LiveStream, WriteNow
 
 __all__ = ["SEND_TIMEOUT_S", "stream"]
@@ -58,7 +58,7 @@ async def campaign_events(
     key: ViewKey
     if view is None:
         key = (campaign_id, "json")
-        live_view = View(campaign_id, json_render)
+        live_view = View(campaign_id, json_renderer(request.app.state.pauses))
     else:
         page = PAGES[view]
         if page.of_attempt and attempt is None:

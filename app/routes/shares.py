@@ -150,7 +150,7 @@ async def shared_events(
     key = (campaign_id, "share", token)
     render = PAGES["share"].renderer(request, Subject(campaign_id, token=token))
     view = View(campaign_id, render, still_valid=still_shared, prime=render.prime,
-                pace=SHARE_PACE)  # fmt: skip
+                pace=SHARE_PACE, shows_tails=False)  # fmt: skip
     return events.sse_response(
         lambda write_now: events.stream(
             request, key, view, cursor, b"", lambda: True, write_now, ending=events.GONE
