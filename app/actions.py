@@ -4,7 +4,7 @@ from sqlmodel import Session
 
 from app import lifecycle, repo
 from app.changes import follow_up, record
-from app.domain import MetricSummary, change_in_force
+from app.domain import change_in_force
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import Actor
 from app.models import Attempt, BaselineChange, Campaign, Measurement, Note, Status, utcnow
@@ -16,6 +16,7 @@ from app.schemas import (
     NoteCreate,
     check_target,
 )
+from app.stats import summarize
 
 
 def require_campaign(session: Session, campaign_id: int) -> Campaign:
@@ -112,7 +113,7 @@ def _adopt_as_baseline(session: Session, attempt: Attempt) -> None:
     assert attempt.id is not None
     campaign = require_campaign(session, attempt.campaign_id)
     samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id])[attempt.id]
-    summary = MetricSummary.of(samples)
+    summary = summarize(samples)
     assert summary is not None
     _set_baseline(session, campaign, summary.mean, attempt_id=attempt.id)
     record(session, attempt.campaign_id, "campaign")

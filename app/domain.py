@@ -2,13 +2,12 @@
 (which status changes make sense is app/lifecycle.py's)."""
 
 import bisect
-import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from app.models import BaselineChange, Lane, Status
+from app.stats import Call, Difference, Summary, call, difference, summarize
 
 
 def lane_of(status: Status) -> Lane:
@@ -20,63 +19,56 @@ def lane_of(status: Status) -> Lane:
 
 
 @dataclass(frozen=True)
-class MetricSummary:
-    """Repeated benchmark runs of one attempt: mean ± sample standard deviation (n)."""
+class Judgement:
+    """An attempt's runs against the baseline in force: what the call rests on."""
 
-    mean: float
-    spread: float
-    n: int
-
-    @classmethod
-    def of(cls, samples: list[float]) -> "MetricSummary | None":
-        if not samples:
-            return None
-        # Scaled down by a power of two (exact) so that the sums of figures near the float
-        # limit (two runs of 1e308) cannot overflow; scaling back cannot pass the largest.
-        scale = math.ldexp(1.0, max(0, math.frexp(max(abs(s) for s in samples))[1] - 1))
-        scaled = [s / scale for s in samples]
-        mean_scaled = math.fsum(scaled) / len(scaled)
-        # Floats and fsum, not statistics.stdev: its exact Fractions were a third of a
-        # 1,000-attempt page's time.
-        variance = math.fsum((s - mean_scaled) ** 2 for s in scaled) / max(len(scaled) - 1, 1)
-        mean = mean_scaled * scale
-        spread = math.sqrt(variance) * scale if len(samples) > 1 else 0.0
-        # Samples of both signs near the limit: a spread too wide for a float is the widest.
-        return cls(mean=mean, spread=min(spread, sys.float_info.max), n=len(samples))
+    measured: Summary | None
+    baseline: float | None  # its mean: the baseline attempt's runs, or the typed value
+    baseline_n: int | None  # None: a typed value
+    baseline_attempt_id: int | None
+    change: Difference | None
+    call: Call
+    noise_pct: float
+    noise_learned: bool  # from the baseline attempt's repeats, not the campaign's setting
 
 
-@dataclass(frozen=True)
-class Delta:
-    pct: float
-    within_noise: bool
-    improved: bool
+# The baseline attempt's runs teach the noise band from this many on.
+NOISE_FROM_RUNS = 3
 
 
 def judge(
-    summary: MetricSummary | None,
-    baseline: float | None,
+    samples: list[float],
+    reference: BaselineChange | None,
+    reference_samples: list[float],
     *,
+    attempt_id: int | None,
     noise_pct: float,
     higher_is_better: bool,
-) -> Delta | None:
-    """The change against the baseline, and whether it stands out of the noise.
-
-    The noise band is the larger of the campaign's noise floor and the spread of the
-    attempt's own samples: a +0.1 % "win" on one run is not a win.
-    """
-    if summary is None or not baseline:
-        return None
-    difference = summary.mean - baseline
-    if math.isfinite(difference):
-        pct = difference / abs(baseline) * 100.0
-    else:  # two figures near the float limit: divide first
-        pct = (summary.mean / abs(baseline) - math.copysign(1.0, baseline)) * 100.0
-    if not math.isfinite(pct):
-        return None  # against a baseline near zero a change has no percentage
-    band = max(noise_pct, summary.spread / abs(baseline) * 100.0)
-    within_noise = abs(pct) <= band
-    improved = not within_noise and ((pct > 0) == higher_is_better)
-    return Delta(pct=pct, within_noise=within_noise, improved=improved)
+) -> Judgement:
+    """The attempt's runs against `reference` (the baseline change in force at its start):
+    Welch against the runs of the attempt that set it, when it has two or more; the typed
+    value otherwise. An attempt is not judged against itself."""
+    measured = summarize(samples)
+    if reference is None or (
+        reference.attempt_id is not None and reference.attempt_id == attempt_id
+    ):
+        verdict = Call.unmeasured if measured is None else Call.inconclusive
+        return Judgement(measured, None, None, None, None, verdict, noise_pct, False)
+    runs = summarize(reference_samples) if reference.attempt_id is not None else None
+    base = runs if runs is not None and runs.n >= 2 else None
+    value = base.mean if base is not None else reference.value
+    # The typed band is the least change that matters; runs of the baseline that vary more
+    # than that widen it (a quieter baseline does not narrow it below what matters).
+    noise, noise_learned = noise_pct, False
+    learned = base.cv_pct if base is not None and base.n >= NOISE_FROM_RUNS else None
+    if learned is not None and learned > noise_pct:
+        noise, noise_learned = learned, True
+    change = difference(measured, value, base) if measured is not None else None
+    verdict = call(measured, change, noise_pct=noise, higher_is_better=higher_is_better)
+    return Judgement(
+        measured, value, runs.n if runs is not None else None, reference.attempt_id, change,
+        verdict, noise, noise_learned,
+    )  # fmt: skip
 
 
 def change_in_force(

@@ -1,5 +1,7 @@
 """How a figure is written, on the pages and by the CLI alike."""
 
+from collections.abc import Sequence
+
 # Past this a figure is written in scientific notation: a 309-digit "tok/s" helps nobody
 # and widens the page past any screen.
 PLAIN_UP_TO = 1e15
@@ -13,9 +15,24 @@ def fmt_number(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def fmt_delta(pct: float | None) -> str:
-    if pct is None:
-        return ""
+def fmt_signed(pct: float) -> str:
+    """A percentage's figure with its sign: "+1.2", "-2.3"."""
     if abs(pct) >= PLAIN_UP_TO:
-        return f"{pct:+.3e} %"
-    return f"{pct:+.1f} %"
+        return f"{pct:+.3e}"
+    return f"{pct:+.1f}"
+
+
+def fmt_judgement(
+    delta_pct: float | None, ci95_pct: Sequence[float] | None, call: str, n: int
+) -> str:
+    """An attempt's change against the baseline with its 95 % interval and the call, as a
+    card, the chart, the share page and the CLI write it: "+3.5 % [+1.2, +5.8] better
+    (n=6)"; one run has no interval: "+0.6 % inconclusive (n=1)"."""
+    if delta_pct is None:
+        return ""
+    interval = f" [{fmt_signed(ci95_pct[0])}, {fmt_signed(ci95_pct[1])}]" if ci95_pct else ""
+    return f"{fmt_signed(delta_pct)} %{interval} {call} (n={n})"
+
+
+def fmt_delta(pct: float | None) -> str:
+    return "" if pct is None else f"{fmt_signed(pct)} %"

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from app.models import Lane, Status
+from app.stats import Call
 from app.tailing.sources import parse_source
 from app.tailing.status import TailStatus
 
@@ -237,6 +238,32 @@ class MetricOut(BaseModel):
     samples: list[float]
 
 
+class BaselineRefOut(BaseModel):
+    """What an attempt is judged against: the baseline attempt's runs (`n` of them), or a
+    typed value (`n` null)."""
+
+    value: float
+    n: int | None
+    attempt_id: int | None
+
+
+class StatsOut(BaseModel):
+    """The primary metric's judgement (app/stats.py): null where undefined (one run has no
+    interval; no baseline, no difference). The call informs the verdict, never sets it."""
+
+    n: int
+    mean: float | None
+    stdev: float | None
+    cv_pct: float | None
+    ci95: tuple[float, float] | None
+    baseline: BaselineRefOut | None
+    delta_pct: float | None
+    delta_ci95_pct: tuple[float, float] | None
+    call: Call
+    noise_pct: float  # the band `same` means: typed, or learned from the baseline's runs
+    noise_from: Literal["baseline runs", "typed"]
+
+
 class TailOut(BaseModel):
     state: TailStatus
     bytes_read: int  # of the file being read now (the source's offset)
@@ -350,8 +377,9 @@ class AttemptOut(BaseModel):
     metric: MetricOut | None
     baseline: float | None
     delta_pct: float | None
-    delta_within_noise: bool | None
-    improved: bool | None
+    delta_within_noise: bool | None  # the call is `same`
+    improved: bool | None  # the call is `better`
+    stats: StatsOut
     diagnosis: dict[str, Any] | None
     same_root_cause_as: list[int]
     # Earlier attempts of any campaign that failed the same way, newest first: an

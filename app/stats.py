@@ -170,7 +170,10 @@ def difference(
     if baseline_mean == 0 or not math.isfinite(baseline_mean):
         return None  # against zero a change has no percentage
     scale = _scale([attempt.mean, baseline_mean])
-    point = (attempt.mean / scale - baseline_mean / scale) / abs(baseline_mean / scale) * 100.0
+    base = baseline_mean / scale
+    if base == 0:
+        return None  # a baseline this near zero against a figure near the limit: no percentage
+    point = (attempt.mean / scale - base) / abs(base) * 100.0
     if not math.isfinite(point):
         return None
     if attempt.stdev is None:
@@ -186,7 +189,7 @@ def difference(
     if spread == 0:
         return Difference(pct=point, ci95_pct=(point, point))
     quantile = t_quantile((1 + CONFIDENCE) / 2, df) if math.isfinite(df) else 1.959963984540054
-    half = quantile * math.sqrt(spread) / abs(baseline_mean / scale) * 100.0
+    half = quantile * math.sqrt(spread) / abs(base) * 100.0
     return Difference(pct=point, ci95_pct=(point - half, point + half))
 
 

@@ -4,7 +4,6 @@ import base64
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
@@ -12,7 +11,7 @@ from sqlmodel import Session
 from app import repo
 from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
-from app.domain import MetricSummary, change_in_force, judge, lane_of
+from app.domain import Judgement, change_in_force, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status, TailState
@@ -23,6 +22,7 @@ from app.runner.views import run_view
 from app.schemas import (
     AttemptOut,
     BaselineOut,
+    BaselineRefOut,
     CampaignDetailOut,
     CampaignOut,
     FlagChangeOut,
@@ -33,16 +33,11 @@ from app.schemas import (
     RunOut,
     SearchHitOut,
     SeenBeforeOut,
+    StatsOut,
     TailOut,
 )
+from app.stats import Call
 from app.tailing.status import TailStatus
-
-
-def baseline_in_force(
-    history: list[BaselineChange], when: datetime, times: list[datetime] | None = None
-) -> float | None:
-    change = change_in_force(history, when, times)
-    return change.value if change else None
 
 
 @dataclass(frozen=True)
@@ -203,12 +198,14 @@ def attempt_views(
     `paused`: the bytes waiting of the tails a full disk paused (app/pauses.py)."""
     assert campaign.id is not None
     ids = [a.id for a in attempts if a.id is not None]
-    samples = repo.samples_by_attempt(session, attempt_ids=ids)
-    tails = repo.tail_states(session, attempt_ids=ids)
-    runs = repo.runs_by_attempt(session, attempt_ids=ids)
     if basis is None:
         basis = CardBasis.read(session, campaign.id)
     history = basis.history
+    # The baseline attempts' runs too: an attempt is judged against them (Welch).
+    references = {c.attempt_id for c in history if c.attempt_id is not None} - set(ids)
+    samples = repo.samples_by_attempt(session, attempt_ids=[*ids, *references])
+    tails = repo.tail_states(session, attempt_ids=ids)
+    runs = repo.runs_by_attempt(session, attempt_ids=ids)
     times = [change.set_at for change in history]
     fingerprints = {a.fingerprint for a in attempts if a.fingerprint}
     earlier_by_print = repo.ids_by_fingerprint(
@@ -220,14 +217,16 @@ def attempt_views(
     for attempt in attempts:
         assert attempt.id is not None
         attempt_samples = samples.get(attempt.id, [])
-        summary = MetricSummary.of(attempt_samples)
-        baseline = baseline_in_force(history, attempt.started_at or attempt.created_at, times)
-        delta = judge(
-            summary,
-            baseline,
+        reference = change_in_force(history, attempt.started_at or attempt.created_at, times)
+        judged = judge(
+            attempt_samples,
+            reference,
+            samples.get(reference.attempt_id, []) if reference and reference.attempt_id else [],
+            attempt_id=attempt.id,
             noise_pct=campaign.noise_pct,
             higher_is_better=campaign.higher_is_better,
         )
+        summary, change = judged.measured, judged.change
         tail = tails.get(attempt.id)
         same_cause = [
             other_id
@@ -254,14 +253,18 @@ def attempt_views(
                 blocked_by=attempt.blocked_by,
                 metric_value=summary.mean if summary else None,
                 metric=MetricOut(
-                    mean=summary.mean, spread=summary.spread, n=summary.n, samples=attempt_samples
+                    mean=summary.mean,
+                    spread=summary.stdev or 0.0,
+                    n=summary.n,
+                    samples=attempt_samples,
                 )
                 if summary
                 else None,
-                baseline=baseline,
-                delta_pct=delta.pct if delta else None,
-                delta_within_noise=delta.within_noise if delta else None,
-                improved=delta.improved if delta else None,
+                baseline=judged.baseline,
+                delta_pct=change.pct if change else None,
+                delta_within_noise=judged.call == Call.same if change else None,
+                improved=judged.call == Call.better if change else None,
+                stats=stats_view(judged),
                 diagnosis=attempt.diagnosis if diagnoses is None else diagnoses.get(attempt.id),
                 same_root_cause_as=same_cause,
                 tail=tail_view(tail, (paused or {}).get(attempt.id)) if tail else None,
@@ -273,6 +276,28 @@ def attempt_views(
             )
         )
     return views
+
+
+def stats_view(judged: Judgement) -> StatsOut:
+    measured, change = judged.measured, judged.change
+    baseline = None
+    if judged.baseline is not None:
+        baseline = BaselineRefOut(
+            value=judged.baseline, n=judged.baseline_n, attempt_id=judged.baseline_attempt_id
+        )
+    return StatsOut(
+        n=measured.n if measured else 0,
+        mean=measured.mean if measured else None,
+        stdev=measured.stdev if measured else None,
+        cv_pct=measured.cv_pct if measured else None,
+        ci95=measured.ci95 if measured else None,
+        baseline=baseline,
+        delta_pct=change.pct if change else None,
+        delta_ci95_pct=change.ci95_pct if change else None,
+        call=judged.call,
+        noise_pct=judged.noise_pct,
+        noise_from="baseline runs" if judged.noise_learned else "typed",
+    )
 
 
 def tail_view(tail: TailState, waiting: int | None) -> TailOut:

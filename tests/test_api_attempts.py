@@ -196,22 +196,34 @@ def test_measurements_give_mean_spread_and_count(api: httpx.Client, campaign: di
     assert body["delta_within_noise"] is False and body["improved"] is True
 
 
-def test_a_delta_inside_the_noise_is_not_a_win(api: httpx.Client, campaign: dict) -> None:
+def test_a_delta_inside_the_noise_is_the_same_and_one_run_or_a_wide_spread_is_no_call(
+    api: httpx.Client, campaign: dict
+) -> None:
+    # One run has no interval: +0.6 % is neither a win nor noise yet.
     steady = make_attempt(api, campaign["id"], title="tiny change")
     body = api.post(f"/api/attempts/{steady['id']}/measurements", json={"value": 82.5}).json()
-    # +0.6 % against a 1 % noise floor.
-    assert body["delta_within_noise"] is True and body["improved"] is False
+    assert body["stats"]["call"] == "inconclusive" and body["stats"]["ci95"] is None
+    assert body["delta_within_noise"] is False and body["improved"] is False
+    # Three tight runs: +0.6 % [+0.46, +0.76] lies inside the 1 % noise band.
+    for value in (82.45, 82.55):
+        body = api.post(f"/api/attempts/{steady['id']}/measurements", json={"value": value}).json()
+    assert body["stats"]["call"] == "same" and body["delta_within_noise"] is True
+    low, high = body["stats"]["delta_ci95_pct"]
+    assert low == pytest.approx(0.459, abs=0.001) and high == pytest.approx(0.760, abs=0.001)
 
     noisy = make_attempt(api, campaign["id"], title="noisy runs")
     for value in (80.0, 90.0):
         body = api.post(f"/api/attempts/{noisy['id']}/measurements", json={"value": value}).json()
-    # Mean 85 is +3.7 %, but the runs spread by 7.1 (8.6 % of the baseline).
+    # Mean 85 is +3.7 %, but two runs 10 apart: the interval spans -74 % to +81 %.
     assert body["delta_pct"] == pytest.approx(3.66, abs=0.01)
-    assert body["delta_within_noise"] is True
+    assert body["stats"]["call"] == "inconclusive"
+    assert body["delta_within_noise"] is False and body["improved"] is False
 
     slower = make_attempt(api, campaign["id"], title="EAGLE-3")
-    body = api.post(f"/api/attempts/{slower['id']}/measurements", json={"value": 54}).json()
-    assert body["delta_pct"] == pytest.approx(-34.1, abs=0.05)
+    for value in (54, 54.5, 53.8):
+        body = api.post(f"/api/attempts/{slower['id']}/measurements", json={"value": value}).json()
+    assert body["delta_pct"] == pytest.approx(-34.1, abs=0.1)
+    assert body["stats"]["call"] == "worse"
     assert body["improved"] is False and body["delta_within_noise"] is False
 
 

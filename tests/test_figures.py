@@ -165,6 +165,9 @@ def _attempt(attempt_id: int, value: float, baseline: float) -> AttemptOut:
             "improved": False, "diagnosis": None, "same_root_cause_as": [], "tail": None,
             "created_at": "2025-01-01T00:00:00Z", "started_at": None, "closed_at": None,
             "updated_at": "2025-01-01T00:00:00Z",
+            "stats": {"n": 1, "mean": value, "stdev": None, "cv_pct": None, "ci95": None,
+                      "baseline": None, "delta_pct": None, "delta_ci95_pct": None,
+                      "call": "inconclusive", "noise_pct": 1.0, "noise_from": "typed"},
         }
     )  # fmt: skip
 

@@ -335,13 +335,21 @@ def test_the_campaign_page_draws_the_throughput_chart(
     empty = browser.get(f"/campaigns/{campaign['id']}").text
     assert 'id="chart"' in empty and "<svg" not in empty
     faster = make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
-    api.post(f"/api/attempts/{faster['id']}/measurements", json={"value": 92.6})
+    for value in (92.4, 92.8, 92.6):
+        api.post(f"/api/attempts/{faster['id']}/measurements", json={"value": value})
     slower = make_attempt(api, campaign["id"], title="Custom allreduce")
-    api.post(f"/api/attempts/{slower['id']}/measurements", json={"value": 38.0})
+    for value in (38.0, 38.3, 37.9):
+        api.post(f"/api/attempts/{slower['id']}/measurements", json={"value": value})
+    unclear = make_attempt(api, campaign["id"], title="One run")
+    api.post(f"/api/attempts/{unclear['id']}/measurements", json={"value": 91.0})
     page = browser.get(f"/campaigns/{campaign['id']}").text
     svg = page[page.index("<svg") : page.index("</svg>")]
-    assert svg.count('<circle class="point') == 2
+    assert svg.count('<circle class="point') == 3
     assert '<circle class="point up"' in svg and '<circle class="point down"' in svg
+    # One run: which way it points, drawn hollow, and no interval to draw.
+    assert '<circle class="point up unclear"' in svg
+    assert svg.count('<line class="ci ') == 2
+    assert "+3.5 % [+2.9, +4.0] better (n=3)" in svg  # the tooltip says the call
     assert 'class="target"' in svg and 'class="baseline"' in svg
     assert f'href="/attempts/{faster["id"]}"' in svg
 

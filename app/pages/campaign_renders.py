@@ -73,7 +73,8 @@ class _Held:
 def shown_in_head(attempt: AttemptOut) -> tuple[Any, ...]:
     """What the head (app/headline.py, app/pages/chart.py) shows of an attempt."""
     return (attempt.id, attempt.title, attempt.lane, attempt.metric_value, attempt.baseline,
-            attempt.delta_pct, attempt.delta_within_noise, attempt.improved)  # fmt: skip
+            attempt.delta_pct, attempt.delta_within_noise, attempt.improved, attempt.stats.call,
+            attempt.stats.ci95, attempt.stats.delta_ci95_pct)  # fmt: skip
 
 
 class CampaignRenders:
@@ -125,12 +126,13 @@ class CampaignRenders:
         campaign: Campaign, stamps: dict[int, repo.CardStamp], basis: views.CardBasis
     ) -> Hashable:
         """What every card depends on: the campaign's figures' unit and noise band, the
-        baseline history, the attempts flags are compared against."""
+        baseline history, the attempts flags and runs are compared against (their stamps:
+        a re-measured baseline changes every call)."""
         compared = {c.attempt_id for c in basis.history if c.attempt_id is not None}
         return (
             campaign.metric, campaign.noise_pct, campaign.higher_is_better,
             tuple((c.id, c.value, c.attempt_id, c.set_at) for c in basis.history),
-            tuple((i, stamps[i].updated_at if i in stamps else None) for i in sorted(compared)),
+            tuple((i, stamps.get(i)) for i in sorted(compared)),
         )  # fmt: skip
 
     @staticmethod

@@ -13,8 +13,9 @@ from markupsafe import Markup, escape
 
 from app.headline import crashed
 from app.models import Lane, Status
-from app.numbers import fmt_delta, fmt_number
+from app.numbers import fmt_judgement, fmt_number
 from app.schemas import AttemptOut, CampaignOut
+from app.stats import Call
 
 # Coordinates are percentages of the drawing, which CSS sizes: text and dots keep their
 # size in pixels whatever the width (a scaled viewBox shrank the labels to 4 px on a phone).
@@ -147,17 +148,17 @@ def build_chart(
         value = attempt.metric_value
         if value is not None and math.isfinite(value):
             y = round(y_of(value), 2)
-            if attempt.improved is None:
-                css = "unjudged"
-            else:
-                within = attempt.delta_within_noise
-                css = "noise" if within else "up" if attempt.improved else "down"
+            css = _call_css(attempt, campaign.higher_is_better)
             points.append(Point(x, y, attempt, css))
             given_up = attempt.status == Status.eliminated
-            shown = (attempt.id, attempt.title, value, campaign.metric, attempt.delta_pct)
-            svg.append(
-                _point_svg(link, radius, x, y, css, *shown, attempt.delta_within_noise, given_up)
-            )
+            stats = attempt.stats
+            interval = None
+            if stats.ci95 is not None and all(math.isfinite(v) for v in stats.ci95):
+                # Drawn within the plot: a two-run interval may span far past every figure.
+                interval = tuple(round(min(max(y_of(v), TOP), FLOOR), 2) for v in stats.ci95)
+            said = fmt_judgement(stats.delta_pct, stats.delta_ci95_pct, stats.call.value, stats.n)
+            shown = (attempt.id, attempt.title, value, campaign.metric, said)
+            svg.append(_point_svg(link, radius, x, y, css, *shown, given_up, interval))
         else:
             kind = _outcome(attempt)
             outcomes[kind[0]] = outcomes.get(kind[0], 0) + 1
@@ -206,21 +207,41 @@ def _point_svg(
     title: str,
     value: float,
     metric: str,
-    delta_pct: float | None,
-    within_noise: bool | None,
+    judgement: str,
     given_up: bool,
+    interval: tuple[float, ...] | None,
 ) -> str:
-    """A point as a link to its attempt, with its tooltip; kept, as after a new figure all
-    but one point are drawn as before."""
+    """A point as a link to its attempt, with its tooltip and the 95 % interval of its mean;
+    kept, as after a new figure all but one point are drawn as before."""
     label = f"#{attempt_id} {title}: {fmt_number(value)} {metric}"
-    if delta_pct is not None:
-        label += f" ({fmt_delta(delta_pct)}{', noise' if within_noise else ''})"
+    if judgement:
+        label += f" ({judgement})"
+    whisker = ""
+    if interval is not None:
+        low, high = interval
+        whisker = (
+            f'<line class="ci {css.split()[0]}" x1="{x}%" x2="{x}%" y1="{low}%" y2="{high}%">'
+            f"<title>{escape(label)}: 95 % interval of the mean</title></line>"
+        )
     if given_up:
         label, css = f"{label}, eliminated", f"{css} eliminated"
     return (
-        f'<a href="{link}{attempt_id}"><circle class="point {css}" cx="{x}%" cy="{y}%"'
-        f' r="{radius}"><title>{escape(label)}</title></circle></a>'
+        f'<a href="{link}{attempt_id}">{whisker}<circle class="point {css}" cx="{x}%"'
+        f' cy="{y}%" r="{radius}"><title>{escape(label)}</title></circle></a>'
     )
+
+
+def _call_css(attempt: AttemptOut, higher_is_better: bool) -> str:
+    """better: up; worse: down; same: noise; inconclusive: the way it points, drawn hollow;
+    unjudged: no baseline to judge it against."""
+    stats = attempt.stats
+    if stats.delta_pct is None:
+        return "unjudged"
+    if stats.call == Call.same:
+        return "noise"
+    if stats.call in (Call.better, Call.worse):
+        return "up" if stats.call == Call.better else "down"
+    return ("up" if (stats.delta_pct > 0) == higher_is_better else "down") + " unclear"
 
 
 @functools.lru_cache(maxsize=4096)

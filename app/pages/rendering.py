@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse
 from app.deps import is_owner, session_cookie
 from app.forms import FormState
 from app.markdown import render_markdown
-from app.numbers import fmt_delta, fmt_number
+from app.numbers import fmt_delta, fmt_judgement, fmt_number
 from app.paths import resource_dir
 
 # htmx from its CDN, pinned, with Subresource Integrity (the hash of the npm package's file).
@@ -62,6 +62,7 @@ def make_templates() -> Jinja2Templates:
         number=fmt_number,
         filesize=fmt_filesize,
         delta=fmt_delta,
+        judgement=lambda s: fmt_judgement(s.delta_pct, s.delta_ci95_pct, s.call.value, s.n),
         iso=iso_utc,
         markdown=render_markdown,
         tojson_compact=lambda v: json.dumps(v, separators=(",", ":")),
