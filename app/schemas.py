@@ -264,6 +264,15 @@ class StatsOut(BaseModel):
     noise_from: Literal["baseline runs", "typed"]
 
 
+class FigureOut(BaseModel):
+    """One figure over an attempt's counted benchmark runs: its mean and t interval."""
+
+    unit: str
+    n: int
+    mean: float
+    ci95: tuple[float, float] | None
+
+
 class TailOut(BaseModel):
     state: TailStatus
     bytes_read: int  # of the file being read now (the source's offset)
@@ -380,6 +389,8 @@ class AttemptOut(BaseModel):
     delta_within_noise: bool | None  # the call is `same`
     improved: bool | None  # the call is `better`
     stats: StatsOut
+    # Every figure its benchmark runs gave (the runner's), by name: output_tok_s, ttft_ms...
+    figures: dict[str, FigureOut] = Field(default_factory=dict)
     diagnosis: dict[str, Any] | None
     same_root_cause_as: list[int]
     # Earlier attempts of any campaign that failed the same way, newest first: an

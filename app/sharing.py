@@ -20,6 +20,7 @@ from app.errors import NotFound
 from app.headline import Headline, headline
 from app.markdown import inert_links, render_markdown
 from app.models import Lane, Note, ShareLink, utcnow
+from app.numbers import fmt_judgement
 from app.redact import Redactor, secrets_only
 from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
 
@@ -129,6 +130,7 @@ class Summary:
     campaign_notes: list[NoteOut]
     best: AttemptOut | None
     headline: Headline
+    mask: Mask  # what any other text of the campaign shown with it goes through
 
 
 # The diagnosis's figures: numbers under labels, of which only the labels are masked (a few
@@ -222,7 +224,7 @@ def summary(session: Session, link: ShareLink) -> Summary:
         {**_masked(campaign_data, mask), "attempts": []}
     )
     story = headline(masked_campaign, masked)
-    return Summary(masked_campaign, shared, by_attempt.get(None, []), story.best, story)
+    return Summary(masked_campaign, shared, by_attempt.get(None, []), story.best, story, mask)
 
 
 def _note_out(note: Note, mask: Mask) -> NoteOut:
@@ -301,9 +303,10 @@ def to_markdown(result: Summary) -> str:
         figure = ""
         if attempt.metric_value is not None:
             figure = f" — {attempt.metric_value:.1f} {metric}"
-            if attempt.delta_pct is not None:
-                noise = ", within noise" if attempt.delta_within_noise else ""
-                figure += f" ({attempt.delta_pct:+.1f} %{noise})"
+            stats = attempt.stats
+            said = fmt_judgement(stats.delta_pct, stats.delta_ci95_pct, stats.call.value, stats.n)
+            if said:
+                figure += f" ({said})"
         title = _md_text(attempt.title)
         lines.append(f"### #{attempt.id} {title} — {attempt.status.value}{figure}")
         if shared.turning_point:

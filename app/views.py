@@ -14,7 +14,7 @@ from app.diagnosis.lines import decode
 from app.domain import Judgement, change_in_force, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
-from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Status, TailState
+from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Run, Status, TailState
 from app.pauses import pause_message
 from app.repo import stored_log
 from app.runner.outcomes import RunOutcome
@@ -25,6 +25,7 @@ from app.schemas import (
     BaselineRefOut,
     CampaignDetailOut,
     CampaignOut,
+    FigureOut,
     FlagChangeOut,
     FlagDiffOut,
     FlagsOut,
@@ -36,7 +37,7 @@ from app.schemas import (
     StatsOut,
     TailOut,
 )
-from app.stats import Call
+from app.stats import Call, summarize
 from app.tailing.status import TailStatus
 
 
@@ -265,6 +266,7 @@ def attempt_views(
                 delta_within_noise=judged.call == Call.same if change else None,
                 improved=judged.call == Call.better if change else None,
                 stats=stats_view(judged),
+                figures=figures_view(runs.get(attempt.id), campaign.metric),
                 diagnosis=attempt.diagnosis if diagnoses is None else diagnoses.get(attempt.id),
                 same_root_cause_as=same_cause,
                 tail=tail_view(tail, (paused or {}).get(attempt.id)) if tail else None,
@@ -276,6 +278,35 @@ def attempt_views(
             )
         )
     return views
+
+
+def figure_unit(name: str, metric: str) -> str:
+    """The unit of a figure by its name (app/benchparse.py's names)."""
+    if name == "value":
+        return metric  # the campaign's own pattern's figure
+    for suffix, unit in (("_tok_s", "tok/s"), ("_ms", "ms"), ("_pct", "%"), ("_s", "s")):
+        if name.endswith(suffix):
+            return unit
+    return "req/s" if name in ("request_throughput", "request_goodput") else ""
+
+
+def figures_view(run: Run | None, metric: str) -> dict[str, FigureOut]:
+    """Each figure over the run's counted benchmark runs (no warm-up, no failed run)."""
+    if run is None or not run.bench_runs:
+        return {}
+    values: dict[str, list[float]] = {}
+    for entry in run.bench_runs:
+        if entry.get("metric_recorded") is None:
+            continue
+        for name, value in (entry.get("figures") or {}).items():
+            values.setdefault(name, []).append(value)
+    out = {}
+    for name, samples in values.items():
+        summary = summarize(samples)
+        if summary is not None:
+            unit = figure_unit(name, metric)
+            out[name] = FigureOut(unit=unit, n=summary.n, mean=summary.mean, ci95=summary.ci95)
+    return out
 
 
 def stats_view(judged: Judgement) -> StatsOut:

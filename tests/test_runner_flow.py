@@ -2,6 +2,8 @@
 `measured` with N measurements; each way a server fails ends with its own outcome, no
 process of its session left and its port free; two launches on one host never overlap."""
 
+import csv
+import io
 import os
 import signal
 import subprocess
@@ -96,6 +98,23 @@ def test_a_launched_attempt_is_measured_n_times_then_stopped(
     figures = run["bench_runs"][1]["figures"]
     assert {"ttft_ms", "itl_ms", "request_throughput", "output_tok_s"} <= set(figures)
     assert figures["output_tok_s"] == run["bench_runs"][1]["metric_recorded"]
+    # Each figure over the three counted runs: its mean, its interval, its unit.
+    ttft = [r["figures"]["ttft_ms"] for r in run["bench_runs"][1:]]
+    summary = final["figures"]["ttft_ms"]
+    assert (summary["unit"], summary["n"]) == ("ms", 3)
+    assert summary["mean"] == pytest.approx(sum(ttft) / 3)
+    assert summary["ci95"][0] <= summary["mean"] <= summary["ci95"][1]
+    assert final["figures"]["output_tok_s"]["mean"] == pytest.approx(final["metric_value"])
+    # The export: a row per run, the warm-up marked, every figure a column.
+    answer = dash.get(f"/api/campaigns/{campaign['id']}/runs.csv")
+    assert answer.headers["content-type"] == "text/csv; charset=utf-8"
+    rows = list(csv.DictReader(io.StringIO(answer.text)))
+    assert [(r["run"], r["warmup"], r["counted"]) for r in rows] == [
+        ("1", "yes", "no"), ("2", "no", "yes"), ("3", "no", "yes"), ("4", "no", "yes")
+    ]  # fmt: skip
+    assert [float(r["value"]) for r in rows[1:]] == recorded
+    assert [float(r["ttft_ms"]) for r in rows[1:]] == ttft
+    assert {r["host"] for r in rows} == {sshd.alias} and rows[0]["attempt_id"] == str(final["id"])
     assert run["port"] == port and run["health_url"] == f"http://127.0.0.1:{port}/health"
     assert final["source"] == f"ssh://{sshd.alias}{run['log_path']}"
     assert final["diagnosis"]["ready"] is True

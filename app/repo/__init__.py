@@ -4,7 +4,7 @@ events in the modules beside it (all importable from `app.repo`)."""
 
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func
@@ -155,6 +155,24 @@ def samples_by_attempt(session: Session, *, attempt_ids: Iterable[int]) -> dict[
     for attempt_id, value in session.exec(query):
         samples[attempt_id].append(value)
     return samples
+
+
+def measurements_by_attempt(
+    session: Session, *, attempt_ids: Iterable[int]
+) -> dict[int, list[tuple[float, datetime]]]:
+    """Each attempt's figures with when they were recorded, in the order recorded."""
+    ids = list(attempt_ids)
+    found: dict[int, list[tuple[float, datetime]]] = defaultdict(list)
+    if not ids:
+        return found
+    query = (
+        select(col(Measurement.attempt_id), col(Measurement.value), col(Measurement.created_at))
+        .where(col(Measurement.attempt_id).in_(ids))
+        .order_by(col(Measurement.id))
+    )
+    for attempt_id, value, created_at in session.exec(query):
+        found[attempt_id].append((value, created_at))
+    return found
 
 
 def count_measurements(session: Session, *, attempt_id: int) -> int:

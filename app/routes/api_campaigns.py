@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter, Depends, Response
 
-from app import actions, repo, views
+from app import actions, exports, repo, views
 from app.deps import SessionDep, SettingsDep, require_api_owner
 from app.runner import launching
 from app.schemas import (
@@ -43,6 +43,22 @@ def list_campaigns(session: SessionDep) -> list[CampaignOut]:
 def get_campaign(campaign_id: int, session: SessionDep) -> CampaignDetailOut:
     """A campaign with its attempts in the order they were tried."""
     return views.campaign_detail(session, actions.require_campaign(session, campaign_id))
+
+
+@router.get("/{campaign_id}/runs.csv", response_class=Response)
+def runs_csv(campaign_id: int, session: SessionDep) -> Response:
+    """Every benchmark run of the campaign, one row each, every figure a column."""
+    detail = views.campaign_detail(session, actions.require_campaign(session, campaign_id))
+    text = exports.to_csv(detail, exports.run_rows(session, detail.attempts), str)
+    return csv_response(text, f"campaign-{campaign_id}-runs.csv")
+
+
+def csv_response(text: str, filename: str) -> Response:
+    return Response(
+        text,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 @router.patch("/{campaign_id}")

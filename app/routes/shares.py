@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from app import actions, repo, sharing
+from app import actions, exports, repo, sharing
 from app.db import session_scope
 from app.deps import SessionDep, is_owner, require_api_owner
 from app.errors import NotFound
@@ -90,8 +90,8 @@ def _shared_summary(name: str, request: Request) -> Response:
     engine = request.app.state.engine
     renders: RenderedShares = request.app.state.share_renders
     sharing.open_link(engine, token)
-    if suffix not in ("", "md", "json"):
-        raise NotFound("a share link ends in nothing, .md or .json")
+    if suffix not in ("", "md", "json", "csv"):
+        raise NotFound("a share link ends in nothing, .md, .json or .csv")
     with session_scope(engine, snapshot=True) as session:
         link = sharing.find(session, token)
         cursor = repo.newest_event_id(session, link.campaign_id)
@@ -112,6 +112,11 @@ def _render_share(
         return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
     if suffix == "json":
         return JSONResponse(sharing.to_json(sharing.summary(session, link)))
+    if suffix == "csv":
+        found = sharing.summary(session, link)
+        attempts = [shared.attempt for shared in found.attempts]
+        text = exports.to_csv(found.campaign, exports.run_rows(session, attempts), found.mask)
+        return Response(text, media_type="text/csv; charset=utf-8")
     return render(
         request, "pages/share.html", share_context(session, link, token),
         partial="partials/_share_summary.html",
