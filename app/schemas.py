@@ -404,6 +404,10 @@ class AttemptOut(BaseModel):
     updated_at: datetime
 
 
+class CompareOut(BaseModel):
+    attempts: list[AttemptOut]
+
+
 class BaselineOut(BaseModel):
     value: float
     attempt_id: int | None

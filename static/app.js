@@ -119,6 +119,7 @@
         var kept = keptChoices(el);
         el.replaceWith(template.content);
         restoreChoices(kept);
+        restoreTicks();
       }
       // The fragment's own forms and links are htmx's to enhance, as on a page load.
       if (window.htmx) { added.forEach(function (node) { htmx.process(node); }); }
@@ -152,6 +153,20 @@
         select.value = k[2];
         select.dataset.touched = "1";
       }
+    });
+  }
+
+  // Attempts ticked to compare stay ticked when a live update redraws their cards.
+  var ticked = {};
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (box.matches && box.matches('input[type="checkbox"][form="compare-form"]')) {
+      if (box.checked) { ticked[box.value] = true; } else { delete ticked[box.value]; }
+    }
+  });
+  function restoreTicks() {
+    document.querySelectorAll('input[type="checkbox"][form="compare-form"]').forEach(function (box) {
+      box.checked = !!ticked[box.value];
     });
   }
 

@@ -2,7 +2,7 @@
 
 import asyncio
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from starlette.concurrency import run_in_threadpool
@@ -21,6 +21,7 @@ from app.pages.attempt import attempt_context, deleted_url
 from app.pages.campaign import campaign_context
 from app.pages.campaign_renders import campaign_renders
 from app.pages.campaigns import campaigns_context
+from app.pages.compare import compare_context, parse_ids
 from app.pages.rendering import is_htmx, render
 from app.schemas import (
     AttemptCreate,
@@ -250,6 +251,21 @@ def revoke_share(link_id: int, request: Request, session: SessionDep) -> Respons
 
 
 # --- attempts --------------------------------------------------------------
+
+
+@router.get("/compare", response_class=HTMLResponse, dependencies=OwnerPage)
+def compare_page(
+    request: Request,
+    session: SessionDep,
+    ids: Annotated[list[str], Query(max_length=200)],
+    by: Literal["id"] | None = None,
+) -> Response:
+    """2 to 8 attempts side by side (`?ids=3,7,9`), in that order; ticked on a campaign's
+    page, `by=id`: the earliest first, the one the others are marked against."""
+    chosen = parse_ids(ids)
+    if by == "id":
+        chosen.sort()
+    return render(request, "pages/compare.html", compare_context(session, chosen))
 
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse, dependencies=OwnerPage)
