@@ -31,9 +31,13 @@ def test_create_list_and_read_a_campaign(api: httpx.Client) -> None:
 def test_any_metric_and_direction(api: httpx.Client) -> None:
     latency = make_campaign(api, name="TTFT", metric="ms", baseline=250, higher_is_better=False)
     attempt = make_attempt(api, latency["id"], title="Chunked prefill")
-    faster = api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 200}).json()
-    assert faster["delta_pct"] == pytest.approx(-20.0)
-    assert faster["improved"] is True
+    for value in (200, 199, 201):
+        faster = api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": value})
+    body = faster.json()
+    assert body["delta_pct"] == pytest.approx(-20.0)
+    # Lower is better here: an interval wholly below zero is the better call.
+    assert body["stats"]["delta_ci95_pct"][1] < 0
+    assert body["stats"]["call"] == "better" and body["improved"] is True
 
 
 @pytest.mark.both_databases

@@ -63,14 +63,19 @@ def test_the_charts_key_says_which_side_is_better_when_lower_is(
     # that said "green above the baseline, red below".
     campaign = make_campaign(api, metric="ms", higher_is_better=False, baseline=100.0)
     attempt = make_attempt(api, campaign["id"], title="Chunked prefill")
-    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90.0})
+    for value in (90.0, 89.6, 90.4):
+        api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": value})
+    once = make_attempt(api, campaign["id"], title="Measured once")
+    api.post(f"/api/attempts/{once['id']}/measurements", json={"value": 91.0})
     token = api.post(f"/api/campaigns/{campaign['id']}/shares").json()["token"]
     for page in (
         browser.get(f"/campaigns/{campaign['id']}").text,
         anonymous.get(f"/s/{token}").text,
     ):
         assert 'class="point up"' in page
+        assert 'class="point up unclear"' in page  # which way it points, not yet a call
         assert "green below the baseline (lower is better), red above" in page
+        assert "hollow not yet clear" in page
     higher = make_campaign(api, baseline=82.0)
     api.post(
         f"/api/attempts/{make_attempt(api, higher['id'])['id']}/measurements", json={"value": 90.0}

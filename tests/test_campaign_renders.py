@@ -71,14 +71,15 @@ def test_a_change_made_on_another_dashboard_is_never_served_stale(
         assert ">1 note</span>" in card(page(), measured)
 
         assert "no measurement yet" in card(page(), running_one)
-        other.post(f"/api/attempts/{running_one}/measurements", json={"value": 95.5})
+        for value in (95.5, 95.3, 95.7):
+            other.post(f"/api/attempts/{running_one}/measurements", json={"value": value})
         shown = card(page(), running_one)
         assert "95.5" in shown and "status-measured" in shown
 
-        # The noise band is the campaign's: every card's delta is judged by it.
-        assert "· noise" not in card(page(), running_one)
+        # The noise band is the campaign's: every card's call is made with it.
+        assert "call-better" in card(page(), running_one)
         assert other.patch(f"/api/campaigns/{campaign_id}", json={"noise_pct": 50.0}).is_success
-        assert "· noise" in card(page(), running_one)
+        assert "call-same" in card(page(), running_one)
 
         # A new baseline: the head says it, and an attempt tried after it is judged by it.
         other.post(f"/api/attempts/{base['id']}/measurements", json={"value": 100.0})
@@ -197,8 +198,8 @@ def test_a_request_on_an_older_snapshot_never_leaves_its_timeline_to_a_newer_one
             assert campaign is not None and campaign.noise_pct == 50.0
             cards = renders.cards(newer, campaign)
             # The older request runs between this one's cards and its timeline.
-            assert "· noise" not in timeline(renders.cards(older, before))
-            assert "· noise" in timeline(cards)
+            assert "call-same" not in timeline(renders.cards(older, before))
+            assert "call-same" in timeline(cards)
 
 
 def test_each_session_gets_its_own_token_in_the_kept_page(server: LiveServer) -> None:

@@ -364,8 +364,10 @@ def test_a_lower_is_better_campaign_from_the_form(browser: httpx.Client, api: ht
     campaign = api.get(created.headers["location"].replace("/campaigns", "/api/campaigns")).json()
     assert campaign["higher_is_better"] is False
     attempt = make_attempt(api, campaign["id"])
-    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 90.0})
-    assert api.get(f"/api/attempts/{attempt['id']}").json()["improved"] is True
+    for value in (90.0, 89.5, 90.5):
+        api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": value})
+    judged = api.get(f"/api/attempts/{attempt['id']}").json()
+    assert judged["stats"]["call"] == "better" and judged["improved"] is True
     # Refused for another field, the choice is kept.
     refused = browser.post("/campaigns", data=fields | {"baseline": "fast"})
     assert form_defaults(refused.text, "/campaigns")["higher_is_better"] == "false"
