@@ -17,6 +17,10 @@ from app.runner.outcomes import EXIT_OK, EXIT_REFUSED, RunOutcome
 FALLBACK_POLL_S = 1.0
 POLL_S = 0.25
 
+# Idle connections are let go of before the dashboard closes them (its keep-alive is 5 s):
+# one reused just as the server closes it fails the request with a reset.
+LIMITS = httpx.Limits(keepalive_expiry=2.0)
+
 
 class Refused(click.ClickException):
     exit_code = EXIT_REFUSED
@@ -124,7 +128,7 @@ def run_try(
     headers = {"Authorization": f"Bearer {token}"}
     base = url.rstrip("/")
     try:
-        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+        with httpx.Client(base_url=base, headers=headers, timeout=30, limits=LIMITS) as client:
             return _drive(client, base, campaign, title, launch, hypothesis, retest_of)
     except httpx.TransportError as error:
         raise Refused(f"cannot reach the dashboard at {base}: {error}") from None

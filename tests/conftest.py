@@ -222,6 +222,9 @@ def no_server_error(response: httpx.Response) -> None:
 
 
 SERVER_ERRORS = {"response": [no_server_error]}
+# A client must let go of an idle connection before the server does (5 s keep-alive): one
+# reused as the server closes it is reset under the request (a GET failed so in CI).
+CLIENT_LIMITS = httpx.Limits(keepalive_expiry=2.0)
 
 
 def owner_client(url: str) -> httpx.Client:
@@ -231,6 +234,7 @@ def owner_client(url: str) -> httpx.Client:
         headers={"Authorization": f"Bearer {OWNER_TOKEN}"},
         timeout=30,
         event_hooks=SERVER_ERRORS,
+        limits=CLIENT_LIMITS,
     )
 
 
@@ -298,7 +302,9 @@ def app_under_test(request: pytest.FixtureRequest, settings: Settings) -> Iterat
 def _client(target: Any, **options: Any) -> httpx.Client:
     if isinstance(target, InProcess):
         return target.client(**options)
-    return httpx.Client(base_url=target.url, timeout=20, event_hooks=SERVER_ERRORS, **options)
+    return httpx.Client(
+        base_url=target.url, timeout=20, event_hooks=SERVER_ERRORS, limits=CLIENT_LIMITS, **options
+    )
 
 
 @pytest.fixture

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from app import try_cli
+from app.config import Settings
 from tests.cli import Served, clean_env, free_port, serving
-from tests.conftest import OWNER_TOKEN
+from tests.conftest import CLIENT_LIMITS, OWNER_TOKEN
 
 HEADERS_S = 1.5
 BODY_S = 2.0
@@ -163,3 +165,12 @@ def test_a_live_stream_outlives_every_bound(served: tuple[Served, int]) -> None:
             if time.monotonic() - start > outlive:
                 break
         assert time.monotonic() - start > outlive, "the stream ended early"
+
+
+def test_our_clients_let_go_of_an_idle_connection_before_the_dashboard_does() -> None:
+    # A connection reused just as the server's keep-alive closes it resets the request: the
+    # tests' clients and `try`'s must expire theirs first (a GET failed so in CI).
+    server_keeps = Settings(_env_file=None).keep_alive_seconds  # type: ignore[call-arg]
+    for limits in (CLIENT_LIMITS, try_cli.LIMITS):
+        assert limits.keepalive_expiry is not None
+        assert limits.keepalive_expiry < server_keeps / 2
