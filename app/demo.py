@@ -31,6 +31,7 @@ LAUNCH = (
     "--trust-remote-code --host 0.0.0.0"
 )
 ENVIRONMENT = re.compile(r"[A-Z_][A-Z0-9_]*=\S*")
+PIVOT = "CUDA 13 upgrade"  # from this step on, every run is on the CUDA 13 stack
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ STORY: tuple[Step, ...] = (
     Step("CUDA graph max batch 128", "Capture graphs up to batch 128", "--cuda-graph-max-bs 128",
          {"cuda_graph_max_bs": 128}, runs=(89.3, 89.7, 89.5), verdict=Status.adopted,
          verdict_text="A solid gain: the new baseline.", set_baseline=True),
-    Step("CUDA 13 upgrade", "CUDA 13 supports SM120 natively and unblocks Blackwell kernels",
+    Step(PIVOT, "CUDA 13 supports SM120 natively and unblocks Blackwell kernels",
          "torch 2.9.1+cu130, sgl-kernel 0.3.21+cu130, flashinfer 0.6.4", {},
          runs=(92.4, 92.8, 92.6), verdict=Status.adopted, set_baseline=True,
          verdict_text="The pivot: FlashInfer attention works on SM120, +3.5 %.",
@@ -159,6 +160,7 @@ class Replay:
         # What the attempts adopted as new baselines changed, kept by every later launch.
         self.kept_flags = ""
         self.kept_server_flags: dict[str, object] = {}
+        self.stack = "cuda12.8"  # what each run's script prints first; the pivot changes it
         self.done = threading.Event()
         self.statuses: Counter[str] = Counter()  # of the attempts, once the story is over
 
@@ -230,8 +232,10 @@ class Replay:
         self.log_files[attempt_id] = path
         self.stop.wait(self.step_s * 0.1)  # the server is launched a moment later
         server_flags = {**self.kept_server_flags, **step.server_flags}
-        self._type(path, demo_logs.startup(server_flags, ready=step.crash is None),
-                   self.step_s * 0.35)  # fmt: skip
+        if step.title == PIVOT:
+            self.stack = "cuda13"
+        startup = demo_logs.startup(server_flags, ready=step.crash is None, stack=self.stack)
+        self._type(path, startup, self.step_s * 0.35)
         if step.crash is not None:
             self._type(path, step.crash(), self.step_s * 0.2)
             found = self._wait_for(attempt_id, lambda a: a.status == Status.crashed, 60)

@@ -30,8 +30,38 @@ def server_args(flags: dict[str, object]) -> str:
     return "server_args=ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
 
 
-def startup(flags: dict[str, object], *, ready: bool = True) -> list[str]:
+# The stack before and after the seeds' pivot, as each run's script prints it first
+# (`python -m sglang.check_env`): the CUDA 13 upgrade's versions are the seeds' own.
+STACKS = {
+    "cuda12.8": {"nvcc": "12.8, V12.8.93", "driver": "575.57.08", "torch": "2.10.0+cu128",
+                 "sglang": "0.5.6", "sgl_kernel": "0.3.16", "flashinfer_python": "0.3.1"},
+    "cuda13": {"nvcc": "13.0, V13.0.48", "driver": "580.95.05", "torch": "2.9.1+cu130",
+               "sglang": "0.5.9", "sgl_kernel": "0.3.21", "flashinfer_python": "0.6.4"},
+}  # fmt: skip
+
+
+def check_env(stack: str) -> list[str]:
+    versions = STACKS[stack]
+    return [
+        "Python: 3.12.3 (main, Nov  6 2025, 13:44:16) [GCC 13.3.0]",
+        "CUDA available: True",
+        "GPU 0,1,2,3,4,5,6,7: NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+        "GPU 0,1,2,3,4,5,6,7 Compute Capability: 12.0",
+        "CUDA_HOME: /usr/local/cuda",
+        f"NVCC: Cuda compilation tools, release {versions['nvcc']}",
+        f"CUDA Driver Version: {versions['driver']}",
+        f"PyTorch: {versions['torch']}",
+        f"sglang: {versions['sglang']}",
+        f"sgl_kernel: {versions['sgl_kernel']}",
+        f"flashinfer_python: {versions['flashinfer_python']}",
+        "triton: 3.5.0",
+        "transformers: 4.57.1",
+    ]
+
+
+def startup(flags: dict[str, object], *, ready: bool = True, stack: str = "cuda12.8") -> list[str]:
     lines = [
+        *check_env(stack),
         f"{_stamp(1)} WARNING model_config.py:955: DeepGemm is enabled but the scale_fmt of "
         "checkpoint is not ue8m0. This might cause accuracy degradation on Blackwell.",
         f"{_stamp(2)} {server_args(flags)}",

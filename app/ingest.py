@@ -19,6 +19,7 @@ from app import lifecycle, repo
 from app.changes import record
 from app.db import TAIL_LOCK_SPACE, Held, session_scope, try_exclusive
 from app.diagnosis import Diagnoser, Diagnosis, Throughput
+from app.environment import EnvironmentReader
 from app.errors import StorageFull
 from app.flags import ArgsLineFinder, parse_logged_args
 from app.lifecycle import Actor, Refusal
@@ -122,6 +123,7 @@ class AttemptTail:
         # The source's last word on a writer, since the last byte (None: none, or unknown).
         self.writer_open: bool | None = None
         self.args_finder = ArgsLineFinder()  # fed with the diagnosis, restored with it
+        self.environment = EnvironmentReader()  # the same
         self.args_taken: str | None = None  # the line last parsed into the attempt
         self.thread = threading.Thread(target=self._run, name=f"tail-{attempt_id}", daemon=True)
 
@@ -189,6 +191,7 @@ class AttemptTail:
         diagnoser = Diagnoser(ready_pattern)
         self.args_finder = ArgsLineFinder()
         self.args_taken = None
+        self.environment = EnvironmentReader()
         stored = 0
         for chunk in repo.log_chunks(session, attempt_id=self.attempt_id):
             diagnoser.skip(chunk.stream_offset - stored)  # a middle dropped past the cap
@@ -197,6 +200,7 @@ class AttemptTail:
             if chunk.stream_offset > stored:
                 self.args_finder.skip()
             self.args_finder.feed(data)
+            self.environment.feed(data)
             stored = chunk.stream_offset + chunk.length
         return diagnoser, stored
 
@@ -314,7 +318,7 @@ class AttemptTail:
             tail = repo.tail_state(session, attempt_id=self.attempt_id)
             attempt = repo.get_attempt(session, attempt_id=self.attempt_id)
             assert tail is not None and attempt is not None
-            fed = False
+            fed = environment_read = False
             stored_before = tail.stored_bytes
             seen_before = _seen(tail)
             pending: list[bytes] = []
@@ -337,6 +341,7 @@ class AttemptTail:
                     pending.append(event.data)
                     diagnoser.feed(event.data)
                     self.args_finder.feed(event.data)
+                    environment_read |= self.environment.feed(event.data)
                     tail.offset = event.offset + len(event.data)
                     fed = True
                     if tail.state not in (TailStatus.connected, TailStatus.catching_up):
@@ -368,6 +373,10 @@ class AttemptTail:
                     tail.state, tail.last_error = event.state, event.message
                     tail.host_key, tail.known_host_key = event.host_key, event.known_host_key
             flush_chunk()
+            if environment_read:
+                found = self.environment.environment.as_json()
+                if found != attempt.environment:
+                    attempt.environment = found
             line = self.args_finder.line
             if fed and line is not None and line != self.args_taken:
                 self.args_taken = line

@@ -143,6 +143,8 @@ class Attempt(SQLModel, table=True):
     # The arguments the engine echoed in the log (sglang's server_args=, vLLM's non-default
     # args:), parsed once by the ingest as the line arrives: pages never read the log for them.
     logged_args: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # What ran underneath, as the log says (app/environment.py).
+    environment: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     closed_at: datetime | None = None

@@ -273,6 +273,36 @@ class FigureOut(BaseModel):
     ci95: tuple[float, float] | None
 
 
+class EnvironmentOut(BaseModel):
+    """What ran underneath (app/environment.py): from the log's start-up lines, and for a
+    launched attempt the host's answers before the launch; null where unknown."""
+
+    gpu: str | None = None
+    gpu_count: int | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    torch: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    python: str | None = None
+    libs: dict[str, str] = Field(default_factory=dict)
+
+
+class EnvChangeOut(BaseModel):
+    baseline: str
+    attempt: str
+
+
+class EnvDiffOut(BaseModel):
+    """What differs from the baseline configuration's environment, by what both say."""
+
+    baseline_attempt_id: int
+    added: dict[str, str]
+    removed: dict[str, str]
+    changed: dict[str, EnvChangeOut]
+    summary: str  # "CUDA 12.8 → 13.0, torch 2.10.0 → 2.9.1"
+
+
 class TailOut(BaseModel):
     state: TailStatus
     bytes_read: int  # of the file being read now (the source's offset)
@@ -391,6 +421,8 @@ class AttemptOut(BaseModel):
     stats: StatsOut
     # Every figure its benchmark runs gave (the runner's), by name: output_tok_s, ttft_ms...
     figures: dict[str, FigureOut] = Field(default_factory=dict)
+    environment: EnvironmentOut | None = None
+    env_diff: EnvDiffOut | None = None
     diagnosis: dict[str, Any] | None
     same_root_cause_as: list[int]
     # Earlier attempts of any campaign that failed the same way, newest first: an

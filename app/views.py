@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from app import environment as env
 from app import repo
 from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
@@ -25,6 +26,8 @@ from app.schemas import (
     BaselineRefOut,
     CampaignDetailOut,
     CampaignOut,
+    EnvDiffOut,
+    EnvironmentOut,
     FigureOut,
     FlagChangeOut,
     FlagDiffOut,
@@ -206,7 +209,7 @@ def attempt_views(
     references = {c.attempt_id for c in history if c.attempt_id is not None} - set(ids)
     samples = repo.samples_by_attempt(session, attempt_ids=[*ids, *references])
     tails = repo.tail_states(session, attempt_ids=ids)
-    runs = repo.runs_by_attempt(session, attempt_ids=ids)
+    runs = repo.runs_by_attempt(session, attempt_ids=[*ids, *references])
     times = [change.set_at for change in history]
     fingerprints = {a.fingerprint for a in attempts if a.fingerprint}
     earlier_by_print = repo.ids_by_fingerprint(
@@ -237,6 +240,15 @@ def attempt_views(
         status = Status(attempt.status)
         run = run_view(session, runs[attempt.id], tail) if attempt.id in runs else None
         flags, diff = flag_sets.views(attempt)
+        environment = environment_of(attempt, runs.get(attempt.id))
+        reference_attempt = flag_sets.baseline_of(attempt)
+        env_diff = None
+        if environment and reference_attempt is not None and reference_attempt.id != attempt.id:
+            assert reference_attempt.id is not None
+            theirs = environment_of(reference_attempt, runs.get(reference_attempt.id))
+            if theirs:
+                found = env.diff(theirs, environment)
+                env_diff = EnvDiffOut(baseline_attempt_id=reference_attempt.id, **found)
         views.append(
             AttemptOut(
                 id=attempt.id,
@@ -267,6 +279,8 @@ def attempt_views(
                 improved=judged.call == Call.better if change else None,
                 stats=stats_view(judged),
                 figures=figures_view(runs.get(attempt.id), campaign.metric),
+                environment=EnvironmentOut(**environment) if environment else None,
+                env_diff=env_diff,
                 diagnosis=attempt.diagnosis if diagnoses is None else diagnoses.get(attempt.id),
                 same_root_cause_as=same_cause,
                 tail=tail_view(tail, (paused or {}).get(attempt.id)) if tail else None,
@@ -278,6 +292,12 @@ def attempt_views(
             )
         )
     return views
+
+
+def environment_of(attempt: Attempt, run: Run | None) -> dict[str, Any] | None:
+    """What the log says ran, and what the host said before the launch where it says nothing."""
+    probed = (run.preflight or {}).get("environment") if run is not None else None
+    return env.merged(attempt.environment, probed)
 
 
 def figure_unit(name: str, metric: str) -> str:

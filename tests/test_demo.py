@@ -167,6 +167,20 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> No
     assert [b["value"] for b in detail["baseline_history"]] == [82.0, 89.5, pytest.approx(92.6)]
     assert attempts[8]["delta_pct"] == pytest.approx(3.46, abs=0.05)
     assert attempts[9]["delta_within_noise"] is True
+    # Its runs against the CUDA 13 baseline's own: Welch, the same within the noise.
+    fusion = attempts[9]["stats"]
+    assert fusion["call"] == "same" and fusion["baseline"]["attempt_id"] == attempts[8]["id"]
+    assert fusion["delta_ci95_pct"][0] < 0 < fusion["delta_ci95_pct"][1]
+    # What changed underneath at the pivot, read from each run's start-up lines.
+    pivot = attempts[8]["env_diff"]
+    assert pivot["baseline_attempt_id"] == attempts[7]["id"]
+    assert pivot["summary"].startswith("driver 575.57.08 → 580.95.05, CUDA 12.8 → 13.0, ")
+    assert (
+        "torch 2.10.0 → 2.9.1" in pivot["summary"]
+        and "flashinfer 0.3.1 → 0.6.4" in pivot["summary"]
+    )
+    assert attempts[9]["env_diff"]["changed"] == {}  # fusion ran on the pivot's stack
+    assert attempts[8]["environment"]["gpu_count"] == 8
     notes = httpx.get(f"{url}/api/campaigns/{detail['id']}/notes", headers=auth).json()
     assert "The demo's replay has finished" in notes[-1]["body"]
     assert "3 adopted, 1 crashed, 6 eliminated, 1 measured" in notes[-1]["body"]

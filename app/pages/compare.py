@@ -8,6 +8,7 @@ from typing import Any
 from sqlmodel import Session
 
 from app import actions, views
+from app import environment as env
 from app.errors import Invalid
 from app.numbers import fmt_number
 from app.schemas import AttemptOut, FlagValue
@@ -15,6 +16,7 @@ from app.schemas import AttemptOut, FlagValue
 MAX_COMPARED = 8
 # Where the per-run strip draws, in % of its height: the labels keep the rest.
 STRIP_TOP, STRIP_BOTTOM = 6.0, 88.0
+ROW_NAMES = {**env.SAID, "engine_version": "engine version"}
 
 
 def parse_ids(values: list[str]) -> list[int]:
@@ -72,6 +74,21 @@ def flag_rows(attempts: list[AttemptOut]) -> tuple[list[Row], int]:
         else:
             same += 1
     return rows, same
+
+
+def environment_rows(attempts: list[AttemptOut]) -> list[Row]:
+    """What ran underneath each, field by field; what differs from the first column marked
+    (a field one of them does not know is no difference)."""
+    sets = [env.flat(a.environment.model_dump()) if a.environment else {} for a in attempts]
+    names = [n for n in (*env.FIELDS, *sorted({n for s in sets for n in s} - set(env.FIELDS)))
+             if any(n in s for s in sets)]  # fmt: skip
+    rows = []
+    for name in names:
+        cells = [s.get(name, "—") for s in sets]
+        first = sets[0].get(name)
+        differs = [first is not None and name in s and s[name] != first for s in sets]
+        rows.append(Row(ROW_NAMES.get(name, name), cells, differs))
+    return rows
 
 
 def figure_rows(attempts: list[AttemptOut]) -> list[Row]:
@@ -151,6 +168,7 @@ def compare_context(session: Session, ids: list[int]) -> dict[str, Any]:
         "flag_rows": flags,
         "flags_same": flags_same,
         "figure_rows": figure_rows(attempts),
+        "environment_rows": environment_rows(attempts),
         "strip": strip(attempts),
         "ids": ",".join(str(i) for i in ids),
     }

@@ -1,0 +1,274 @@
+"""What ran underneath an attempt: GPU, driver, CUDA, PyTorch, the engine and its version,
+Python and kernel libraries, read from the lines engines and their tools print (vLLM's and
+TensorRT-LLM's start-up lines, sglang's `check_env`, PyTorch's `collect_env`, an nvidia-smi
+table, NCCL's own), and a diff of two of them ("CUDA 12.8 → 13.0, torch 2.10.0 → 2.9.1")."""
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Start-up prints its environment first; past this a log's bytes are not looked at.
+READ_FIRST = 8 << 20
+MAX_LINE = 4096
+FIELDS = ("gpu", "gpu_count", "driver", "cuda", "torch", "engine", "engine_version", "python")
+# How a field reads in a diff's summary.
+SAID = {"gpu": "GPU", "gpu_count": "GPUs", "driver": "driver", "cuda": "CUDA", "torch": "torch",
+        "engine": "engine", "engine_version": "engine", "python": "Python"}  # fmt: skip
+
+# A line worth a closer look holds one of these; one search per chunk finds them all.
+_WORTH = re.compile(
+    rb"[^\n]*(?:version|Version|VERSION|NCCL|nccl|NVIDIA|PyTorch|Python|\[pip3?\]|\[conda\]"
+    rb"|^GPU |^sglang|^sgl_kernel|^flashinfer|^triton|^transformers|^torch|^CUDA|^NVCC"
+    rb"|-packages/)[^\n]*",
+    re.M,
+)
+_VERSION = r"(\d+(?:\.\d+)+(?:[.+-]?(?:post|dev|rc|a|b)\d*)?(?:\.post\d+)?)"
+_TORCH = re.compile(r"(\d+\.\d+(?:\.\d+)?)(?:[+.]?(?:dev|a|rc)\w*)?(?:\+cu(\d+))?")
+_ENGINE_PACKAGES = {"sglang": "sglang", "vllm": "vllm", "tensorrt_llm": "tensorrt_llm",
+                    "text_generation_server": "tgi"}  # fmt: skip
+# Packages whose versions matter to a campaign, by the names pip and tools print them.
+_LIBS = {"flashinfer": "flashinfer", "flashinfer-python": "flashinfer",
+         "flashinfer_python": "flashinfer", "sgl-kernel": "sgl-kernel", "sgl_kernel": "sgl-kernel",
+         "triton": "triton", "pytorch-triton": "triton", "transformers": "transformers",
+         "nvidia-nccl-cu12": "nccl", "nvidia-nccl-cu13": "nccl", "nccl": "nccl",
+         "xformers": "xformers", "flash-attn": "flash-attn", "flash_attn": "flash-attn",
+         "deep-gemm": "deep-gemm", "deep_gemm": "deep-gemm", "tensorrt": "tensorrt",
+         "cuda-python": "cuda-python", "vllm": "vllm", "sglang": "sglang"}  # fmt: skip
+
+
+def cuda_of_build(digits: str) -> str:
+    """torch's "+cu124" build tag as a CUDA version: 12.4 (cu130: 13.0)."""
+    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else digits
+
+
+@dataclass
+class Environment:
+    values: dict[str, Any] = field(default_factory=dict)
+    libs: dict[str, str] = field(default_factory=dict)
+    # How sure each field is: a later line replaces a field only when at least as sure.
+    strength: dict[str, int] = field(default_factory=dict)
+    gpu_indices: set[int] = field(default_factory=set)
+
+    def put(self, name: str, value: Any, strength: int = 2) -> None:
+        if value in (None, "") or strength < self.strength.get(name, 0):
+            return
+        self.values[name], self.strength[name] = value, strength
+
+    def lib(self, name: str, version: str) -> None:
+        canonical = _LIBS.get(name.lower())
+        if canonical is None:
+            return
+        if canonical in ("vllm", "sglang"):  # the engine itself, by pip
+            self.put("engine", canonical, 1)
+            self.put("engine_version", version, 1)
+        else:
+            self.libs.setdefault(canonical, version)
+
+    def as_json(self) -> dict[str, Any] | None:
+        if not self.values and not self.libs:
+            return None
+        found: dict[str, Any] = {name: self.values.get(name) for name in FIELDS}
+        found["libs"] = dict(sorted(self.libs.items()))
+        return found
+
+
+def _torch(env: Environment, text: str, strength: int = 2) -> None:
+    match = _TORCH.match(text.strip())
+    if match:
+        env.put("torch", match.group(1), strength)
+        if match.group(2):
+            env.put("cuda", cuda_of_build(match.group(2)), 3)
+
+
+def _gpu_row(env: Environment, indices: str, name: str) -> None:
+    env.put("gpu", name.strip(), 2)
+    for index in re.findall(r"\d+", indices):
+        env.gpu_indices.add(int(index))
+    env.put("gpu_count", len(env.gpu_indices), 2)
+
+
+Reader = Callable[[Environment, re.Match[str]], None]
+
+
+def _engine(name: str) -> Reader:
+    def read(env: Environment, match: re.Match[str]) -> None:
+        env.put("engine", name, 3)
+        env.put("engine_version", match.group(1), 3)
+
+    return read
+
+
+def _field(name: str, strength: int = 2) -> Reader:
+    def read(env: Environment, match: re.Match[str]) -> None:
+        env.put(name, match.group(1), strength)
+
+    return read
+
+
+def _lib(env: Environment, match: re.Match[str]) -> None:
+    env.lib(match.group(1), match.group(2))
+
+
+def _nccl(env: Environment, match: re.Match[str]) -> None:
+    env.lib("nccl", match.group(1))
+
+
+def _gpu(env: Environment, match: re.Match[str]) -> None:
+    _gpu_row(env, match.group(1), match.group(2))
+
+
+def _smi_header(env: Environment, match: re.Match[str]) -> None:
+    env.put("driver", match.group(1))
+    env.put("cuda", match.group(2), 1)  # what the driver supports, not what was built
+
+
+def _package_path(env: Environment, match: re.Match[str]) -> None:
+    env.put("python", match.group(1), 1)
+    env.put("engine", _ENGINE_PACKAGES.get(match.group(2), ""), 1)
+
+
+_LINES: list[tuple[re.Pattern[str], Reader]] = [
+    # vLLM
+    (re.compile(r"Initializing an? (?:V\d )?LLM engine \(v" + _VERSION), _engine("vllm")),
+    (re.compile(r"vLLM API server version " + _VERSION), _engine("vllm")),
+    (re.compile(r"^vLLM Version: " + _VERSION), _engine("vllm")),
+    (re.compile(r"vLLM is using nccl==" + _VERSION), _nccl),
+    # TensorRT-LLM
+    (re.compile(r"TensorRT-LLM version: " + _VERSION), _engine("tensorrt_llm")),
+    # sglang's check_env: "name: version" lines
+    (re.compile(r"^sglang: " + _VERSION), _engine("sglang")),
+    (re.compile(r"^(sgl_kernel|flashinfer(?:_python)?|triton|transformers|xformers|"
+                r"flash_attn|deep_gemm): " + _VERSION), _lib),
+    (re.compile(r"^(?:PyTorch|torch): (\S+)"), lambda e, m: _torch(e, m.group(1))),
+    (re.compile(r"^Python: (\d+\.\d+(?:\.\d+)?)"), _field("python")),
+    (re.compile(r"^CUDA Driver Version: ([\d.]+)"), _field("driver")),
+    (re.compile(r"^GPU ([\d,\s]+): (\S.*?)\s*$"), _gpu),
+    (re.compile(r"^NVCC: .*release (\d+\.\d+)"), _field("cuda")),
+    # PyTorch's collect_env (also in vLLM's and sglang's reports)
+    (re.compile(r"^PyTorch version: (\S+)"), lambda e, m: _torch(e, m.group(1))),
+    (re.compile(r"^CUDA used to build PyTorch: (\d+\.\d+)"), _field("cuda", 3)),
+    (re.compile(r"^CUDA runtime version: (\d+\.\d+)"), _field("cuda")),
+    (re.compile(r"^Python version: (\d+\.\d+(?:\.\d+)?)"), _field("python")),
+    (re.compile(r"^Nvidia driver version: ([\d.]+)"), _field("driver")),
+    (re.compile(r"^(?:GPU models and configuration: )?GPU (\d+): (\S.*?)\s*$"), _gpu),
+    (re.compile(r"^\[(?:pip3?|conda)\]\s+([\w.-]+)(?:==|\s+)" + _VERSION), _lib),
+    (re.compile(r"^\[(?:pip3?|conda)\]\s+torch(?:==|\s+)(\S+)"),
+     lambda e, m: _torch(e, m.group(1), 1)),
+    # An nvidia-smi table
+    (re.compile(r"NVIDIA-SMI [\d.]+\s+Driver Version: ([\d.]+)\s+CUDA Version: (\d+\.\d+)"),
+     _smi_header),
+    (re.compile(r"^\|\s+(\d+)\s+(NVIDIA [^|]*?|Tesla [^|]*?)\s+(?:On|Off)\s+\|"), _gpu),
+    # NCCL's own start-up line
+    (re.compile(r"NCCL INFO NCCL version " + _VERSION), _nccl),
+    # Paths in tracebacks: the weakest sign of the interpreter and the engine
+    (re.compile(r"/python(3\.\d+)/(?:site|dist)-packages/(\w+)/"), _package_path),
+]  # fmt: skip
+
+
+class EnvironmentReader:
+    """Fed a log's bytes in chunks of any size (the ingest feeds it what it feeds the
+    diagnosis): one search a chunk for the lines worth reading, in the log's first
+    READ_FIRST bytes."""
+
+    def __init__(self) -> None:
+        self.environment = Environment()
+        self._open = b""
+        self._seen = 0
+
+    def feed(self, data: bytes) -> bool:
+        """True when what it knows changed."""
+        if self._seen >= READ_FIRST or not data:
+            return False
+        data = data[: READ_FIRST - self._seen]
+        self._seen += len(data)
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._open = (self._open + data)[:MAX_LINE]
+            return False
+        whole = self._open + data[:end]
+        self._open = data[end + 1 :][:MAX_LINE]
+        before = self.environment.as_json()
+        for match in _WORTH.finditer(whole):
+            read_line(self.environment, match.group(0)[:MAX_LINE].decode("utf-8", "replace"))
+        return self.environment.as_json() != before
+
+
+def read_line(env: Environment, raw: str) -> None:
+    text = _strip_prefix(raw.rstrip("\r"))
+    for pattern, reader in _LINES:
+        match = pattern.search(text)
+        if match:
+            reader(env, match)
+
+
+# A log line's own prefix (a timestamp, a level, a process name) before what a tool printed.
+_PREFIX = re.compile(
+    r"^(?:\x1b\[[\d;]*m)*(?:\s*(?:\[[^\]]{0,80}\]|\(\w+ pid=\d+\)|(?:INFO|WARNING|DEBUG)"
+    r"(?: \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)?|\d{4}-\d\d-\d\d[T ][\d:.,]+Z?|[\w.-]+:\d+:))\s*"
+)
+
+
+def _strip_prefix(line: str) -> str:
+    for _ in range(4):
+        stripped = _PREFIX.sub("", line, count=1)
+        if stripped == line:
+            break
+        line = stripped
+    return line
+
+
+def read_environment(text: str) -> dict[str, Any] | None:
+    reader = EnvironmentReader()
+    reader.feed(text.encode() + b"\n")
+    return reader.environment.as_json()
+
+
+def merged(*sources: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Field by field, the first source that knows it: what the log says ran before what the
+    host said before the launch."""
+    known = [s for s in sources if s]
+    if not known:
+        return None
+    out: dict[str, Any] = {name: next((s[name] for s in known if s.get(name)), None)
+                           for name in FIELDS}  # fmt: skip
+    libs: dict[str, str] = {}
+    for source in reversed(known):
+        libs.update(source.get("libs") or {})
+    out["libs"] = dict(sorted(libs.items()))
+    return out
+
+
+def flat(environment: dict[str, Any]) -> dict[str, str]:
+    """Fields and libraries in one mapping, by name: what a diff or a comparison reads."""
+    flat = {name: str(environment[name]) for name in FIELDS if environment.get(name) is not None}
+    flat.update({name: str(v) for name, v in (environment.get("libs") or {}).items()})
+    return flat
+
+
+def diff(baseline: dict[str, Any], attempt: dict[str, Any]) -> dict[str, Any]:
+    """What differs, by what both say: a field one of them does not know is no change."""
+    before, after = flat(baseline), flat(attempt)
+    changed = {n: {"baseline": before[n], "attempt": after[n]}
+               for n in sorted(before.keys() & after.keys()) if before[n] != after[n]}  # fmt: skip
+    added = {n: after[n] for n in sorted(after.keys() - before.keys()) if n not in FIELDS}
+    removed = {n: before[n] for n in sorted(before.keys() - after.keys()) if n not in FIELDS}
+    engine = after.get("engine") or before.get("engine") or "engine"
+    return {"added": added, "removed": removed, "changed": changed,
+            "summary": _summary(changed, added, removed, engine)}  # fmt: skip
+
+
+def _summary(
+    changed: dict[str, Any], added: dict[str, str], removed: dict[str, str], engine: str
+) -> str:
+    said = {**SAID, "engine_version": engine}
+    order = [*FIELDS, *sorted(n for n in changed if n not in FIELDS)]
+    parts = [f"{said.get(n, n)} {changed[n]['baseline']} → {changed[n]['attempt']}"
+             for n in order if n in changed]  # fmt: skip
+    parts += [f"+{n} {v}" for n, v in added.items()]
+    parts += [f"-{n} {v}" for n, v in removed.items()]
+    return ", ".join(parts) if parts else "the same environment as far as both logs say"
+
+
+def known_fields(environments: Iterable[dict[str, Any] | None]) -> set[str]:
+    return {name for env in environments if env for name in flat(env)}
