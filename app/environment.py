@@ -272,3 +272,35 @@ def _summary(
 
 def known_fields(environments: Iterable[dict[str, Any] | None]) -> set[str]:
     return {name for env in environments if env for name in flat(env)}
+
+
+_PROBED_ENGINES = {"sglang": "sglang", "vllm": "vllm", "tensorrt_llm": "tensorrt_llm",
+                   "tensorrt-llm": "tensorrt_llm", "text-generation-server": "tgi"}  # fmt: skip
+
+
+def from_probe(probe: dict[str, Any] | None, engine: str | None) -> dict[str, Any] | None:
+    """The runner's look at the host before a launch (app/runner/host_checks.py, `probe`):
+    nvidia-smi's GPUs and driver, the interpreter's version and packages. `engine`: the one
+    the command runs, when it says (else the only engine among the packages)."""
+    if not probe:
+        return None
+    found = Environment()
+    gpus = probe.get("gpus") or []
+    if gpus:
+        found.put("gpu", str(gpus[0]))
+        found.put("gpu_count", len(gpus))
+    found.put("driver", probe.get("driver"))
+    found.put("python", probe.get("python"))
+    packages: dict[str, str] = {str(k): str(v) for k, v in (probe.get("packages") or {}).items()}
+    if "torch" in packages:
+        _torch(found, packages["torch"])
+    engines = {_PROBED_ENGINES[name]: version for name, version in packages.items()
+               if name in _PROBED_ENGINES}  # fmt: skip
+    chosen = engine if engine in engines else next(iter(engines)) if len(engines) == 1 else None
+    if chosen is not None:
+        found.put("engine", chosen)
+        found.put("engine_version", engines[chosen])
+    for name, version in packages.items():
+        if name not in _PROBED_ENGINES and name != "torch":
+            found.lib(name, version)
+    return found.as_json()

@@ -90,6 +90,7 @@ def port_listening(port: int) -> bool:
 
 
 __all__ = [
+    "STANDIN",
     "StandInGPUs",
     "bench_command",
     "free_port",
@@ -97,4 +98,23 @@ __all__ = [
     "served_env",
     "server_command",
     "session_processes",
+    "standin_interpreter",
 ]
+
+
+def standin_interpreter(directory: Path, packages: dict[str, str]) -> Path:
+    """A `python3` whose installed packages are `packages` (name: version) as far as
+    importlib.metadata can tell: this interpreter with a site directory of dist-info
+    metadata on its path. What the runner asks a launch's interpreter before launching."""
+    site = directory / "site"
+    for name, version in packages.items():
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    program = directory / "bin" / "python3"
+    program.parent.mkdir(parents=True, exist_ok=True)
+    program.write_text(
+        f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(site))} exec {shlex.quote(sys.executable)} "$@"\n'
+    )
+    program.chmod(0o755)
+    return program

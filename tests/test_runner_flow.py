@@ -19,12 +19,14 @@ from app.config import Settings
 from tests.conftest import running
 from tests.helpers import attempt_of, make_campaign, wait_for
 from tests.runner_helpers import (
+    STANDIN,
     StandInGPUs,
     bench_command,
     free_port,
     port_listening,
     server_command,
     session_processes,
+    standin_interpreter,
 )
 from tests.sshd import Sshd
 
@@ -416,3 +418,60 @@ def test_a_stop_whose_gpu_memory_is_not_back_is_not_proven(
     finally:
         if orphan_file.exists():
             os.kill(int(orphan_file.read_text()), signal.SIGKILL)
+
+
+CUDA_12_8 = {"torch": "2.10.0+cu128", "sglang": "0.5.6", "flashinfer-python": "0.3.1",
+             "sgl-kernel": "0.3.16", "nvidia-nccl-cu12": "2.27.3"}  # fmt: skip
+CUDA_13 = {"torch": "2.9.1+cu130", "sglang": "0.5.9", "flashinfer-python": "0.6.4",
+           "sgl-kernel": "0.3.21", "nvidia-nccl-cu13": "2.27.7"}  # fmt: skip
+
+
+def test_the_host_says_what_a_launch_runs_on_and_the_pivot_shows_its_diff(
+    dash: httpx.Client, sshd: Sshd, gpus: StandInGPUs, tmp_path: Path
+) -> None:
+    # The seeds' pivot, launched: the same server on the CUDA 12.8 stack, adopted as the
+    # baseline, then on CUDA 13. nvidia-smi and the launch's own interpreter say which.
+    eight = [{"index": i, "memory_total": 143771, "memory_used": 0} for i in range(8)]
+    StandInGPUs.__init__(gpus, gpus.directory, *eight)
+    campaign = make_campaign(dash)
+    ended_ones = []
+    for name, stack in (("cuda12.8", CUDA_12_8), ("cuda13", CUDA_13)):
+        python = standin_interpreter(tmp_path / name, stack)
+        port = free_port()
+        command = f"{python} {STANDIN / 'server.py'} --port {port}"
+        bench = bench_command(port, "--num-prompts", "4")
+        attempt = launch(dash, campaign["id"], sshd.alias, command, title=name, bench=bench,
+                         repeat=2, warmup=0)  # fmt: skip
+        ended_ones.append(ended(dash, attempt["id"]))
+        assert ended_ones[-1]["run"]["outcome"] == "measured", ended_ones[-1]["run"]
+        if name == "cuda12.8":
+            adopted = dash.patch(f"/api/attempts/{attempt['id']}",
+                                 json={"status": "adopted", "set_baseline": True})  # fmt: skip
+            assert adopted.is_success, adopted.text
+    before, after = ended_ones
+    assert before["environment"] == {
+        "gpu": "NVIDIA H200", "gpu_count": 8, "driver": "580.95.05", "cuda": "12.8",
+        "torch": "2.10.0", "engine": "sglang", "engine_version": "0.5.6",
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "libs": {"flashinfer": "0.3.1", "nccl": "2.27.3", "sgl-kernel": "0.3.16"},
+    }  # fmt: skip
+    diff = attempt_of(dash, after["id"])["env_diff"]
+    assert diff["baseline_attempt_id"] == before["id"]
+    assert diff["summary"] == (
+        "CUDA 12.8 → 13.0, torch 2.10.0 → 2.9.1, sglang 0.5.6 → 0.5.9, "
+        "flashinfer 0.3.1 → 0.6.4, nccl 2.27.3 → 2.27.7, sgl-kernel 0.3.16 → 0.3.21"
+    )
+
+
+def test_an_interpreter_that_cannot_be_asked_leaves_the_environment_to_the_gpus(
+    dash: httpx.Client, sshd: Sshd, gpus: StandInGPUs
+) -> None:
+    campaign = make_campaign(dash)
+    port = free_port()
+    command = f"/nonexistent/python3 {STANDIN / 'server.py'} --port {port}"
+    attempt = launch(dash, campaign["id"], sshd.alias, command)
+    final = ended(dash, attempt["id"])
+    assert final["run"]["state"] == "failed"  # the server could not start either
+    environment = final["environment"]
+    assert environment["gpu"] == "NVIDIA H200" and environment["gpu_count"] == 1
+    assert environment["torch"] is None and environment["libs"] == {}

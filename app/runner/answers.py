@@ -2,7 +2,7 @@
 as the wire is: the program (app/runner/hostprog.py, Python 3.6) sends plain dicts, and
 stop and preflight answers are stored as they came (the run's stop_report, preflight)."""
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class Member(TypedDict):
@@ -123,6 +123,10 @@ class Preflight(TypedDict):
     gpu: Gpus
     boot_id: str | None
     runs: list[LiveRun]
+    # Asked with `probe`: the host's GPUs, driver and the interpreter's packages, raw, and
+    # as app/environment.py reads them (added by the dashboard).
+    probe: NotRequired[dict[str, Any]]
+    environment: NotRequired[dict[str, Any] | None]
 
 
 class StopReport(TypedDict):

@@ -1,6 +1,7 @@
 """What a launch command says about itself: the port it will listen on, its health URL,
 the GPUs it may use."""
 
+import re
 import shlex
 
 from app.flags import command_flags
@@ -50,3 +51,21 @@ def visible_gpus(command: str) -> str | None:
     `export ...;`), as written; None when it sets none: every GPU of the host is its."""
     value = command_flags(command).get("CUDA_VISIBLE_DEVICES")
     return value if isinstance(value, str) else None
+
+
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
+_ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+
+
+def interpreter(command: str) -> str | None:
+    """The Python interpreter the command runs its server with (`python3 -m sglang...`,
+    `CUDA_VISIBLE_DEVICES=0 /opt/venv/bin/python -m vllm...`), as written; None when the
+    program is not one (a console script, a shell line): the host is not asked its packages."""
+    words = _words(command)
+    while words and _ENV_ASSIGNMENT.fullmatch(words[0]):
+        words = words[1:]
+    if words and words[0] in ("env", "exec"):
+        return interpreter(shlex.join(words[1:]))
+    if words and _PYTHON.fullmatch(words[0].rsplit("/", 1)[-1]):
+        return words[0]
+    return None

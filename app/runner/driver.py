@@ -8,10 +8,12 @@ import time
 from datetime import UTC
 from typing import Any
 
+from app.environment import from_probe
+from app.flags import detect_engine
 from app.models import Run, RunState, Status
 from app.runner.answers import Job
 from app.runner.benchmarking import benchmark
-from app.runner.commands import health_url, listen_port, visible_gpus
+from app.runner.commands import health_url, interpreter, listen_port, visible_gpus
 from app.runner.context import (
     CATCH_UP_S,
     Finished,
@@ -175,9 +177,13 @@ class RunDriver:
                 runs_root=self.runs_root,
                 skip_run=run.run_key,
                 gpus=visible_gpus(run.command),
+                interpreter=interpreter(run.command),
+                probe=True,
             ),
             stoppable=True,
         )
+        # What it will run on, as the host says now: the log may say more, and wins.
+        check["environment"] = from_probe(check.get("probe"), detect_engine(run.command))
         if not check["ok"]:
             return self.records.finish(
                 self.run_id,

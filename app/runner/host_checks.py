@@ -2,14 +2,24 @@
 another run alive), and after a stop (no process left, port free, GPU memory back, shared
 memory freed). Part of the host program (hostprog.py): stdlib only, Python 3.6."""
 
+import json
 import os
 import signal
+import subprocess
 from typing import Any, List, Optional
 
 if __name__ != "__main__":
     # Run on a host, this file's code comes after those of host_proc.py, host_gpus.py and
     # host_jobs.py.
-    from app.runner.host_gpus import gpu_left, gpus, gpus_busy, only_visible
+    from app.runner.host_gpus import (
+        _run_smi,
+        find_smi,
+        gpu_left,
+        gpus,
+        gpus_busy,
+        only_visible,
+        smi_rows,
+    )
     from app.runner.host_jobs import RUNS_ROOT, _job, run_dir_of
     from app.runner.host_proc import (
         Answer,
@@ -82,13 +92,91 @@ def preflight(args: Answer) -> Answer:
             "another launched run is still alive on this host: %s (pid %s)"
             % (run["run_id"] or run["run_dir"], run["pid"])
         )
-    return {
+    answer = {
         "ok": not problems,
         "problems": problems,
         "gpu": gpu,
         "boot_id": boot_id(),
         "runs": runs,
     }
+    if "interpreter" in args:
+        answer["probe"] = probe(args.get("interpreter"))
+    return answer
+
+
+# What the launch's interpreter is asked: its version and its packages' (by their metadata:
+# importing torch would take seconds). Python 3.8+ on the interpreter's side.
+PROBE = """
+import json, sys
+found = {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "packages": {}}
+try:
+    from importlib import metadata
+except ImportError:
+    metadata = None
+for name in sys.argv[1:]:
+    try:
+        found["packages"][name] = metadata.version(name)
+    except Exception:
+        pass
+print(json.dumps(found))
+"""
+PACKAGES = (
+    "torch",
+    "sglang",
+    "vllm",
+    "tensorrt_llm",
+    "tensorrt-llm",
+    "text-generation-server",
+    "flashinfer-python",
+    "flashinfer",
+    "sgl-kernel",
+    "triton",
+    "pytorch-triton",
+    "transformers",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu13",
+    "xformers",
+    "flash-attn",
+    "deep-gemm",
+)
+PROBE_TIMEOUT_S = 20
+
+
+def probe(interpreter: Optional[str]) -> Answer:
+    """The GPUs' model and driver (nvidia-smi), and the interpreter's packages: what the
+    launch will run on, read before it. Each part says why it is missing; none refuses."""
+    found = {"gpus": None, "python": None, "packages": {}, "notes": []}  # type: Answer
+    smi = find_smi()
+    if smi is None:
+        found["notes"].append("no nvidia-smi")
+    else:
+        try:
+            rows = smi_rows(_run_smi(smi, "--query-gpu=name,driver_version"), 2)
+            found["gpus"] = [row[0] for row in rows]
+            found["driver"] = rows[0][1] if rows else None
+        except (OSError, subprocess.SubprocessError) as error:
+            found["notes"].append("nvidia-smi: %s" % error)
+    if not interpreter:
+        found["notes"].append("the command names no Python interpreter to ask")
+        return found
+    try:
+        done = subprocess.run(
+            [os.path.expanduser(interpreter), "-c", PROBE, *PACKAGES],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=PROBE_TIMEOUT_S,
+        )
+        said = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as error:
+        found["notes"].append("%s: %s" % (interpreter, error))
+        return found
+    if said is None:
+        last = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        found["notes"].append("%s: exit status %d: %s" % (interpreter, done.returncode, last[0]))
+        return found
+    found["python"], found["packages"] = said.get("python"), said.get("packages") or {}
+    return found
 
 
 # --- stop, and prove it ------------------------------------------------------------------

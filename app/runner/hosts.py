@@ -249,10 +249,15 @@ class HostLink:
         return cast(StatusAnswer, self.call("wait", args, timeout_s=timeout_s + 30.0))
 
     def preflight(
-        self, *, port: int | None, runs_root: str, skip_run: str, gpus: str | None
-    ) -> Preflight:
-        """What would poison a measurement of a launch on this host now."""
-        args = {"port": port, "runs_root": runs_root, "skip_run": skip_run, "gpus": gpus}
+        self, *, port: int | None, runs_root: str, skip_run: str, gpus: str | None,
+        interpreter: str | None = None, probe: bool = False,
+    ) -> Preflight:  # fmt: skip
+        """What would poison a measurement of a launch on this host now; `probe`: what it
+        would run on too (its GPUs, driver, and `interpreter`'s packages), as `probe`."""
+        args: dict[str, Any] = {"port": port, "runs_root": runs_root, "skip_run": skip_run,
+                                "gpus": gpus}  # fmt: skip
+        if probe:
+            args["interpreter"] = interpreter
         return cast(Preflight, self.call("preflight", args))
 
     def stop(

@@ -21,6 +21,7 @@ GPU_FIELDS = {
     "index": ("index", lambda g, used: str(g["index"])),
     "uuid": ("uuid", lambda g, used: g["uuid"]),
     "name": ("name", lambda g, used: g.get("name", "NVIDIA H200")),
+    "driver_version": ("driver_version", lambda g, used: g.get("driver", "580.95.05")),
     "memory.used": ("memory.used [MiB]", lambda g, used: used),
     "memory.total": ("memory.total [MiB]", lambda g, used: str(g["memory_total"])),
     "mig.mode.current": ("mig.mode.current", lambda g, used: g.get("mig", "Disabled")),
