@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.models import BaselineChange, Lane, Status
-from app.stats import Call, Difference, Summary, call, difference, summarize
+from app.stats import CONFIDENCE, Call, Difference, Summary, call, difference, summarize
 
 
 def lane_of(status: Status) -> Lane:
@@ -44,6 +44,7 @@ def judge(
     attempt_id: int | None,
     noise_pct: float,
     higher_is_better: bool,
+    confidence: float = CONFIDENCE,
 ) -> Judgement:
     """The attempt's runs against `reference` (the baseline change in force at its start):
     Welch against the runs of the attempt that set it, when it has two or more; the typed
@@ -63,7 +64,9 @@ def judge(
     learned = base.cv_pct if base is not None and base.n >= NOISE_FROM_RUNS else None
     if learned is not None and learned > noise_pct:
         noise, noise_learned = learned, True
-    change = difference(measured, value, base) if measured is not None else None
+    change = (
+        difference(measured, value, base, confidence=confidence) if measured is not None else None
+    )
     verdict = call(measured, change, noise_pct=noise, higher_is_better=higher_is_better)
     return Judgement(
         measured, value, runs.n if runs is not None else None, reference.attempt_id, change,

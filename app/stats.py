@@ -10,6 +10,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 CONFIDENCE = 0.95
 # The regularized incomplete beta's continued fraction converges in tens of terms for the
@@ -163,10 +164,15 @@ class Difference:
 
 
 def difference(
-    attempt: Summary, baseline_mean: float, baseline: Summary | None
+    attempt: Summary,
+    baseline_mean: float,
+    baseline: Summary | None,
+    *,
+    confidence: float = CONFIDENCE,
 ) -> Difference | None:
     """Welch (Welch-Satterthwaite degrees of freedom) when the baseline has runs of its own
-    with a spread, the one-sample t interval against the value otherwise."""
+    with a spread, the one-sample t interval against the value otherwise; the interval at
+    `confidence` (95 %; a sequence of looks asks for more: `sequential_confidence`)."""
     if baseline_mean == 0 or not math.isfinite(baseline_mean):
         return None  # against zero a change has no percentage
     scale = _scale([attempt.mean, baseline_mean])
@@ -188,9 +194,29 @@ def difference(
         spread, df = own, float(attempt.n - 1)
     if spread == 0:
         return Difference(pct=point, ci95_pct=(point, point))
-    quantile = t_quantile((1 + CONFIDENCE) / 2, df) if math.isfinite(df) else 1.959963984540054
+    tail = (1 + confidence) / 2
+    quantile = t_quantile(tail, df) if math.isfinite(df) else _normal_quantile(tail)
     half = quantile * math.sqrt(spread) / abs(base) * 100.0
     return Difference(pct=point, ci95_pct=(point - half, point + half))
+
+
+def _normal_quantile(probability: float) -> float:
+    """Student's t with infinite degrees of freedom: what t_quantile tends to."""
+    return NormalDist().inv_cdf(probability)
+
+
+# `--repeat auto`: at least this many runs, then a look after each one until the call is
+# clear or the budget is spent.
+AUTO_MIN_RUNS = 3
+AUTO_MAX_RUNS = 10
+
+
+def sequential_confidence(max_runs: int, error: float = 1 - CONFIDENCE) -> float:
+    """The level of each look's interval, so that a false better or worse over all the
+    looks of a run (at n = AUTO_MIN_RUNS .. max_runs) stays within `error`: the error spent
+    evenly over the looks (Bonferroni), which holds whatever the looks' correlation."""
+    looks = max(1, max_runs - AUTO_MIN_RUNS + 1)
+    return 1 - error / looks
 
 
 def call(

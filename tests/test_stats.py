@@ -2,11 +2,21 @@
 large n, equal and unequal variances; and the call each kind of sample gets."""
 
 import math
+import random
 
 import pytest
 from scipy import stats as reference
 
-from app.stats import Call, call, difference, summarize, t_quantile
+from app.stats import (
+    AUTO_MAX_RUNS,
+    AUTO_MIN_RUNS,
+    Call,
+    call,
+    difference,
+    sequential_confidence,
+    summarize,
+    t_quantile,
+)
 
 # Runs of tok/s as a campaign has them: n = 2, 3, 5, 30, tight and loose.
 SAMPLES = {
@@ -114,3 +124,37 @@ def test_identical_runs_have_a_zero_width_interval_and_figures_near_the_limit_st
     assert all(math.isfinite(v) for v in (huge.mean, huge.stdev or 0, *huge.ci95))
     change = difference(huge, 1.7e308, summarize([1.7e308, 1.69e308]))
     assert change is not None and all(math.isfinite(v) for v in change.ci95_pct or ())
+
+
+def test_a_sequence_of_looks_keeps_a_false_better_or_worse_within_5_percent() -> None:
+    """Runs with no true difference, looked at after each from the third to the tenth as
+    `--repeat auto` does: at each look's 95 % the error grows with the looks (the reference
+    here, over 10 %); at the level `sequential_confidence` gives, it stays within 5 %."""
+    rng = random.Random(20261203)
+    trials, max_runs = 4000, AUTO_MAX_RUNS
+    level = sequential_confidence(max_runs)
+    false = {"naive": 0, "sequential": 0}
+    for _ in range(trials):
+        runs = [rng.gauss(100.0, 2.4) for _ in range(max_runs)]
+        for name, confidence in (("naive", 0.95), ("sequential", level)):
+            for n in range(AUTO_MIN_RUNS, max_runs + 1):
+                measured = summarize(runs[:n])
+                assert measured is not None
+                change = difference(measured, 100.0, None, confidence=confidence)
+                verdict = call(measured, change, noise_pct=0.0, higher_is_better=True)
+                if verdict in (Call.better, Call.worse):
+                    false[name] += 1
+                    break
+    naive, sequential = (false[k] / trials for k in ("naive", "sequential"))
+    assert naive > 0.10, naive  # why the looks need their own level
+    assert sequential <= 0.05, sequential
+    assert sequential >= 0.005  # the level is not so strict that nothing is ever called
+
+
+def test_the_sequential_level_spends_the_error_over_the_looks() -> None:
+    assert sequential_confidence(3) == pytest.approx(0.95)
+    assert sequential_confidence(10) == pytest.approx(1 - 0.05 / 8)
+    # One extreme look's quantile, checked against the reference too.
+    assert t_quantile((1 + sequential_confidence(10)) / 2, 2) == pytest.approx(
+        reference.t.ppf(1 - 0.05 / 16, 2), rel=1e-10
+    )
