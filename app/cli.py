@@ -152,6 +152,22 @@ def main() -> None:
     """
 
 
+class RepeatType(click.ParamType):
+    """A count of benchmark runs (1 to 100), or `auto`."""
+
+    name = "N|auto"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | str:
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        if text.isdigit() and 1 <= int(text) <= 100:
+            return int(text)
+        self.fail(f"{value!r}: a count from 1 to 100, or auto", param, ctx)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help=HOST_HELP)
 @click.option(
@@ -373,8 +389,12 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
 @click.option("--host", required=True, help="An ssh alias (as ~/.ssh/config names it) or local.")
 @click.option("--bench", default=None, help="Benchmark command run on the host once ready. "
               "Defaults to none: the run ends when the server is ready.")  # fmt: skip
-@click.option("--repeat", default=3, show_default=True, type=click.IntRange(1, 100),
-              help="Benchmark runs recorded: three give a mean and a spread.")  # fmt: skip
+@click.option("--repeat", default="3", show_default=True, type=RepeatType(),
+              help="Benchmark runs recorded: three give a mean and a spread; `auto`: at "
+              "least three, then one more until the call against the baseline is clear, or "
+              "--max-runs are done.")  # fmt: skip
+@click.option("--max-runs", default=10, show_default=True, type=click.IntRange(3, 100),
+              help="With --repeat auto: the most runs it may take.")  # fmt: skip
 @click.option("--warmup", default=1, show_default=True, type=click.IntRange(0, 20),
               help="Benchmark runs before them, not recorded: the first run pays for "
               "compilation and caches.")  # fmt: skip
@@ -389,8 +409,8 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
               help="The running dashboard: serve's default address.")  # fmt: skip
 def try_(
     campaign: str, title: str, command: tuple[str, ...], host: str, bench: str | None,
-    repeat: int, warmup: int, ready_timeout: float, keep: bool, retest_of: int | None,
-    hypothesis: str, url: str,
+    repeat: int | str, max_runs: int, warmup: int, ready_timeout: float, keep: bool,
+    retest_of: int | None, hypothesis: str, url: str,
 ) -> None:  # fmt: skip
     """Run one attempt on HOST: launch COMMAND (after --) detached, wait for ready or crash,
     benchmark it, record the figures, stop it. CAMPAIGN is an id or a name.
@@ -405,6 +425,8 @@ def try_(
 
     launch = {"host": host, "command": command_text(command), "repeat": repeat,
               "warmup": warmup, "ready_timeout_s": ready_timeout, "keep": keep}  # fmt: skip
+    if repeat == "auto":
+        launch["max_runs"] = max_runs
     if bench:
         launch["bench"] = bench
     token = os.environ.get("CAMPAIGN_DASH_TOKEN")

@@ -317,6 +317,9 @@ class Run(SQLModel, table=True):
     # Benchmark runs finished (warm-up ones included) and what each of them gave.
     bench_done: int = 0
     bench_runs: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    # `--repeat auto` (`repeat` is then the budget): {"max_runs", "confidence"}, and once it
+    # ended, "ended_by" ("clear" or "budget"), the "call" at that level and its "n".
+    auto_repeat: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     preflight: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     stop_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     stop_requested: bool = False

@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from app.models import Lane, Status
-from app.stats import Call
+from app.stats import AUTO_MAX_RUNS, AUTO_MIN_RUNS, Call
 from app.tailing.sources import parse_source
 from app.tailing.status import TailStatus
 
@@ -163,7 +163,9 @@ class LaunchIn(Strict):
     host: Annotated[str, StringConstraints(min_length=1, max_length=300), AfterValidator(_host)]
     command: Command
     bench: Command | None = None
-    repeat: Annotated[int, Field(ge=1, le=100)] = 3
+    # "auto": at least 3 runs, then one more until the call is clear or max_runs are done.
+    repeat: Annotated[int, Field(ge=1, le=100)] | Literal["auto"] = 3
+    max_runs: Annotated[int, Field(ge=AUTO_MIN_RUNS, le=100)] = AUTO_MAX_RUNS
     warmup: Annotated[int, Field(ge=0, le=20)] = 1
     ready_timeout_s: Annotated[float, Field(gt=0, le=7 * 86400, allow_inf_nan=False)] = 1200.0
     keep: bool = False
@@ -340,6 +342,9 @@ class RunOut(BaseModel):
     bench_done: int
     bench_total: int
     bench_runs: list[dict[str, Any]]  # each with its `label`: "warm-up 1", "run 1"...
+    # `--repeat auto`: {max_runs, confidence, ended_by, call, n}, and what ended it, said.
+    auto_repeat: dict[str, Any] | None = None
+    auto_said: str | None = None
     # While benchmarking, the run under way: "warm-up 1 of 1, not recorded", "run 2 of 3".
     bench_progress: str | None = None
     kept_running: bool = False  # done with `keep`, not stopped since: its server is up

@@ -9,7 +9,7 @@ from typing import Any
 import click
 import httpx
 
-from app.numbers import fmt_delta, fmt_number
+from app.numbers import fmt_judgement, fmt_number
 from app.runner.outcomes import EXIT_OK, EXIT_REFUSED, RunOutcome
 
 # The run's changes wake the CLI through the campaign's event stream (Wakeups); it also
@@ -196,10 +196,13 @@ def _launch_and_follow(
             err=True,
         )
         return EXIT_REFUSED
+    if run.get("auto_said"):
+        click.echo(f"  {run['auto_said']}")
     metric = attempt.get("metric")
     if metric:
-        delta = attempt.get("delta_pct")
-        change = f", {fmt_delta(delta)} against the baseline" if delta is not None else ""
+        stats = attempt["stats"]
+        said = fmt_judgement(stats["delta_pct"], stats["delta_ci95_pct"], stats["call"], stats["n"])
+        change = f", {said} against the baseline" if said else ""
         mean, spread = fmt_number(metric["mean"]), fmt_number(metric["spread"])
         click.echo(f"  {mean} ± {spread} (n={metric['n']}){change}")
     outcome = run.get("outcome") or RunOutcome.infrastructure

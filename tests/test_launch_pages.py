@@ -299,3 +299,35 @@ def test_a_kept_run_reads_kept_running_with_stop_and_one_retest_counting_warm_up
         if run["pgid"] and run["stop_report"] is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(run["pgid"], signal.SIGKILL)
+
+
+def test_the_launch_form_takes_repeat_auto_and_its_budget(
+    dash: tuple[httpx.Client, httpx.Client], sshd: Sshd
+) -> None:
+    api, page = dash
+    campaign = make_campaign(api)
+    port = free_port()
+    html = page.get(f"/campaigns/{campaign['id']}").text
+    assert 'list="repeat-choices"' in html and '<option value="auto">' in html
+    form = {"csrf_token": csrf_of(html), "title": "Auto", "host": sshd.alias,
+            "command": server_command(port), "bench": bench_command(port), "repeat": "auto",
+            "max_runs": "6"}  # fmt: skip
+    preview = page.post(f"/campaigns/{campaign['id']}/launch", data={**form, "action": "preview"})
+    assert preview.status_code == 200, preview.text
+    assert "3 runs and one more after each until the call against the baseline is clear, 6 at" in (
+        preview.text
+    )
+    assert "each of up to 4 looks at 98.75 %" in preview.text
+    for bad, field in (({"repeat": "sometimes"}, "repeat"), ({"max_runs": "2"}, "max_runs")):
+        refused = page.post(f"/campaigns/{campaign['id']}/launch",
+                            data={**form, **bad, "action": "preview"})  # fmt: skip
+        assert refused.status_code == 422
+        assert f'data-form="launch" data-field="{field}"' in refused.text
+    launched = page.post(f"/campaigns/{campaign['id']}/launch", data={**form, "action": "launch"})
+    assert launched.status_code == 303, launched.text
+    attempt_id = int(launched.headers["location"].rsplit("/", 1)[1])
+    run = attempt_of(api, attempt_id)["run"]
+    assert run["repeat"] == 6 and run["auto_repeat"]["max_runs"] == 6
+    assert api.post(f"/api/attempts/{attempt_id}/stop").status_code == 200
+    wait_for(lambda: attempt_of(api, attempt_id)["run"]["state"] in ("done", "failed"),
+             what="the run stopped")  # fmt: skip

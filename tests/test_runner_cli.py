@@ -319,3 +319,61 @@ def test_progress_says_a_state_once() -> None:
     assert _progress({"run": {"state": "launching", "reason": "launching"}}) == "launching"
     failed = {"run": {"state": "failed", "reason": "refused: port 30000 is already in use"}}
     assert _progress(failed) == "failed: refused: port 30000 is already in use"
+
+
+def test_repeat_auto_stops_at_three_for_a_clear_gain_and_says_so(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    # A benchmark of known noise: a 10 % gain at 1 % noise needs no more than three runs.
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        make_campaign(api, name="EAGLE-3", baseline=100.0)
+        server_port = free_port()
+        bench = bench_command(server_port, "--num-prompts", "2", "--fixed-mean", "110",
+                              "--noise-pct", "1", "--draws", str(tmp_path / "draws"))  # fmt: skip
+        done = try_(
+            env, tmp_path, "EAGLE-3", "Clear gain", "--host", sshd.alias, "--bench", bench,
+            "--repeat", "auto", "--warmup", "0", "--url", url, "--",
+            *server_command(server_port).split(),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        attempt = attempt_of(api, int(done.stdout.splitlines()[0].rsplit("/", 1)[1]))
+    assert attempt["metric"]["n"] == 3 and attempt["run"]["repeat"] == 10
+    assert attempt["run"]["auto_repeat"]["ended_by"] == "clear"
+    assert "  repeat auto: stopped after 3 runs, the call clear: better" in done.stdout
+    assert "99.38 %" in done.stdout  # each of up to 8 looks at 1 - 5 %/8
+    assert attempt["stats"]["call"] == "better"
+    assert " better (n=3) against the baseline" in done.stdout
+    assert any(
+        line.startswith("  benchmarking (run 1 of up to 10") for line in done.stdout.splitlines()
+    )
+
+
+def test_repeat_auto_spends_its_budget_on_a_change_inside_the_noise(
+    env: dict[str, str], sshd: Sshd, tmp_path: Path
+) -> None:
+    # +0.5 % at 3 % noise: no number of runs this budget allows tells it from noise.
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serving(env, tmp_path, port), owner_client(url) as api:
+        campaign = make_campaign(api, name="EAGLE-3", baseline=100.0)
+        server_port = free_port()
+        bench = bench_command(server_port, "--num-prompts", "2", "--fixed-mean", "100.5",
+                              "--noise-pct", "3", "--draws", str(tmp_path / "draws"))  # fmt: skip
+        body = {"title": "Inside the noise", "launch": {
+            "host": sshd.alias, "command": server_command(server_port), "bench": bench,
+            "repeat": "auto", "max_runs": 6, "warmup": 0}}  # fmt: skip
+        created = api.post(f"/api/campaigns/{campaign['id']}/attempts", json=body)
+        assert created.status_code == 201, created.text
+        assert created.json()["run"]["auto_repeat"]["max_runs"] == 6
+        attempt = wait_for(
+            lambda: (a := attempt_of(api, created.json()["id"]))["run"]["state"] == "done" and a,
+            timeout=90, what="the run's end",
+        )  # fmt: skip
+    run = attempt["run"]
+    assert attempt["metric"]["n"] == 6 and run["outcome"] == "measured"
+    assert run["auto_repeat"] == {**run["auto_repeat"], "ended_by": "budget", "n": 6,
+                                  "call": "inconclusive"}  # fmt: skip
+    assert run["auto_said"].startswith("repeat auto: the budget of 6 runs spent, the call still")
+    assert attempt["stats"]["call"] == "inconclusive"

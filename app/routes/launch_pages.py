@@ -19,11 +19,12 @@ from app.pages.rendering import render
 from app.routes.pages import FormDep, OwnerForm, see_other
 from app.runner import launching
 from app.runner.precheck import host_check
+from app.runner.wording import looks_said
 from app.schemas import AttemptCreate, LaunchIn, RetestIn
 
 router = APIRouter(include_in_schema=False)
 
-LAUNCH_FIELDS = ["host", "command", "bench", "repeat", "keep"]
+LAUNCH_FIELDS = ["host", "command", "bench", "repeat", "max_runs", "keep"]
 
 
 def launch_preview(session: Session, campaign_id: int, data: AttemptCreate) -> dict[str, Any]:
@@ -40,6 +41,8 @@ def launch_preview(session: Session, campaign_id: int, data: AttemptCreate) -> d
         "words": shlex.split(launch.command, posix=True) if _splits(launch.command) else None,
         "bench": launch.bench,
         "repeat": launch.repeat,
+        "max_runs": launch.max_runs,
+        "looks_said": looks_said(launch.max_runs),
         "warmup": launch.warmup,
         "keep": launch.keep,
         "flag_diff": flag_diff,

@@ -11,6 +11,7 @@ from app.errors import Conflict, Invalid
 from app.models import Attempt, Run, RunState, utcnow
 from app.runner.commands import listen_port
 from app.schemas import AttemptCreate, LaunchIn, RetestIn
+from app.stats import AUTO_MAX_RUNS, sequential_confidence
 
 ACTIVE = (RunState.launching, RunState.starting, RunState.ready, RunState.benchmarking)
 
@@ -33,7 +34,12 @@ def add_run(session: Session, attempt: Attempt, launch: LaunchIn) -> Run:
         host=launch.host,
         command=launch.command,
         bench=launch.bench,
-        repeat=launch.repeat,
+        repeat=launch.max_runs if launch.repeat == "auto" else launch.repeat,
+        auto_repeat=(
+            {"max_runs": launch.max_runs, "confidence": sequential_confidence(launch.max_runs)}
+            if launch.repeat == "auto"
+            else None
+        ),
         warmup=launch.warmup,
         ready_timeout_s=launch.ready_timeout_s,
         grace_s=launch.grace_s,
@@ -90,7 +96,8 @@ def retest(session: Session, attempt_id: int, data: RetestIn) -> Attempt:
             host=run.host,
             command=run.command,
             bench=run.bench,
-            repeat=run.repeat,
+            repeat="auto" if run.auto_repeat else run.repeat,
+            max_runs=run.repeat if run.auto_repeat else AUTO_MAX_RUNS,
             warmup=run.warmup,
             ready_timeout_s=run.ready_timeout_s,
             keep=run.keep,

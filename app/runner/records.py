@@ -10,9 +10,10 @@ from typing import Any
 from sqlalchemy import Engine, or_, update
 from sqlmodel import Session, col, select
 
-from app import lifecycle
+from app import lifecycle, repo
 from app.changes import record
 from app.db import session_scope
+from app.domain import Judgement, change_in_force, judge
 from app.lifecycle import Actor
 from app.models import Attempt, Campaign, Measurement, Run, RunState, Status, TailState, utcnow
 from app.runner import lease
@@ -153,6 +154,31 @@ class Records:
                 .order_by(col(Run.id))
             )
             return session.exec(query).first()
+
+    def sequential_judgement(self, run_id: int, confidence: float) -> Judgement:
+        """The attempt's runs so far against the baseline in force, its interval at the
+        level one look of `--repeat auto` takes (app/stats.py, sequential_confidence)."""
+        with session_scope(self.engine, snapshot=True) as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            attempt = session.get(Attempt, run.attempt_id)
+            assert attempt is not None and attempt.id is not None
+            campaign = session.get(Campaign, attempt.campaign_id)
+            assert campaign is not None
+            history = repo.baseline_history(session, campaign_id=attempt.campaign_id)
+            reference = change_in_force(history, attempt.started_at or attempt.created_at)
+            theirs = reference.attempt_id if reference and reference.attempt_id else None
+            ids = [attempt.id] + ([theirs] if theirs is not None else [])
+            samples = repo.samples_by_attempt(session, attempt_ids=ids)
+            return judge(
+                samples.get(attempt.id, []),
+                reference,
+                samples.get(theirs, []) if theirs is not None else [],
+                attempt_id=attempt.id,
+                noise_pct=campaign.noise_pct,
+                higher_is_better=campaign.higher_is_better,
+                confidence=confidence,
+            )
 
     def update(self, run_id: int, **fields: Any) -> Run:
         def change(_session: Session, run: Run, _attempt: Attempt) -> None:

@@ -8,7 +8,7 @@ from app.diagnosis.lines import decode
 from app.models import Run, RunState, TailState, utcnow
 from app.repo import kept_running, stored_log
 from app.runner.lease import shown
-from app.runner.wording import bench_label, bench_progress, gpu_note
+from app.runner.wording import auto_said, bench_label, bench_progress, gpu_note
 from app.schemas import RunOut
 
 LAST_LINE_BYTES = 8 << 10
@@ -62,9 +62,13 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
         bench_runs=[
             {**b, "label": bench_label(b["index"], run.warmup)} for b in run.bench_runs or []
         ],
-        bench_progress=bench_progress(run.bench_done, run.warmup, run.repeat)
+        bench_progress=bench_progress(
+            run.bench_done, run.warmup, run.repeat, auto=bool(run.auto_repeat)
+        )
         if run.state == RunState.benchmarking
         else None,
+        auto_repeat=run.auto_repeat,
+        auto_said=auto_said(run.auto_repeat),
         kept_running=kept_alive,
         gpu_note=gpu_note(run.host, (run.preflight or {}).get("gpu")),
         stop_report=run.stop_report,

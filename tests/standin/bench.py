@@ -5,6 +5,7 @@ writes sglang's `--output-file` JSONL line and vLLM's `--save-result` JSON as th
 import argparse
 import json
 import os
+import random
 import statistics
 import sys
 import time
@@ -33,6 +34,13 @@ def main() -> None:
     parser.add_argument(
         "--no-result-file", action="store_true", help="print the block, write no file"
     )
+    parser.add_argument(
+        "--fixed-mean", type=float, default=0.0,
+        help="output tok/s drawn around this mean instead of measured: a benchmark of known "
+        "noise (--noise-pct), the same draws in the same order each time (--draws)",
+    )  # fmt: skip
+    parser.add_argument("--noise-pct", type=float, default=0.0)
+    parser.add_argument("--draws", default="", help="a file counting the draws made so far")
     args = parser.parse_args()
     url = f"http://{args.host}:{args.port}/generate"
     ttfts, done, failed, tokens = [], 0, 0, 0
@@ -58,6 +66,8 @@ def main() -> None:
         sys.exit(1)
     mean_ttft = statistics.fmean(ttfts)
     shown = args.printed_scale
+    if args.fixed_mean:
+        shown = fixed_draw(args) * duration / tokens
     lines = [
         "============ Serving Benchmark Result ============",
         f"{'Backend:':<40} sglang",
@@ -100,6 +110,17 @@ def main() -> None:
             f.write(json.dumps(record) + "\n")
     if args.save_result or args.append_result:
         write_vllm_result(args, record)
+
+
+def fixed_draw(args: argparse.Namespace) -> float:
+    """The next of a seeded sequence of normal draws: run N of a test always gets draw N."""
+    count = 0
+    if os.path.exists(args.draws):
+        with open(args.draws) as f:
+            count = int(f.read() or 0)
+    with open(args.draws, "w") as f:
+        f.write(str(count + 1))
+    return random.Random(count).gauss(args.fixed_mean, args.fixed_mean * args.noise_pct / 100)
 
 
 def write_vllm_result(args: argparse.Namespace, record: dict) -> None:
