@@ -18,13 +18,18 @@ SAID = {"gpu": "GPU", "gpu_count": "GPUs", "driver": "driver", "cuda": "CUDA", "
 
 # A line worth a closer look holds one of these; one search per chunk finds them all.
 _WORTH = re.compile(
-    rb"[^\n]*(?:version|Version|VERSION|NCCL|nccl|NVIDIA|PyTorch|Python|\[pip3?\]|\[conda\]"
-    rb"|^GPU |^sglang|^sgl_kernel|^flashinfer|^triton|^transformers|^torch|^CUDA|^NVCC"
-    rb"|-packages/)[^\n]*",
+    # Anchored at a line's start: unanchored, a long line without any of these was tried
+    # from each of its bytes (a 100 KB line took minutes).
+    rb"^[^\n]*?(?:version|Version|VERSION|NCCL|nccl|NVIDIA|PyTorch|Python|\[pip3?\]|\[conda\]"
+    rb"|GPU|^\s*sglang|sgl_kernel|sglang-kernel|flashinfer|^\s*triton|^\s*transformers"
+    rb"|^\s*torch|CUDA|NVCC|ROCM|-packages/|TensorRT-LLM|TRT-LLM|Vllm|EngineCore|vllm"
+    rb"|text_generation_|tensorrt-llm/|vllm-openai|lmsysorg/sglang|text-generation-inference"
+    rb"|^Docker label|docker_label|\|\s+\d+\s+\S)[^\n]*",
     re.M,
 )
-_VERSION = r"(\d+(?:\.\d+)+(?:[.+-]?(?:post|dev|rc|a|b)\d*)?(?:\.post\d+)?)"
-_TORCH = re.compile(r"(\d+\.\d+(?:\.\d+)?)(?:[+.]?(?:dev|a|rc)\w*)?(?:\+cu(\d+))?")
+# A version as tools print it, local part and all: 0.5.12.dev136+g9dfb1d2eb, 1.2.0rc4.
+_VERSION = r"(\d+(?:\.\d+)+[\w.+-]*?)(?=[\s,;)\]\"'`]|$)"
+_TORCH = re.compile(r"(\d+\.\d+[\w.+-]*?)(?:\+cu(\d+))?$")
 _ENGINE_PACKAGES = {"sglang": "sglang", "vllm": "vllm", "tensorrt_llm": "tensorrt_llm",
                     "text_generation_server": "tgi"}  # fmt: skip
 # Packages whose versions matter to a campaign, by the names pip and tools print them.
@@ -34,7 +39,9 @@ _LIBS = {"flashinfer": "flashinfer", "flashinfer-python": "flashinfer",
          "nvidia-nccl-cu12": "nccl", "nvidia-nccl-cu13": "nccl", "nccl": "nccl",
          "xformers": "xformers", "flash-attn": "flash-attn", "flash_attn": "flash-attn",
          "deep-gemm": "deep-gemm", "deep_gemm": "deep-gemm", "tensorrt": "tensorrt",
-         "cuda-python": "cuda-python", "vllm": "vllm", "sglang": "sglang"}  # fmt: skip
+         "cuda-python": "cuda-python", "sglang-kernel": "sgl-kernel", "vllm": "vllm",
+         "sglang": "sglang", "tensorrt_llm": "tensorrt_llm",
+         "tensorrt-llm": "tensorrt_llm"}  # fmt: skip
 
 
 def cuda_of_build(digits: str) -> str:
@@ -57,12 +64,9 @@ class Environment:
 
     def lib(self, name: str, version: str) -> None:
         canonical = _LIBS.get(name.lower())
-        if canonical is None:
-            return
-        if canonical in ("vllm", "sglang"):  # the engine itself, by pip
-            self.put("engine", canonical, 1)
-            self.put("engine_version", version, 1)
-        else:
+        if canonical is not None:
+            # An engine in a package list is one more package (sglang's check_env lists
+            # vLLM's version): the engine that runs says so in its own lines.
             self.libs.setdefault(canonical, version)
 
     def as_json(self) -> dict[str, Any] | None:
@@ -74,6 +78,7 @@ class Environment:
 
 
 def _torch(env: Environment, text: str, strength: int = 2) -> None:
+    """torch's version as printed, but for its CUDA build tag (which says the CUDA)."""
     match = _TORCH.match(text.strip())
     if match:
         env.put("torch", match.group(1), strength)
@@ -81,8 +86,9 @@ def _torch(env: Environment, text: str, strength: int = 2) -> None:
             env.put("cuda", cuda_of_build(match.group(2)), 3)
 
 
-def _gpu_row(env: Environment, indices: str, name: str) -> None:
-    env.put("gpu", name.strip(), 2)
+def _gpu_row(env: Environment, indices: str, name: str | None) -> None:
+    if name:
+        env.put("gpu", name.strip(), 2)
     for index in re.findall(r"\d+", indices):
         env.gpu_indices.add(int(index))
     env.put("gpu_count", len(env.gpu_indices), 2)
@@ -123,6 +129,40 @@ def _smi_header(env: Environment, match: re.Match[str]) -> None:
     env.put("cuda", match.group(2), 1)  # what the driver supports, not what was built
 
 
+def _gpu_index(env: Environment, match: re.Match[str]) -> None:
+    _gpu_row(env, match.group(1), None)
+
+
+def _nccl_build(env: Environment, match: re.Match[str]) -> None:
+    env.lib("nccl", match.group(1))
+    if match.group(2):
+        env.put("cuda", match.group(2), 1)  # what NCCL was built with: torch says better
+
+
+def _engine_sign(name: str) -> Reader:
+    """A line only one engine prints (its process names, its logger): the engine, not its
+    version."""
+
+    def read(env: Environment, _match: re.Match[str]) -> None:
+        env.put("engine", name, 1)
+
+    return read
+
+
+_INSTALLED = re.compile(r"([A-Za-z][\w.-]*?)-(\d[\w.+]*)$")
+
+
+def _installed(env: Environment, match: re.Match[str]) -> None:
+    """pip's "Successfully installed flashinfer-python-0.2.11.post3 ...": name-version."""
+    for word in match.group(1).split():
+        found = _INSTALLED.match(word)
+        if found:
+            if found.group(1).lower() == "torch":
+                _torch(env, found.group(2), 1)
+            else:
+                env.lib(found.group(1), found.group(2))
+
+
 def _package_path(env: Environment, match: re.Match[str]) -> None:
     env.put("python", match.group(1), 1)
     env.put("engine", _ENGINE_PACKAGES.get(match.group(2), ""), 1)
@@ -134,12 +174,29 @@ _LINES: list[tuple[re.Pattern[str], Reader]] = [
     (re.compile(r"vLLM API server version " + _VERSION), _engine("vllm")),
     (re.compile(r"^vLLM Version: " + _VERSION), _engine("vllm")),
     (re.compile(r"vLLM is using nccl==" + _VERSION), _nccl),
+    (re.compile(r"\((?:VllmWorker|EngineCore|APIServer|VllmWorkerProcess)\w* (?:rank=\d+ )?"
+                r"pid=|vLLM is using|\bvllm\.(?:engine|entrypoints|v1|worker)\b"),
+     _engine_sign("vllm")),
     # TensorRT-LLM
-    (re.compile(r"TensorRT-LLM version: " + _VERSION), _engine("tensorrt_llm")),
+    (re.compile(r"TensorRT-LLM [Vv]ersion:\s+" + _VERSION), _engine("tensorrt_llm")),
+    (re.compile(r"\[TensorRT-LLM\].*Engine version " + _VERSION), _engine("tensorrt_llm")),
+    (re.compile(r"\[TensorRT-LLM\]|\[TRT-LLM\]"), _engine_sign("tensorrt_llm")),
+    (re.compile(r"Rank \d+ is using GPU (\d+)"), _gpu_index),
+    # TGI
+    (re.compile(r"\btext_generation_(?:launcher|router|server)\b|^Docker label: (?:sha-|N/A)"
+                r"|\"docker_label\": \"sha-"), _engine_sign("tgi")),
+    # Container images name the engine's release: nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc2
+    (re.compile(r"tensorrt-llm/release:v?" + _VERSION), _engine("tensorrt_llm")),
+    (re.compile(r"vllm/vllm-openai:v?" + _VERSION), _engine("vllm")),
+    (re.compile(r"lmsysorg/sglang:v?" + _VERSION), _engine("sglang")),
+    (re.compile(r"text-generation-inference:v?" + _VERSION), _engine("tgi")),
     # sglang's check_env: "name: version" lines
     (re.compile(r"^sglang: " + _VERSION), _engine("sglang")),
-    (re.compile(r"^(sgl_kernel|flashinfer(?:_python)?|triton|transformers|xformers|"
-                r"flash_attn|deep_gemm): " + _VERSION), _lib),
+    (re.compile(r"^(sgl_kernel|sglang-kernel|sgl-kernel|flashinfer(?:_python)?|triton|transformers"
+                r"|xformers|flash_attn|deep_gemm): " + _VERSION), _lib),
+    (re.compile(r"^ROCM Driver Version: ([\d.]+)"), _field("driver")),
+    (re.compile(r"^GPU [\d,]+ Compute Capability: "), _engine_sign("sglang")),  # check_env's
+    (re.compile(r"^Successfully installed (.+)"), _installed),
     (re.compile(r"^(?:PyTorch|torch): (\S+)"), lambda e, m: _torch(e, m.group(1))),
     (re.compile(r"^Python: (\d+\.\d+(?:\.\d+)?)"), _field("python")),
     (re.compile(r"^CUDA Driver Version: ([\d.]+)"), _field("driver")),
@@ -152,15 +209,19 @@ _LINES: list[tuple[re.Pattern[str], Reader]] = [
     (re.compile(r"^Python version: (\d+\.\d+(?:\.\d+)?)"), _field("python")),
     (re.compile(r"^Nvidia driver version: ([\d.]+)"), _field("driver")),
     (re.compile(r"^(?:GPU models and configuration: )?GPU (\d+): (\S.*?)\s*$"), _gpu),
+    (re.compile(r"^GPU models and configuration: (?!GPU \d)(\S.*?)\s*$"), _field("gpu")),
     (re.compile(r"^\[(?:pip3?|conda)\]\s+([\w.-]+)(?:==|\s+)" + _VERSION), _lib),
     (re.compile(r"^\[(?:pip3?|conda)\]\s+torch(?:==|\s+)(\S+)"),
      lambda e, m: _torch(e, m.group(1), 1)),
     # An nvidia-smi table
     (re.compile(r"NVIDIA-SMI [\d.]+\s+Driver Version: ([\d.]+)\s+CUDA Version: (\d+\.\d+)"),
      _smi_header),
-    (re.compile(r"^\|\s+(\d+)\s+(NVIDIA [^|]*?|Tesla [^|]*?)\s+(?:On|Off)\s+\|"), _gpu),
-    # NCCL's own start-up line
-    (re.compile(r"NCCL INFO NCCL version " + _VERSION), _nccl),
+    (re.compile(r"^\s*\|\s+(\d+)\s+(\S[^|]*?)\s+(?:On|Off)\s+\|"), _gpu),
+    # vLLM's GPU topology table: a row a GPU
+    (re.compile(r"^GPU(\d+)\s+(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS)\b"), _gpu_index),
+    # NCCL's own start-up line, and torch's
+    (re.compile(r"NCCL version (\d+(?:\.\d+)+)(?:\+cuda(\d+\.\d+))?"), _nccl_build),
+    (re.compile(r"ProcessGroupNCCL.*NCCL version: (\d+(?:\.\d+)+)"), _nccl),
     # Paths in tracebacks: the weakest sign of the interpreter and the engine
     (re.compile(r"/python(3\.\d+)/(?:site|dist)-packages/(\w+)/"), _package_path),
 ]  # fmt: skip
@@ -195,18 +256,24 @@ class EnvironmentReader:
 
 
 def read_line(env: Environment, raw: str) -> None:
-    text = _strip_prefix(raw.rstrip("\r"))
+    """What one line says, read without its log prefix (a timestamp, a level), and with it
+    for what only the prefix says (a vLLM worker's process name, TensorRT-LLM's logger)."""
+    raw = raw.rstrip("\r")
+    text = _strip_prefix(raw)
     for pattern, reader in _LINES:
-        match = pattern.search(text)
+        match = pattern.search(text) or (pattern.search(raw) if text != raw else None)
         if match:
             reader(env, match)
 
 
 # A log line's own prefix (a timestamp, a level, a process name) before what a tool printed.
 _PREFIX = re.compile(
-    r"^(?:\x1b\[[\d;]*m)*(?:\s*(?:\[[^\]]{0,80}\]|\(\w+ pid=\d+\)|(?:INFO|WARNING|DEBUG)"
-    r"(?: \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)?|\d{4}-\d\d-\d\d[T ][\d:.,]+Z?|[\w.-]+:\d+:))\s*"
+    r"^(?:\x1b\[[\d;]*m)*(?:\s*(?:\[(?!pip|conda)[^\]]{0,80}\]|\([\w ]+=?\w* ?pid=\d+\)"
+    r"|(?:INFO|WARNING|DEBUG)(?: \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)?"
+    r"|\d{4}-\d\d-\d\d[T ][\d:.,]+Z?|[\w.-]+:\d+:|[\w-]+-\d+\s+\|))\s*"
 )
+# PyTorch's newer collect_env pads its keys: "PyTorch version              : 2.7.1+cu126".
+_PADDED_KEY = re.compile(r"^(\S(?:[^:]*?\S)?)\s+: ")
 
 
 def _strip_prefix(line: str) -> str:
@@ -215,7 +282,7 @@ def _strip_prefix(line: str) -> str:
         if stripped == line:
             break
         line = stripped
-    return line
+    return _PADDED_KEY.sub(r"\1: ", line)
 
 
 def read_environment(text: str) -> dict[str, Any] | None:
