@@ -138,6 +138,9 @@ class Attempt(SQLModel, table=True):
     verdict: str | None = None
     retest_of: int | None = Field(default=None, foreign_key="attempt.id", ondelete="SET NULL")
     blocked_by: int | None = Field(default=None, foreign_key="attempt.id", ondelete="SET NULL")
+    # A re-measurement of that attempt (a baseline, say): its runs join that one's sample
+    # when others are judged against it. Ids are never reused: one deleted is no one's.
+    joins: int | None = None
     diagnosis: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     fingerprint: str | None = Field(default=None, index=True, max_length=64)
     # The arguments the engine echoed in the log (sglang's server_args=, vLLM's non-default

@@ -264,6 +264,8 @@ class StatsOut(BaseModel):
     call: Call
     noise_pct: float  # the band `same` means: typed, or learned from the baseline's runs
     noise_from: Literal["baseline runs", "typed"]
+    # Why the comparison may mislead: the baseline's runs from another day, host or stack.
+    warnings: list[str] = Field(default_factory=list)
 
 
 class FigureOut(BaseModel):
@@ -417,6 +419,7 @@ class AttemptOut(BaseModel):
     verdict: str | None
     retest_of: int | None
     blocked_by: int | None
+    joins: int | None = None  # a re-measurement of that attempt: its runs join its sample
     metric_value: float | None
     metric: MetricOut | None
     baseline: float | None

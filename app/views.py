@@ -4,6 +4,7 @@ import base64
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session
@@ -206,8 +207,13 @@ def attempt_views(
         basis = CardBasis.read(session, campaign.id)
     history = basis.history
     # The baseline attempts' runs too: an attempt is judged against them (Welch).
-    references = {c.attempt_id for c in history if c.attempt_id is not None} - set(ids)
-    samples = repo.samples_by_attempt(session, attempt_ids=[*ids, *references])
+    # and their re-measurements' (`joins`), which join their samples.
+    baseline_ids = {c.attempt_id for c in history if c.attempt_id is not None}
+    references = baseline_ids - set(ids)
+    joined = repo.joiners(session, attempt_ids=baseline_ids)
+    extra = {i for found in joined.values() for i in found} - set(ids)
+    measured = repo.measurements_by_attempt(session, attempt_ids=[*ids, *references, *extra])
+    samples = {i: [value for value, _ in found] for i, found in measured.items()}
     tails = repo.tail_states(session, attempt_ids=ids)
     runs = repo.runs_by_attempt(session, attempt_ids=[*ids, *references])
     times = [change.set_at for change in history]
@@ -222,10 +228,14 @@ def attempt_views(
         assert attempt.id is not None
         attempt_samples = samples.get(attempt.id, [])
         reference = change_in_force(history, attempt.started_at or attempt.created_at, times)
+        base_id = reference.attempt_id if reference else None
+        # A re-measurement is judged against its original's own runs: has it moved?
+        pooled = [] if base_id is None or attempt.joins == base_id else joined.get(base_id, [])
+        base_runs = [i for i in (base_id, *pooled) if i is not None]
         judged = judge(
             attempt_samples,
             reference,
-            samples.get(reference.attempt_id, []) if reference and reference.attempt_id else [],
+            [value for i in base_runs for value in samples.get(i, [])],
             attempt_id=attempt.id,
             noise_pct=campaign.noise_pct,
             higher_is_better=campaign.higher_is_better,
@@ -264,6 +274,7 @@ def attempt_views(
                 verdict=attempt.verdict,
                 retest_of=attempt.retest_of,
                 blocked_by=attempt.blocked_by,
+                joins=attempt.joins,
                 metric_value=summary.mean if summary else None,
                 metric=MetricOut(
                     mean=summary.mean,
@@ -277,7 +288,18 @@ def attempt_views(
                 delta_pct=change.pct if change else None,
                 delta_within_noise=judged.call == Call.same if change else None,
                 improved=judged.call == Call.better if change else None,
-                stats=stats_view(judged),
+                stats=stats_view(
+                    judged,
+                    judgement_warnings(
+                        measured.get(attempt.id, []),
+                        [m for i in base_runs for m in measured.get(i, [])],
+                        runs.get(attempt.id),
+                        runs.get(base_id) if base_id is not None else None,
+                        env_diff,
+                    )
+                    if judged.change is not None
+                    else [],
+                ),
                 figures=figures_view(runs.get(attempt.id), campaign.metric),
                 environment=EnvironmentOut(**environment) if environment else None,
                 env_diff=env_diff,
@@ -329,7 +351,35 @@ def figures_view(run: Run | None, metric: str) -> dict[str, FigureOut]:
     return out
 
 
-def stats_view(judged: Judgement) -> StatsOut:
+# Runs further apart than this may not measure the same machine: a driver, a neighbour's job,
+# the room's temperature change between days.
+APART = timedelta(hours=24)
+
+
+def judgement_warnings(
+    own: list[tuple[float, datetime]],
+    baseline: list[tuple[float, datetime]],
+    run: Run | None,
+    baseline_run: Run | None,
+    env_diff: EnvDiffOut | None,
+) -> list[str]:
+    """Why a comparison with the baseline's runs may mislead: they are from another day, on
+    another host, or on another stack."""
+    said = []
+    if own and baseline:
+        first, last = min(t for _, t in own), max(t for _, t in baseline)
+        if first - last > APART:
+            days = (first - last).days
+            said.append(f"the baseline's runs are {days} day{'s' * (days != 1)} older: "
+                        "re-measure it to compare like with like")  # fmt: skip
+    if run is not None and baseline_run is not None and run.host != baseline_run.host:
+        said.append(f"measured on {run.host}, the baseline on {baseline_run.host}")
+    if env_diff is not None and env_diff.changed:
+        said.append(f"another stack than the baseline's: {env_diff.summary}")
+    return said
+
+
+def stats_view(judged: Judgement, warnings: list[str] | None = None) -> StatsOut:
     measured, change = judged.measured, judged.change
     baseline = None
     if judged.baseline is not None:
@@ -348,6 +398,7 @@ def stats_view(judged: Judgement) -> StatsOut:
         call=judged.call,
         noise_pct=judged.noise_pct,
         noise_from="baseline runs" if judged.noise_learned else "typed",
+        warnings=warnings or [],
     )
 
 

@@ -1,8 +1,14 @@
 """Attempts through the JSON API: lifecycle, measurements and noise, pivots, notes."""
 
+from datetime import timedelta
+from typing import Any
+
 import httpx
 import pytest
+from sqlmodel import select
 
+from app.db import session_scope
+from app.models import Measurement
 from tests.helpers import make_attempt, make_campaign, patch
 
 
@@ -330,3 +336,28 @@ def test_note_markdown_is_sanitized(api: httpx.Client, campaign: dict) -> None:
     assert 'href="javascript' not in html
     assert '<a href="https://example.org"' in html
     assert "&lt;script&gt;" in html
+
+
+def test_a_baseline_measured_days_before_is_said_beside_the_call(
+    api: httpx.Client, app_under_test: Any
+) -> None:
+    campaign = make_campaign(api, baseline=None)
+    baseline = make_attempt(api, campaign["id"], title="baseline")
+    for value in (89.3, 89.7, 89.5):
+        api.post(f"/api/attempts/{baseline['id']}/measurements", json={"value": value})
+    patch(api, baseline["id"], status="adopted", set_baseline=True)
+    # As if measured three days ago: the machine may have changed since.
+    engine = app_under_test.app.state.engine
+    with session_scope(engine) as session:
+        for row in session.exec(
+            select(Measurement).where(Measurement.attempt_id == baseline["id"])
+        ):
+            row.created_at = row.created_at - timedelta(days=3)
+            session.add(row)
+    tried = make_attempt(api, campaign["id"], title="tried")
+    for value in (92.4, 92.8, 92.6):
+        body = api.post(f"/api/attempts/{tried['id']}/measurements", json={"value": value}).json()
+    assert body["stats"]["warnings"] == [
+        "the baseline's runs are 3 days older: re-measure it to compare like with like"
+    ]
+    assert body["stats"]["call"] == "better"  # said beside the call, which stands

@@ -475,3 +475,43 @@ def test_an_interpreter_that_cannot_be_asked_leaves_the_environment_to_the_gpus(
     environment = final["environment"]
     assert environment["gpu"] == "NVIDIA H200" and environment["gpu_count"] == 1
     assert environment["torch"] is None and environment["libs"] == {}
+
+
+def test_re_measuring_the_baseline_joins_its_sample_and_a_host_apart_is_said(
+    dash: httpx.Client, sshd: Sshd, tmp_path: Path
+) -> None:
+    campaign = make_campaign(dash, baseline=None)
+
+    def launched(title: str, host: str, mean: str, noise: str) -> dict[str, Any]:
+        port = free_port()
+        bench = bench_command(port, "--num-prompts", "2", "--fixed-mean", mean, "--noise-pct",
+                              noise, "--draws", str(tmp_path / f"draws-{title}"))  # fmt: skip
+        attempt = launch(dash, campaign["id"], host, server_command(port), title=title,
+                         bench=bench, repeat=3, warmup=0)  # fmt: skip
+        final = ended(dash, attempt["id"])
+        assert final["run"]["outcome"] == "measured", final["run"]
+        return final
+
+    baseline = launched("baseline", "local", "100", "0.2")
+    assert dash.patch(f"/api/attempts/{baseline['id']}",
+                      json={"status": "adopted", "set_baseline": True}).is_success  # fmt: skip
+    tried = launched("tried", sshd.alias, "110", "1")
+    judged = attempt_of(dash, tried["id"])["stats"]
+    assert judged["baseline"]["n"] == 3 and judged["call"] == "better"
+    assert judged["warnings"] == [f"measured on {sshd.alias}, the baseline on local"]
+
+    again = dash.post(f"/api/attempts/{baseline['id']}/remeasure")
+    assert again.status_code == 201, again.text
+    remeasure = again.json()
+    assert remeasure["joins"] == baseline["id"] and remeasure["retest_of"] == baseline["id"]
+    assert remeasure["title"] == "Re-measure: baseline" and remeasure["hypothesis"] == ""
+    final = ended(dash, remeasure["id"])
+    assert final["run"]["outcome"] == "measured" and final["metric"]["n"] == 3
+    # Its runs are judged against the original's own: the baseline has not moved.
+    assert final["stats"]["baseline"]["n"] == 3 and final["stats"]["call"] == "same"
+    # Everyone else is judged against the six runs now.
+    assert attempt_of(dash, tried["id"])["stats"]["baseline"]["n"] == 6
+    assert dash.post(f"/api/attempts/{remeasure['id']}/remeasure").status_code == 409
+    typed = dash.post(f"/api/campaigns/{campaign['id']}/attempts", json={"title": "by hand"})
+    refused = dash.post(f"/api/attempts/{typed.json()['id']}/remeasure")
+    assert refused.status_code == 409 and "not launched" in refused.json()["detail"]

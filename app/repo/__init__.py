@@ -175,6 +175,22 @@ def measurements_by_attempt(
     return found
 
 
+def joiners(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, list[int]]:
+    """The attempts that re-measure each of these (`joins`), in id order."""
+    ids = list(attempt_ids)
+    found: dict[int, list[int]] = defaultdict(list)
+    if not ids:
+        return found
+    query = (
+        sa_select(col(Attempt.joins), col(Attempt.id))
+        .where(col(Attempt.joins).in_(ids))
+        .order_by(col(Attempt.id))
+    )
+    for joined, attempt_id in session.execute(query):
+        found[joined].append(attempt_id)
+    return found
+
+
 def count_measurements(session: Session, *, attempt_id: int) -> int:
     query = select(func.count()).where(Measurement.attempt_id == attempt_id)
     return int(session.exec(query).one())

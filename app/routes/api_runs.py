@@ -1,4 +1,4 @@
-"""JSON API for launched attempts: stop one, retest one."""
+"""JSON API for launched attempts: stop one, retest one, re-measure one."""
 
 from fastapi import APIRouter, Body, Depends
 
@@ -15,6 +15,16 @@ def stop_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
     """Stop a launched attempt's server (SIGTERM to its process group, SIGKILL after the
     grace period, then proof that it stopped); 409 when it was not launched or has ended."""
     attempt = launching.request_stop(session, attempt_id)
+    session.flush()
+    return views.attempt_view(session, attempt)
+
+
+@router.post("/api/attempts/{attempt_id}/remeasure", status_code=201)
+def remeasure_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
+    """Launch this attempt's command again as a re-measurement: a new attempt (`joins` this
+    one) whose runs join this one's sample when others are judged against it; 409 when it
+    was not launched."""
+    attempt = launching.remeasure(session, attempt_id)
     session.flush()
     return views.attempt_view(session, attempt)
 

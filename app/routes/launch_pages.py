@@ -91,6 +91,16 @@ def stop_attempt(attempt_id: int, session: SessionDep, submitted: FormDep) -> Re
     return see_other(f"/attempts/{attempt_id}")
 
 
+@router.post("/attempts/{attempt_id}/remeasure", dependencies=OwnerForm)
+def remeasure_attempt(attempt_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    """Re-measure a launched attempt (a baseline): its runs join its sample."""
+    form = PageForm(submitted, "remeasure", "attempt", attempt_id)
+    with form:
+        attempt = launching.remeasure(session, attempt_id)
+        session.flush()
+    return see_other(f"/attempts/{attempt.id}")
+
+
 @router.post("/attempts/{attempt_id}/relaunch", dependencies=OwnerForm)
 def relaunch_attempt(attempt_id: int, session: SessionDep, submitted: FormDep) -> Response:
     """Retest a launched attempt: the same command launched again, linked `retest of`."""

@@ -85,6 +85,25 @@ def request_stop(session: Session, attempt_id: int) -> Attempt:
     return attempt
 
 
+def remeasure(session: Session, attempt_id: int) -> Attempt:
+    """The attempt's command launched again, as an attempt of its own whose runs join its
+    sample (a baseline re-measured, to settle a noisy comparison on both sides): no new
+    hypothesis. Only a launched attempt can be: its launch is what is repeated."""
+    original = actions.require_attempt(session, attempt_id)
+    if original.joins is not None:
+        raise Conflict(f"attempt {attempt_id} re-measures #{original.joins}: re-measure that one")
+    if latest_run(session, attempt_id) is None:
+        raise Conflict(
+            f"attempt {attempt_id} was not launched by the dashboard: nothing to launch again"
+        )
+    attempt = retest(
+        session, attempt_id, RetestIn(title=f"Re-measure: {original.title}"[:200], hypothesis="")
+    )
+    attempt.joins = attempt_id
+    session.add(attempt)
+    return attempt
+
+
 def retest(session: Session, attempt_id: int, data: RetestIn) -> Attempt:
     """The same command again, as a new attempt linked `retest of`; launched the same way
     when the original was."""

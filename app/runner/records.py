@@ -168,12 +168,14 @@ class Records:
             history = repo.baseline_history(session, campaign_id=attempt.campaign_id)
             reference = change_in_force(history, attempt.started_at or attempt.created_at)
             theirs = reference.attempt_id if reference and reference.attempt_id else None
-            ids = [attempt.id] + ([theirs] if theirs is not None else [])
-            samples = repo.samples_by_attempt(session, attempt_ids=ids)
+            base = [theirs] if theirs is not None else []
+            if theirs is not None and attempt.joins != theirs:  # re-measurements join it
+                base += repo.joiners(session, attempt_ids=[theirs]).get(theirs, [])
+            samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id, *base])
             return judge(
                 samples.get(attempt.id, []),
                 reference,
-                samples.get(theirs, []) if theirs is not None else [],
+                [value for i in base for value in samples.get(i, [])],
                 attempt_id=attempt.id,
                 noise_pct=campaign.noise_pct,
                 higher_is_better=campaign.higher_is_better,
