@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.helpers import UI_WAIT_MS, make_attempt, make_campaign
+from tests.test_story import crash
 
 SHOTS = Path("test-artifacts/compare")
 BASE = "python -m sglang.launch_server --model-path /shared/kimi-k2.5-int4 --tp 8"
@@ -127,3 +128,39 @@ def test_attempts_ticked_on_the_campaign_page_stay_ticked_through_a_live_update(
     # The earliest first: the one the others are marked against.
     headers = page.locator(".compare-table thead th").all_inner_texts()[1:]
     assert [h.split(" ")[0] for h in headers] == [f"#{cuda13['id']}", f"#{fusion['id']}"]
+
+
+@pytest.mark.browser
+def test_the_cards_call_and_the_charts_intervals_in_chromium(
+    api: httpx.Client,
+    open_page,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    campaign, (cuda13, fusion, symm) = seeded(api)
+    once = make_attempt(api, campaign["id"], title="Measured once")
+    api.post(f"/api/attempts/{once['id']}/measurements", json={"value": 93.5})
+    crash(api, symm, tmp_path)
+    page = open_page(f"/campaigns/{campaign['id']}")
+    page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
+    said = page.locator(f"#attempt-{cuda13['id']} .metric .delta").inner_text()
+    assert said == "+3.5 % [+2.9, +4.0] better (n=3)"
+    fusion_said = page.locator(f"#attempt-{fusion['id']} .metric .delta")
+    assert "same (n=4)" in fusion_said.inner_text()
+    assert "call-same" in (fusion_said.get_attribute("class") or "")
+    assert (
+        page.locator(f"#attempt-{once['id']} .metric .delta")
+        .inner_text()
+        .endswith("inconclusive (n=1)")
+    )
+    chart = page.locator("#chart")
+    assert chart.locator("line.ci").count() == 2  # the two measured more than once
+    assert chart.locator("circle.point.unclear").count() == 1
+    assert chart.locator("text.marker.crashed").count() == 1
+    assert "hollow not yet clear" in chart.inner_text()
+    page.screenshot(path=str(SHOTS / "03-campaign-calls.png"), full_page=True)
+    # Live: a second run draws the one-run point's interval.
+    api.post(f"/api/attempts/{once['id']}/measurements", json={"value": 93.7})
+    page.wait_for_function(
+        "() => document.querySelectorAll('#chart line.ci').length === 3", timeout=UI_WAIT_MS
+    )
