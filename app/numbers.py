@@ -1,6 +1,6 @@
 """How a figure is written, on the pages and by the CLI alike."""
 
-from collections.abc import Sequence
+import functools
 
 # Past this a figure is written in scientific notation: a 309-digit "tok/s" helps nobody
 # and widens the page past any screen.
@@ -22,8 +22,9 @@ def fmt_signed(pct: float) -> str:
     return f"{pct:+.1f}"
 
 
+@functools.lru_cache(maxsize=8192)  # a chart writes each of its points' again after a change
 def fmt_judgement(
-    delta_pct: float | None, ci95_pct: Sequence[float] | None, call: str, n: int
+    delta_pct: float | None, ci95_pct: tuple[float, float] | None, call: str, n: int
 ) -> str:
     """An attempt's change against the baseline with its 95 % interval and the call, as a
     card, the chart, the share page and the CLI write it: "+3.5 % [+1.2, +5.8] better

@@ -201,7 +201,8 @@ def _launch_and_follow(
     metric = attempt.get("metric")
     if metric:
         stats = attempt["stats"]
-        said = fmt_judgement(stats["delta_pct"], stats["delta_ci95_pct"], stats["call"], stats["n"])
+        interval = tuple(stats["delta_ci95_pct"]) if stats["delta_ci95_pct"] else None
+        said = fmt_judgement(stats["delta_pct"], interval, stats["call"], stats["n"])
         change = f", {said} against the baseline" if said else ""
         mean, spread = fmt_number(metric["mean"]), fmt_number(metric["spread"])
         click.echo(f"  {mean} ± {spread} (n={metric['n']}){change}")

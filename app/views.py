@@ -1,10 +1,11 @@
 """Turn rows into what the API returns and the pages show, with baselines and deltas."""
 
 import base64
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlmodel import Session
@@ -212,8 +213,7 @@ def attempt_views(
     references = baseline_ids - set(ids)
     joined = repo.joiners(session, attempt_ids=baseline_ids)
     extra = {i for found in joined.values() for i in found} - set(ids)
-    measured = repo.measurements_by_attempt(session, attempt_ids=[*ids, *references, *extra])
-    samples = {i: [value for value, _ in found] for i, found in measured.items()}
+    samples = repo.samples_by_attempt(session, attempt_ids=[*ids, *references, *extra])
     tails = repo.tail_states(session, attempt_ids=ids)
     runs = repo.runs_by_attempt(session, attempt_ids=[*ids, *references])
     times = [change.set_at for change in history]
@@ -222,6 +222,7 @@ def attempt_views(
         session, campaign_id=campaign.id, fingerprints=fingerprints
     )
     flag_sets = _Flags(session, history, attempts)
+    older = _older_baselines(session, history, attempts, joined)
 
     views = []
     for attempt in attempts:
@@ -232,13 +233,13 @@ def attempt_views(
         # A re-measurement is judged against its original's own runs: has it moved?
         pooled = [] if base_id is None or attempt.joins == base_id else joined.get(base_id, [])
         base_runs = [i for i in (base_id, *pooled) if i is not None]
-        judged = judge(
-            attempt_samples,
-            reference,
-            [value for i in base_runs for value in samples.get(i, [])],
-            attempt_id=attempt.id,
-            noise_pct=campaign.noise_pct,
-            higher_is_better=campaign.higher_is_better,
+        judged = _judged(
+            tuple(attempt_samples),
+            (reference.value, reference.attempt_id) if reference else None,
+            tuple(value for i in base_runs for value in samples.get(i, [])),
+            attempt.id,
+            campaign.noise_pct,
+            campaign.higher_is_better,
         )
         summary, change = judged.measured, judged.change
         tail = tails.get(attempt.id)
@@ -290,15 +291,16 @@ def attempt_views(
                 improved=judged.call == Call.better if change else None,
                 stats=stats_view(
                     judged,
-                    judgement_warnings(
-                        measured.get(attempt.id, []),
-                        [m for i in base_runs for m in measured.get(i, [])],
-                        runs.get(attempt.id),
-                        runs.get(base_id) if base_id is not None else None,
-                        env_diff,
+                    tuple(
+                        judgement_warnings(
+                            older.get(attempt.id),
+                            runs.get(attempt.id),
+                            runs.get(base_id) if base_id is not None else None,
+                            env_diff,
+                        )
                     )
                     if judged.change is not None
-                    else [],
+                    else (),
                 ),
                 figures=figures_view(runs.get(attempt.id), campaign.metric),
                 environment=EnvironmentOut(**environment) if environment else None,
@@ -356,9 +358,35 @@ def figures_view(run: Run | None, metric: str) -> dict[str, FigureOut]:
 APART = timedelta(hours=24)
 
 
+def _older_baselines(
+    session: Session,
+    history: list[BaselineChange],
+    attempts: list[Attempt],
+    joined: Mapping[int, list[int]],
+) -> dict[int, timedelta]:
+    """The attempts whose first run came more than APART after the last run of the
+    baseline they are judged against (its re-measurements' included), by how much."""
+    times = [change.set_at for change in history]
+    judged_by: dict[int, list[int]] = {}
+    for attempt in attempts:
+        reference = change_in_force(history, attempt.started_at or attempt.created_at, times)
+        if reference is not None and reference.attempt_id not in (None, attempt.id):
+            assert reference.attempt_id is not None and attempt.id is not None
+            judged_by.setdefault(reference.attempt_id, []).append(attempt.id)
+    older = {}
+    for base_id, attempt_ids in judged_by.items():
+        pooled = [base_id, *joined.get(base_id, [])]
+        last = repo.last_measured(session, attempt_ids=pooled)
+        if last is None:
+            continue
+        mine = [i for i in attempt_ids if i not in pooled]
+        found = repo.first_measured_after(session, attempt_ids=mine, after=last + APART)
+        older.update({i: first - last for i, first in found.items()})
+    return older
+
+
 def judgement_warnings(
-    own: list[tuple[float, datetime]],
-    baseline: list[tuple[float, datetime]],
+    older_by: timedelta | None,
     run: Run | None,
     baseline_run: Run | None,
     env_diff: EnvDiffOut | None,
@@ -366,12 +394,10 @@ def judgement_warnings(
     """Why a comparison with the baseline's runs may mislead: they are from another day, on
     another host, or on another stack."""
     said = []
-    if own and baseline:
-        first, last = min(t for _, t in own), max(t for _, t in baseline)
-        if first - last > APART:
-            days = (first - last).days
-            said.append(f"the baseline's runs are {days} day{'s' * (days != 1)} older: "
-                        "re-measure it to compare like with like")  # fmt: skip
+    if older_by is not None:
+        days = older_by.days
+        said.append(f"the baseline's runs are {days} day{'s' * (days != 1)} older: "
+                    "re-measure it to compare like with like")  # fmt: skip
     if run is not None and baseline_run is not None and run.host != baseline_run.host:
         said.append(f"measured on {run.host}, the baseline on {baseline_run.host}")
     if env_diff is not None and env_diff.changed:
@@ -379,7 +405,28 @@ def judgement_warnings(
     return said
 
 
-def stats_view(judged: Judgement, warnings: list[str] | None = None) -> StatsOut:
+@functools.lru_cache(maxsize=16384)
+def _judged(
+    samples: tuple[float, ...],
+    reference: tuple[float, int | None] | None,
+    reference_samples: tuple[float, ...],
+    attempt_id: int,
+    noise_pct: float,
+    higher_is_better: bool,
+) -> Judgement:
+    """`judge`, kept: a campaign's page judges every attempt again after a change to one."""
+    change = None
+    if reference is not None:
+        change = BaselineChange(campaign_id=0, value=reference[0], attempt_id=reference[1])
+    return judge(
+        list(samples), change, list(reference_samples), attempt_id=attempt_id,
+        noise_pct=noise_pct, higher_is_better=higher_is_better,
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=16384)
+def stats_view(judged: Judgement, warnings: tuple[str, ...] = ()) -> StatsOut:
+    """Kept: the same judgement is the same (immutable) answer, not a model built again."""
     measured, change = judged.measured, judged.change
     baseline = None
     if judged.baseline is not None:
@@ -398,7 +445,7 @@ def stats_view(judged: Judgement, warnings: list[str] | None = None) -> StatsOut
         call=judged.call,
         noise_pct=judged.noise_pct,
         noise_from="baseline runs" if judged.noise_learned else "typed",
-        warnings=warnings or [],
+        warnings=list(warnings),
     )
 
 

@@ -157,6 +157,33 @@ def samples_by_attempt(session: Session, *, attempt_ids: Iterable[int]) -> dict[
     return samples
 
 
+def last_measured(session: Session, *, attempt_ids: Iterable[int]) -> datetime | None:
+    """When the newest figure of these attempts was recorded."""
+    ids = list(attempt_ids)
+    if not ids:
+        return None
+    query = sa_select(func.max(Measurement.created_at)).where(col(Measurement.attempt_id).in_(ids))
+    return session.execute(query).scalar_one_or_none()
+
+
+def first_measured_after(
+    session: Session, *, attempt_ids: Iterable[int], after: datetime
+) -> dict[int, datetime]:
+    """The attempts whose first figure came after `after`, with its time. The comparison is
+    the database's: a page of a thousand attempts parses no thousand timestamps."""
+    ids = list(attempt_ids)
+    if not ids:
+        return {}
+    first = func.min(Measurement.created_at)
+    query = (
+        sa_select(col(Measurement.attempt_id), first)
+        .where(col(Measurement.attempt_id).in_(ids))
+        .group_by(col(Measurement.attempt_id))
+        .having(first > after)
+    )
+    return {attempt_id: at for attempt_id, at in session.execute(query)}
+
+
 def measurements_by_attempt(
     session: Session, *, attempt_ids: Iterable[int]
 ) -> dict[int, list[tuple[float, datetime]]]:
