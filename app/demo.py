@@ -120,7 +120,8 @@ STORY: tuple[Step, ...] = (
     Step("FlashInfer allreduce fusion (CUDA 13)", "Now that SM120 is supported",
          "--enable-flashinfer-allreduce-fusion", {"enable_flashinfer_allreduce_fusion": True},
          runs=(92.5, 92.9, 92.7, 92.7), retest_of="FlashInfer allreduce fusion",
-         note="Starts now, but 92.7 against 92.6 is inside the noise."),
+         note="Starts now, but 92.7 against 92.6 is inside the noise: "
+              "[side by side with the CUDA 13 baseline]({compare})."),
     Step("Torch symmetric memory (CUDA 13)", "Retest after the pivot",
          "--enable-torch-symm-mem --disable-custom-all-reduce",
          {"enable_torch_symm_mem": True, "disable_custom_all_reduce": True},
@@ -289,9 +290,10 @@ class Replay:
                 self.kept_flags = " ".join(part for part in (self.kept_flags, own) if part)
                 self.kept_server_flags |= step.server_flags
         if step.note:
-            self._write(
-                lambda s: actions.add_attempt_note(s, attempt_id, NoteCreate(body=step.note))
-            )
+            # "{compare}": this attempt beside the baseline in force, side by side.
+            baseline = self.ids.get(PIVOT)
+            body = step.note.replace("{compare}", f"/compare?ids={baseline},{attempt_id}")
+            self._write(lambda s: actions.add_attempt_note(s, attempt_id, NoteCreate(body=body)))
         waiting = AttemptUpdate(blocked_by=attempt_id)
         for title in step.unblocks:
             earlier = self.ids[title]

@@ -181,6 +181,14 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> No
     )
     assert attempts[9]["env_diff"]["changed"] == {}  # fusion ran on the pivot's stack
     assert attempts[8]["environment"]["gpu_count"] == 8
+    # The fusion retest's note puts it beside the new baseline, one click away.
+    compare = f"/compare?ids={attempts[8]['id']},{attempts[9]['id']}"
+    fusion_notes = httpx.get(f"{url}/api/attempts/{attempts[9]['id']}/notes", headers=auth).json()
+    assert any(f"({compare})" in note["body"] for note in fusion_notes)
+    shown = httpx.get(f"{url}/attempts/{attempts[9]['id']}", headers=auth).text
+    assert f'href="{compare}"' in shown.replace("&amp;", "&")
+    side_by_side = httpx.get(f"{url}{compare}", headers=auth)
+    assert side_by_side.status_code == 200 and "same (n=4)" in side_by_side.text
     notes = httpx.get(f"{url}/api/campaigns/{detail['id']}/notes", headers=auth).json()
     assert "The demo's replay has finished" in notes[-1]["body"]
     assert "3 adopted, 1 crashed, 6 eliminated, 1 measured" in notes[-1]["body"]
