@@ -180,6 +180,9 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> No
         and "flashinfer 0.3.1 → 0.6.4" in pivot["summary"]
     )
     assert attempts[9]["env_diff"]["changed"] == {}  # fusion ran on the pivot's stack
+    # The pivot's gain spans two stacks: said beside its call, which stands.
+    assert attempts[8]["stats"]["warnings"] == ["the baseline ran on another stack (env, below)"]
+    assert attempts[9]["stats"]["warnings"] == []
     assert attempts[8]["environment"]["gpu_count"] == 8
     # The fusion retest's note puts it beside the new baseline, one click away.
     compare = f"/compare?ids={attempts[8]['id']},{attempts[9]['id']}"
