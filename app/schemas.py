@@ -195,6 +195,10 @@ class AttemptCreate(Strict):
     _source = field_validator("source")(check_source)
 
 
+class RetestUnblockedIn(Strict):
+    ids: list[int] | None = None  # none: every attempt it may unblock
+
+
 class RetestIn(Strict):
     title: Name | None = None
     hypothesis: Text | None = None

@@ -2,10 +2,10 @@
 
 from fastapi import APIRouter, Body, Depends
 
-from app import views
+from app import actions, pivots, views
 from app.deps import SessionDep, require_api_owner
 from app.runner import launching
-from app.schemas import AttemptOut, RetestIn
+from app.schemas import AttemptOut, RetestIn, RetestUnblockedIn
 
 router = APIRouter(tags=["runs"], dependencies=[Depends(require_api_owner)])
 
@@ -17,6 +17,27 @@ def stop_attempt(attempt_id: int, session: SessionDep) -> AttemptOut:
     attempt = launching.request_stop(session, attempt_id)
     session.flush()
     return views.attempt_view(session, attempt)
+
+
+@router.get("/api/attempts/{attempt_id}/unblocks")
+def attempt_unblocks(attempt_id: int, session: SessionDep) -> list[AttemptOut]:
+    """The attempts adopting this one may unblock: those blocked by it, and the earlier
+    crashed or eliminated ones whose failure class says the stack stood in the way
+    (unsupported_arch, import_or_version), none already retested after it."""
+    found = pivots.unblocks(session, attempt_id)
+    campaign = actions.require_campaign(session, found[0].campaign_id) if found else None
+    return views.attempt_views(session, campaign, found) if campaign else []
+
+
+@router.post("/api/attempts/{attempt_id}/retest-unblocked", status_code=201)
+def retest_unblocked(
+    attempt_id: int, session: SessionDep, data: RetestUnblockedIn | None = Body(default=None)
+) -> list[AttemptOut]:
+    """A retest of each attempt it may unblock (or of `ids` among them), `retest_of` its
+    original, launched where the original was: one at a time on each host."""
+    made = pivots.retest_unblocked(session, attempt_id, (data or RetestUnblockedIn()).ids)
+    session.flush()
+    return [views.attempt_view(session, attempt) for attempt in made]
 
 
 @router.post("/api/attempts/{attempt_id}/remeasure", status_code=201)

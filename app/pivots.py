@@ -1,0 +1,60 @@
+"""What a pivot may have unblocked: when an attempt is adopted (a new stack, say), the
+attempts waiting on it and the earlier ones that failed because the stack was the obstacle
+are worth another try, with the same command, on the new baseline."""
+
+from sqlmodel import Session
+
+from app import actions, repo
+from app.errors import Invalid
+from app.models import Attempt, Status
+from app.runner import launching
+from app.schemas import RetestIn
+
+# Failure classes that say the stack, not the idea, stood in the way.
+STACK_CLASSES = frozenset({"unsupported_arch", "import_or_version"})
+_FAILED = (Status.crashed, Status.eliminated)
+
+
+def unblocks(session: Session, attempt_id: int) -> list[Attempt]:
+    """In the order they were tried: those `blocked_by` it, and the campaign's crashed or
+    eliminated attempts from before it whose failure's class says the stack; none that was
+    already retested after it."""
+    pivot = actions.require_attempt(session, attempt_id)
+    assert pivot.id is not None
+    attempts = repo.list_attempts(session, campaign_id=pivot.campaign_id)
+    retested = {a.retest_of for a in attempts if a.retest_of is not None and (a.id or 0) > pivot.id}
+    found = []
+    for attempt in attempts:
+        if attempt.id == pivot.id or attempt.id in retested:
+            continue
+        failed_on_stack = (
+            (attempt.id or 0) < pivot.id
+            and Status(attempt.status) in _FAILED
+            and (attempt.diagnosis or {}).get("error_class") in STACK_CLASSES
+        )
+        if attempt.blocked_by == pivot.id or failed_on_stack:
+            found.append(attempt)
+    return found
+
+
+def retest_unblocked(session: Session, attempt_id: int, ids: list[int] | None) -> list[Attempt]:
+    """A retest of each (all of them, or `ids`), `retest_of` its original; launched, one
+    after the other on each host (the runner's queue), where the original was."""
+    pivot = actions.require_attempt(session, attempt_id)
+    offered = unblocks(session, attempt_id)
+    chosen = offered
+    if ids is not None:
+        known = {a.id for a in offered}
+        strays = [i for i in ids if i not in known]
+        if strays:
+            raise Invalid(
+                f"ids: {', '.join(f'#{i}' for i in strays)} not among what #{attempt_id} may "
+                "unblock (GET its unblocks)"
+            )
+        chosen = [a for a in offered if a.id in set(ids)]
+    made = []
+    for original in chosen:
+        assert original.id is not None
+        title = f"Retest after #{pivot.id}: {original.title}"[:200]
+        made.append(launching.retest(session, original.id, RetestIn(title=title)))
+    return made

@@ -1,0 +1,65 @@
+"""What a pivot may have unblocked: the attempts waiting on it and the earlier ones the stack
+stood in the way of, offered for a retest in one action; each retest linked to its original."""
+
+from pathlib import Path
+
+import httpx
+
+from app import demo_logs
+from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
+
+
+def crashed(api: httpx.Client, campaign_id: int, title: str, lines: list[str], tmp: Path) -> dict:
+    log = tmp / f"{title}.log"
+    log.write_text("\n".join(demo_logs.startup({}, ready=False) + lines) + "\n")
+    attempt = make_attempt(api, campaign_id, title=title, source=f"file://{log}")
+    return wait_for(
+        lambda: (a := attempt_of(api, attempt["id"]))["status"] == "crashed" and a,
+        what=f"{title} crashed",
+    )
+
+
+def test_a_pivot_offers_what_the_stack_blocked_and_retests_them_in_one_action(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    campaign = make_campaign(api, baseline=89.5)
+    fusion = crashed(api, campaign["id"], "FlashInfer allreduce fusion",
+                     demo_logs.crash_flashinfer_fusion(), tmp_path)  # fmt: skip
+    symm = crashed(api, campaign["id"], "Torch symmetric memory",
+                   demo_logs.crash_torch_symm_mem(), tmp_path)  # fmt: skip
+    oom = crashed(api, campaign["id"], "NCCL reduced channels",
+                  demo_logs.crash_nccl_channels(), tmp_path)  # fmt: skip
+    assert {a["diagnosis"]["error_class"] for a in (fusion, symm)} == {"unsupported_arch"}
+    assert oom["diagnosis"]["error_class"] != "unsupported_arch"
+    api.patch(
+        f"/api/attempts/{symm['id']}", json={"status": "eliminated", "verdict": "KeyError: 12"}
+    )
+    pivot = make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
+    waiting = make_attempt(api, campaign["id"], title="EAGLE-3 on CUDA 13")
+    api.patch(f"/api/attempts/{waiting['id']}", json={"blocked_by": pivot["id"]})
+    for value in (92.4, 92.8, 92.6):
+        api.post(f"/api/attempts/{pivot['id']}/measurements", json={"value": value})
+    adopted = api.patch(f"/api/attempts/{pivot['id']}",
+                        json={"status": "adopted", "set_baseline": True})  # fmt: skip
+    assert adopted.is_success, adopted.text
+
+    offered = api.get(f"/api/attempts/{pivot['id']}/unblocks")
+    assert offered.status_code == 200
+    # Crashed or eliminated on the stack, and the one waiting on it; not the OOM.
+    assert [a["id"] for a in offered.json()] == [fusion["id"], symm["id"], waiting["id"]]
+
+    stray = api.post(f"/api/attempts/{pivot['id']}/retest-unblocked", json={"ids": [oom["id"]]})
+    assert stray.status_code == 422 and f"#{oom['id']}" in stray.json()["detail"]
+    made = api.post(f"/api/attempts/{pivot['id']}/retest-unblocked",
+                    json={"ids": [fusion["id"], symm["id"]]})  # fmt: skip
+    assert made.status_code == 201, made.text
+    retests = made.json()
+    assert [r["retest_of"] for r in retests] == [fusion["id"], symm["id"]]
+    assert retests[0]["title"] == f"Retest after #{pivot['id']}: FlashInfer allreduce fusion"
+    # Retested after the pivot: no longer offered; the one still waiting is.
+    again = api.get(f"/api/attempts/{pivot['id']}/unblocks").json()
+    assert [a["id"] for a in again] == [waiting["id"]]
+    rest = api.post(f"/api/attempts/{pivot['id']}/retest-unblocked")
+    assert [r["retest_of"] for r in rest.json()] == [waiting["id"]]
+    assert api.get(f"/api/attempts/{pivot['id']}/unblocks").json() == []
+    assert api.get("/api/attempts/999999/unblocks").status_code == 404
