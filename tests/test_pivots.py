@@ -4,9 +4,12 @@ stood in the way of, offered for a retest in one action; each retest linked to i
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app import demo_logs
-from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
+from tests.helpers import UI_WAIT_MS, attempt_of, make_attempt, make_campaign, wait_for
+
+SHOTS = Path("test-artifacts/pivots")
 
 
 def crashed(api: httpx.Client, campaign_id: int, title: str, lines: list[str], tmp: Path) -> dict:
@@ -63,3 +66,34 @@ def test_a_pivot_offers_what_the_stack_blocked_and_retests_them_in_one_action(
     assert [r["retest_of"] for r in rest.json()] == [waiting["id"]]
     assert api.get(f"/api/attempts/{pivot['id']}/unblocks").json() == []
     assert api.get("/api/attempts/999999/unblocks").status_code == 404
+
+
+@pytest.mark.browser
+def test_the_adopted_attempts_page_offers_them_pre_ticked_in_chromium(
+    api: httpx.Client,
+    open_page,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    campaign = make_campaign(api, baseline=89.5)
+    fusion = crashed(api, campaign["id"], "FlashInfer allreduce fusion",
+                     demo_logs.crash_flashinfer_fusion(), tmp_path)  # fmt: skip
+    symm = crashed(api, campaign["id"], "Torch symmetric memory",
+                   demo_logs.crash_torch_symm_mem(), tmp_path)  # fmt: skip
+    pivot = make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
+    api.post(f"/api/attempts/{pivot['id']}/measurements", json={"value": 92.6})
+    api.patch(f"/api/attempts/{pivot['id']}", json={"status": "adopted", "set_baseline": True})
+    page = open_page(f"/attempts/{pivot['id']}")
+    form = page.locator(f"#retest-unblocked-form-{pivot['id']}")
+    boxes = form.locator("input[name=ids]")
+    assert boxes.count() == 2 and all(boxes.nth(i).is_checked() for i in range(2))
+    assert "Retest these 2" in form.inner_text() and "KeyError: 12" in form.inner_text()
+    page.screenshot(path=str(SHOTS / "01-offer.png"), full_page=True)
+    boxes.nth(1).uncheck()  # untickable: only fusion this time
+    form.locator("button").click()
+    page.wait_for_url(f"**/campaigns/{campaign['id']}", timeout=UI_WAIT_MS)
+    retests = [a for a in api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]
+               if a["retest_of"]]  # fmt: skip
+    assert [r["retest_of"] for r in retests] == [fusion["id"]]
+    left = api.get(f"/api/attempts/{pivot['id']}/unblocks").json()
+    assert [a["id"] for a in left] == [symm["id"]]

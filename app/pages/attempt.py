@@ -8,7 +8,7 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from sqlmodel import Session
 
-from app import actions, repo, views
+from app import actions, pivots, repo, views
 from app.models import Status
 from app.pages.live import LivePage, LivePartial, PageEntry, PageRenderer, Subject, event_kinds
 from app.pauses import Pauses
@@ -54,6 +54,8 @@ def attempt_context(
         "notes": [views.note_view(n) for n in notes],
         "statuses": [s.value for s in Status],
         "live_cursor": repo.newest_event_id(session, attempt.campaign_id),
+        # Adopted: what it may have unblocked, offered for a retest (app/pivots.py).
+        "unblocks": pivots.unblocks(session, attempt_id) if view.status == Status.adopted else [],
     }
 
 

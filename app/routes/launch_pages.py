@@ -8,10 +8,10 @@ from fastapi import APIRouter, Request
 from sqlmodel import Session
 from starlette.responses import Response
 
-from app import actions, views
+from app import actions, pivots, views
 from app.deps import SessionDep
+from app.forms import WHOLE_FORM, FormState
 from app.forms import Form as PageForm
-from app.forms import FormState
 from app.models import Attempt
 from app.pages.campaign import campaign_context
 from app.pages.campaign_renders import campaign_renders
@@ -89,6 +89,20 @@ def stop_attempt(attempt_id: int, session: SessionDep, submitted: FormDep) -> Re
     with form:
         launching.request_stop(session, attempt_id)
     return see_other(f"/attempts/{attempt_id}")
+
+
+@router.post("/attempts/{attempt_id}/retest-unblocked", dependencies=OwnerForm)
+def retest_unblocked(attempt_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    """Retest what adopting this attempt may have unblocked: the ticked ones."""
+    form = PageForm(submitted, "retest-unblocked", "attempt", attempt_id)
+    ticked = [int(v) for v in submitted.getlist("ids") if isinstance(v, str) and v.isdigit()]
+    if not ticked:
+        raise form.refuse({WHOLE_FORM: "tick at least one attempt to retest"})
+    with form:
+        made = pivots.retest_unblocked(session, attempt_id, ticked)
+        session.flush()
+    campaign_id = made[0].campaign_id if made else None
+    return see_other(f"/campaigns/{campaign_id}" if campaign_id else f"/attempts/{attempt_id}")
 
 
 @router.post("/attempts/{attempt_id}/remeasure", dependencies=OwnerForm)
