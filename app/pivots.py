@@ -7,8 +7,10 @@ from sqlmodel import Session
 from app import actions, repo
 from app.errors import Invalid
 from app.models import Attempt, Status
+from app.numbers import fmt_number
 from app.runner import launching
-from app.schemas import RetestIn
+from app.schemas import AttemptOut, RetestIn
+from app.stats import Call
 
 # Failure classes that say the stack, not the idea, stood in the way.
 STACK_CLASSES = frozenset({"unsupported_arch", "import_or_version"})
@@ -35,6 +37,27 @@ def unblocks(session: Session, attempt_id: int) -> list[Attempt]:
         if attempt.blocked_by == pivot.id or failed_on_stack:
             found.append(attempt)
     return found
+
+
+def retest_outcome(original: AttemptOut, retest: AttemptOut) -> str:
+    """A retest's result beside its original's: "crashed again, same root cause",
+    "measured 92.7, same as the baseline"."""
+    status = retest.status
+    if status == Status.crashed or (retest.diagnosis or {}).get("crashed"):
+        theirs, mine = (original.diagnosis or {}), (retest.diagnosis or {})
+        if mine.get("fingerprint") and mine.get("fingerprint") == theirs.get("fingerprint"):
+            return "crashed again, same root cause"
+        cause = mine.get("root_cause")
+        return f"crashed, another way: {cause}" if cause else "crashed"
+    if retest.metric_value is not None:
+        said = f"measured {fmt_number(retest.metric_value)}"
+        call = retest.stats.call
+        if call == Call.same:
+            return f"{said}, the same as the baseline"
+        if call in (Call.better, Call.worse):
+            return f"{said}, {call.value} than the baseline"
+        return said
+    return status.value
 
 
 def retest_unblocked(session: Session, attempt_id: int, ids: list[int] | None) -> list[Attempt]:

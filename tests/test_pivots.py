@@ -23,7 +23,7 @@ def crashed(api: httpx.Client, campaign_id: int, title: str, lines: list[str], t
 
 
 def test_a_pivot_offers_what_the_stack_blocked_and_retests_them_in_one_action(
-    api: httpx.Client, tmp_path: Path
+    api: httpx.Client, browser: httpx.Client, tmp_path: Path
 ) -> None:
     campaign = make_campaign(api, baseline=89.5)
     fusion = crashed(api, campaign["id"], "FlashInfer allreduce fusion",
@@ -66,6 +66,16 @@ def test_a_pivot_offers_what_the_stack_blocked_and_retests_them_in_one_action(
     assert [r["retest_of"] for r in rest.json()] == [waiting["id"]]
     assert api.get(f"/api/attempts/{pivot['id']}/unblocks").json() == []
     assert api.get("/api/attempts/999999/unblocks").status_code == 404
+
+    # Each retest's result beside its original: symmetric memory crashes again the same way.
+    log = tmp_path / "retest-symm.log"
+    log.write_text("\n".join(demo_logs.startup({}, ready=False)
+                             + demo_logs.crash_torch_symm_mem()) + "\n")  # fmt: skip
+    api.patch(f"/api/attempts/{retests[1]['id']}", json={"source": f"file://{log}"})
+    wait_for(lambda: attempt_of(api, retests[1]["id"])["status"] == "crashed", what="again")
+    shown = browser.get(f"/attempts/{symm['id']}").text
+    assert f"#{retests[1]['id']}</a> → crashed again, same root cause" in shown
+    assert f"#{retests[0]['id']}</a> → proposed" in browser.get(f"/attempts/{fusion['id']}").text
 
 
 @pytest.mark.browser

@@ -54,6 +54,13 @@ def attempt_context(
         "notes": [views.note_view(n) for n in notes],
         "statuses": [s.value for s in Status],
         "live_cursor": repo.newest_event_id(session, attempt.campaign_id),
+        # Its retests, each with what came of it, beside it.
+        "retests": [
+            (retest, pivots.retest_outcome(view, retest))
+            for retest in views.attempt_views(
+                session, campaign, repo.retests_of(session, attempt_id=attempt_id)
+            )
+        ],
         # Adopted: what it may have unblocked, offered for a retest (app/pivots.py).
         "unblocks": pivots.unblocks(session, attempt_id) if view.status == Status.adopted else [],
     }

@@ -202,6 +202,11 @@ def measurements_by_attempt(
     return found
 
 
+def retests_of(session: Session, *, attempt_id: int) -> list[Attempt]:
+    query = select(Attempt).where(Attempt.retest_of == attempt_id).order_by(col(Attempt.id))
+    return list(session.exec(query))
+
+
 def joiners(session: Session, *, attempt_ids: Iterable[int]) -> dict[int, list[int]]:
     """The attempts that re-measure each of these (`joins`), in id order."""
     ids = list(attempt_ids)
