@@ -4,7 +4,7 @@ TensorRT-LLM's start-up lines, sglang's `check_env`, PyTorch's `collect_env`, an
 table, NCCL's own), and a diff of two of them ("CUDA 12.8 → 13.0, torch 2.10.0 → 2.9.1")."""
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -369,10 +369,6 @@ def _summary(
     parts += [f"+{n} {v}" for n, v in added.items()]
     parts += [f"-{n} {v}" for n, v in removed.items()]
     return ", ".join(parts) if parts else "the same environment as far as both logs say"
-
-
-def known_fields(environments: Iterable[dict[str, Any] | None]) -> set[str]:
-    return {name for env in environments if env for name in flat(env)}
 
 
 _PROBED_ENGINES = {"sglang": "sglang", "vllm": "vllm", "tensorrt_llm": "tensorrt_llm",
