@@ -100,6 +100,26 @@ def test_a_missing_file_is_waited_for(api: httpx.Client, tmp_path: Path) -> None
     wait_for(lambda: stored_log(api, attempt["id"]) == b"finally here\n", what="content")
 
 
+def test_a_writer_that_reopens_late_after_a_rename_loses_no_line(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    """logrotate's `create` with a logger that reopens on a signal, seconds later (or one
+    caught between its open and its write, as under load in CI): the old file is followed
+    while a process still holds it open for writing, then the new one."""
+    log = tmp_path / "server.log"
+    log.write_bytes(b"before the rotation\n")
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: stored_log(api, attempt["id"]) == b"before the rotation\n", what="first")
+    with log.open("ab") as still_open:  # the logger's file, held across the rename
+        os.rename(log, tmp_path / "server.log.1")
+        log.write_bytes(b"in the new file\n")
+        time.sleep(1.0)  # the signal comes late: three grace periods go by
+        still_open.write(b"written late to the old file\n")
+    expected = b"before the rotation\nwritten late to the old file\nin the new file\n"
+    wait_for(lambda: stored_log(api, attempt["id"]) == expected, what="every line once")
+
+
 def test_rename_and_create_rotation_keeps_every_byte_once(
     api: httpx.Client, tmp_path: Path
 ) -> None:

@@ -37,6 +37,9 @@ POLL_IDLE_S = 0.1
 ACTIVE_FOR_S = 2.0
 HEARTBEAT_S = 1.0
 ROTATION_GRACE_S = 0.3  # a writer may append to the old file until it reopens
+# A writer still holding the old file open keeps it followed this long at most (a logger
+# that reopens only on a signal, or one caught between its open and its write).
+ROTATION_DRAIN_MAX_S = 30.0
 REFUSED_RETRY_S = 5.0
 # Whether a writer is left is asked only of a quiet file, first this often, then half as
 # often at each same answer: the look walks every visible process's descriptors (a few ms,
@@ -175,6 +178,7 @@ def follow(
     writer_gap = WRITER_LOOK_EVERY_S
     last_beat = 0.0
     rotated_seen = None
+    rotation_looked = 0.0
     while not should_stop():
         now = time.time()
         if fd is None:
@@ -258,16 +262,20 @@ def follow(
         except FileNotFoundError:
             on_disk = None
         if on_disk is not None and on_disk != inode:
-            # Rotated: drain the old file until it stops growing, then switch.
+            # Rotated: drain the old file until it stops growing and no process holds it
+            # open for writing (asked once a grace period), then switch.
             if rotated_seen is None:
-                rotated_seen = now
-            elif now - rotated_seen >= ROTATION_GRACE_S:
-                # Reopening finds another identity and reports ("R", new).
-                os.close(fd)
-                fd = None
-                identity = reported
-                rotated_seen = None
-                continue
+                rotated_seen = rotation_looked = now
+            elif now - rotation_looked >= ROTATION_GRACE_S:
+                rotation_looked = now
+                draining = now - rotated_seen < ROTATION_DRAIN_MAX_S and writer_open(now_st)
+                if not draining:
+                    # Reopening finds another identity and reports ("R", new).
+                    os.close(fd)
+                    fd = None
+                    identity = reported
+                    rotated_seen = None
+                    continue
         quiet = now - max(last_data, opened_at)
         if quiet >= WRITER_QUIET_S and now - writer_looked >= writer_gap:
             writer_looked = now
