@@ -159,6 +159,8 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
             if linked == attempt_id:
                 raise Invalid(f"{role}: an attempt cannot link to itself")
             setattr(attempt, role, linked)
+    if data.stack_blocked is not None:
+        attempt.stack_blocked = data.stack_blocked
     if data.baseline_configuration:
         _name_baseline_configuration(session, attempt)
     if data.status is not None:

@@ -14,6 +14,7 @@ from sqlalchemy import (
     String,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlmodel import Field, SQLModel
 
@@ -141,6 +142,9 @@ class Attempt(SQLModel, table=True):
     # A re-measurement of that attempt (a baseline, say): its runs join that one's sample
     # when others are judged against it. Ids are never reused: one deleted is no one's.
     joins: int | None = None
+    # The owner's mark: the stack (CUDA, a library, the engine), not the idea, stood in the
+    # way. Adopting a pivot offers to retest it, as for an unsupported_arch crash.
+    stack_blocked: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     diagnosis: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     fingerprint: str | None = Field(default=None, index=True, max_length=64)
     # The arguments the engine echoed in the log (sglang's server_args=, vLLM's non-default

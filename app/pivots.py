@@ -32,7 +32,10 @@ def unblocks(session: Session, attempt_id: int) -> list[Attempt]:
         failed_on_stack = (
             (attempt.id or 0) < pivot.id
             and Status(attempt.status) in _FAILED
-            and (attempt.diagnosis or {}).get("error_class") in STACK_CLASSES
+            and (
+                attempt.stack_blocked
+                or (attempt.diagnosis or {}).get("error_class") in STACK_CLASSES
+            )
         )
         if attempt.blocked_by == pivot.id or failed_on_stack:
             found.append(attempt)

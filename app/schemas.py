@@ -216,6 +216,7 @@ class AttemptUpdate(Strict):
     # Given as null, a link is cleared (`model_fields_set` tells null from absent).
     blocked_by: int | None = None
     retest_of: int | None = None
+    stack_blocked: bool | None = None  # the owner's "blocked by the stack"
     # Adopting a pivot (a CUDA upgrade, say) makes its metric the campaign's baseline.
     set_baseline: bool = False
     # "This attempt is the baseline configuration": the baseline in force at its start
@@ -423,6 +424,7 @@ class AttemptOut(BaseModel):
     verdict: str | None
     retest_of: int | None
     blocked_by: int | None
+    stack_blocked: bool = False  # the owner's mark: the stack stood in the way
     joins: int | None = None  # a re-measurement of that attempt: its runs join its sample
     metric_value: float | None
     metric: MetricOut | None

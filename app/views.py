@@ -275,6 +275,7 @@ def attempt_views(
                 verdict=attempt.verdict,
                 retest_of=attempt.retest_of,
                 blocked_by=attempt.blocked_by,
+                stack_blocked=attempt.stack_blocked,
                 joins=attempt.joins,
                 metric_value=summary.mean if summary else None,
                 metric=MetricOut(
