@@ -2,6 +2,9 @@
 attempts waiting on it and the earlier ones that failed because the stack was the obstacle
 are worth another try, with the same command, on the new baseline."""
 
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
 from sqlmodel import Session
 
 from app import actions, repo
@@ -15,31 +18,64 @@ from app.stats import Call
 # Failure classes that say the stack, not the idea, stood in the way.
 STACK_CLASSES = frozenset({"unsupported_arch", "import_or_version"})
 _FAILED = (Status.crashed, Status.eliminated)
+_C = TypeVar("_C", bound="_Candidate")
 
 
-def unblocks(session: Session, attempt_id: int) -> list[Attempt]:
-    """In the order they were tried: those `blocked_by` it, and the campaign's crashed or
-    eliminated attempts from before it whose failure's class says the stack; none that was
-    already retested after it."""
-    pivot = actions.require_attempt(session, attempt_id)
-    assert pivot.id is not None
-    attempts = repo.list_attempts(session, campaign_id=pivot.campaign_id)
-    retested = {a.retest_of for a in attempts if a.retest_of is not None and (a.id or 0) > pivot.id}
+class _Candidate(Protocol):
+    """What the rule reads of an attempt: a stored row or its view."""
+
+    @property
+    def id(self) -> int | None: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def diagnosis(self) -> dict[str, Any] | None: ...
+    @property
+    def stack_blocked(self) -> bool: ...
+    @property
+    def blocked_by(self) -> int | None: ...
+    @property
+    def retest_of(self) -> int | None: ...
+
+
+def _may_unblock(attempts: Sequence[_C], pivot_id: int) -> list[_C]:
+    """In the order they were tried: those `blocked_by` the pivot, and the crashed or
+    eliminated attempts from before it whose failure's class (or the owner's mark) says the
+    stack; none that was already retested after it."""
+    retested = {a.retest_of for a in attempts if a.retest_of is not None and (a.id or 0) > pivot_id}
     found = []
     for attempt in attempts:
-        if attempt.id == pivot.id or attempt.id in retested:
+        if attempt.id == pivot_id or attempt.id in retested:
             continue
         failed_on_stack = (
-            (attempt.id or 0) < pivot.id
+            (attempt.id or 0) < pivot_id
             and Status(attempt.status) in _FAILED
             and (
                 attempt.stack_blocked
                 or (attempt.diagnosis or {}).get("error_class") in STACK_CLASSES
             )
         )
-        if attempt.blocked_by == pivot.id or failed_on_stack:
+        if attempt.blocked_by == pivot_id or failed_on_stack:
             found.append(attempt)
     return found
+
+
+def unblocks(session: Session, attempt_id: int) -> list[Attempt]:
+    """What adopting this attempt may unblock (`_may_unblock`)."""
+    pivot = actions.require_attempt(session, attempt_id)
+    assert pivot.id is not None
+    return _may_unblock(repo.list_attempts(session, campaign_id=pivot.campaign_id), pivot.id)
+
+
+def standing_offer(attempts: list[AttemptOut]) -> tuple[AttemptOut, list[AttemptOut]] | None:
+    """The campaign page's banner: the newest adopted attempt and what it may unblock, while
+    some of that is not yet retested (read from the page's own views: no query)."""
+    adopted = [a for a in attempts if a.status == Status.adopted]
+    if not adopted:
+        return None
+    pivot = max(adopted, key=lambda a: a.id)
+    offered = _may_unblock(sorted(attempts, key=lambda a: a.id), pivot.id)
+    return (pivot, offered) if offered else None
 
 
 def retest_outcome(original: AttemptOut, retest: AttemptOut) -> str:

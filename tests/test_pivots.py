@@ -7,7 +7,14 @@ import httpx
 import pytest
 
 from app import demo_logs
-from tests.helpers import UI_WAIT_MS, attempt_of, make_attempt, make_campaign, wait_for
+from tests.helpers import (
+    UI_WAIT_MS,
+    attempt_of,
+    csrf_of,
+    make_attempt,
+    make_campaign,
+    wait_for,
+)
 
 SHOTS = Path("test-artifacts/pivots")
 
@@ -107,3 +114,83 @@ def test_the_adopted_attempts_page_offers_them_pre_ticked_in_chromium(
     assert [r["retest_of"] for r in retests] == [fusion["id"]]
     left = api.get(f"/api/attempts/{pivot['id']}/unblocks").json()
     assert [a["id"] for a in left] == [symm["id"]]
+
+
+def test_the_owners_stack_mark_puts_any_failure_in_the_offer_and_a_cards_eliminate_keeps_it(
+    api: httpx.Client, browser: httpx.Client, tmp_path: Path
+) -> None:
+    campaign = make_campaign(api, baseline=89.5)
+    channels = crashed(api, campaign["id"], "NCCL reduced channels",
+                       demo_logs.crash_nccl_channels(), tmp_path)  # fmt: skip
+    assert channels["diagnosis"]["error_class"] not in ("unsupported_arch", "import_or_version")
+    assert channels["stack_blocked"] is False
+    # The attempt page's status form carries the mark.
+    marked = browser.post(
+        f"/attempts/{channels['id']}/status",
+        data={"csrf_token": csrf_of(browser.get(f"/attempts/{channels['id']}").text), "status": "eliminated",
+              "verdict": "the driver's P2P bug", "stack_mark": "shown", "stack_blocked": "on"},
+    )  # fmt: skip
+    assert marked.status_code in (200, 303), marked.text
+    assert attempt_of(api, channels["id"])["stack_blocked"] is True
+    assert "blocked by the stack" in browser.get(f"/campaigns/{campaign['id']}").text
+    # A card's Eliminate has no such box: it leaves the mark as it is.
+    browser.post(
+        f"/attempts/{channels['id']}/status",
+        data={"csrf_token": csrf_of(browser.get(f"/attempts/{channels['id']}").text),
+              "status": "eliminated", "verdict": "again", "return_to": "campaign"},
+    )  # fmt: skip
+    assert attempt_of(api, channels["id"])["stack_blocked"] is True
+
+    pivot = make_attempt(api, campaign["id"], title="Driver 580")
+    api.post(f"/api/attempts/{pivot['id']}/measurements", json={"value": 90.1})
+    api.patch(f"/api/attempts/{pivot['id']}", json={"status": "adopted"})
+    assert [a["id"] for a in api.get(f"/api/attempts/{pivot['id']}/unblocks").json()] == [
+        channels["id"]
+    ]
+    # Unmarked through the API: no longer offered.
+    api.patch(f"/api/attempts/{channels['id']}", json={"stack_blocked": False})
+    assert api.get(f"/api/attempts/{pivot['id']}/unblocks").json() == []
+
+
+@pytest.mark.browser
+def test_the_campaign_page_shows_the_offer_live_right_after_adoption(
+    api: httpx.Client,
+    open_page,
+    server,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    campaign = make_campaign(api, baseline=89.5)
+    fusion = crashed(api, campaign["id"], "FlashInfer allreduce fusion",
+                     demo_logs.crash_flashinfer_fusion(), tmp_path)  # fmt: skip
+    symm = crashed(api, campaign["id"], "Torch symmetric memory",
+                   demo_logs.crash_torch_symm_mem(), tmp_path)  # fmt: skip
+    pivot = make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
+    api.post(f"/api/attempts/{pivot['id']}/measurements", json={"value": 92.6})
+    page = open_page(f"/campaigns/{campaign['id']}")
+    page.wait_for_selector("#live-status.on", timeout=UI_WAIT_MS)
+    assert page.locator("#pivot-offer-form").count() == 0
+
+    # Adopted elsewhere (the API, another tab): the banner arrives without a reload.
+    api.patch(f"/api/attempts/{pivot['id']}", json={"status": "adopted", "set_baseline": True})
+    banner = page.locator("#pivot-offer-form")
+    banner.wait_for(timeout=UI_WAIT_MS)
+    assert "Retest these 2" in banner.inner_text() and "KeyError: 12" in banner.inner_text()
+    boxes = banner.locator("input[name=ids]")
+    assert [boxes.nth(i).get_attribute("value") for i in range(boxes.count())] == [
+        str(fusion["id"]), str(symm["id"])
+    ]
+    assert all(boxes.nth(i).is_checked() for i in range(2))
+    page.screenshot(path=str(SHOTS / "02-campaign-banner.png"), full_page=True)
+    boxes.nth(1).uncheck()
+    banner.locator("button").click()
+    # One retest made: the banner now offers the one left.
+    page.locator("#pivot-offer-form button", has_text="Retest these 1").wait_for(
+        timeout=UI_WAIT_MS
+    )
+    retests = [a for a in api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]
+               if a["retest_of"]]  # fmt: skip
+    assert [r["retest_of"] for r in retests] == [fusion["id"]]
+    # Retesting the last one takes the banner away.
+    api.post(f"/api/attempts/{pivot['id']}/retest-unblocked")
+    page.locator("#pivot-offer-form").wait_for(state="detached", timeout=UI_WAIT_MS)

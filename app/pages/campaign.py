@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import Request
 from sqlmodel import Session
 
-from app import actions, repo, sharing, views
+from app import actions, pivots, repo, sharing, views
 from app.models import Status
 from app.pages.campaign_renders import CampaignRenders, campaign_renders
 from app.pages.live import (
@@ -36,6 +36,8 @@ PAGE = LivePage(
                     ready="timeline_rendered"),
         LivePartial("partials/_attempt_card.html", "card-{id}",
                     kinds=event_kinds("attempt", "note"), each=True, within="timeline"),
+        # Adopting a pivot, or retesting what it unblocked, changes the offer.
+        LivePartial("partials/_pivot_offer.html", "pivot-offer", on=SHAPE),
         LivePartial("partials/_attempt_choices.html", "attempt-choices",
                     on=frozenset({ADDED, REMOVED, TITLE})),
         LivePartial("partials/_campaign_notes_list.html", "campaign-notes",
@@ -91,6 +93,7 @@ def campaign_context(
         # so a change committed between the render and the stream's start is not missed.
         "live_cursor": repo.newest_event_id(session, campaign_id),
         "new_attempt": _new_attempt_defaults(attempts, retest),
+        "pivot_offer": pivots.standing_offer(attempts),
     }
     context["attempt_options"] = renders.options(campaign_id, attempts)
     context["head_rendered"] = renders.head(detail, cards.values())

@@ -286,6 +286,9 @@ def change_status(
     data = form.parse(AttemptUpdate, ["status", "verdict"])
     # The box says "when adopting": ticked or not, it means nothing for another verdict.
     data.set_baseline = data.status == Status.adopted and form.data.get("set_baseline") == "on"
+    # Only this form shows the mark: a card's Eliminate, without it, leaves it as it is.
+    if form.data.get("stack_mark") == "shown":
+        data.stack_blocked = form.data.get("stack_blocked") == "on"
     if data.status == Status.eliminated and not (data.verdict or "").strip():
         raise form.refuse({"verdict": "say why it is a dead end: eliminating needs a verdict"})
     with form:
