@@ -127,7 +127,8 @@ def test_the_owners_stack_mark_puts_any_failure_in_the_offer_and_a_cards_elimina
     # The attempt page's status form carries the mark.
     marked = browser.post(
         f"/attempts/{channels['id']}/status",
-        data={"csrf_token": csrf_of(browser.get(f"/attempts/{channels['id']}").text), "status": "eliminated",
+        data={"csrf_token": csrf_of(browser.get(f"/attempts/{channels['id']}").text),
+              "status": "eliminated",
               "verdict": "the driver's P2P bug", "stack_mark": "shown", "stack_blocked": "on"},
     )  # fmt: skip
     assert marked.status_code in (200, 303), marked.text
@@ -178,16 +179,15 @@ def test_the_campaign_page_shows_the_offer_live_right_after_adoption(
     assert "Retest these 2" in banner.inner_text() and "KeyError: 12" in banner.inner_text()
     boxes = banner.locator("input[name=ids]")
     assert [boxes.nth(i).get_attribute("value") for i in range(boxes.count())] == [
-        str(fusion["id"]), str(symm["id"])
+        str(fusion["id"]),
+        str(symm["id"]),
     ]
     assert all(boxes.nth(i).is_checked() for i in range(2))
     page.screenshot(path=str(SHOTS / "02-campaign-banner.png"), full_page=True)
     boxes.nth(1).uncheck()
     banner.locator("button").click()
     # One retest made: the banner now offers the one left.
-    page.locator("#pivot-offer-form button", has_text="Retest these 1").wait_for(
-        timeout=UI_WAIT_MS
-    )
+    page.locator("#pivot-offer-form button", has_text="Retest these 1").wait_for(timeout=UI_WAIT_MS)
     retests = [a for a in api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]
                if a["retest_of"]]  # fmt: skip
     assert [r["retest_of"] for r in retests] == [fusion["id"]]
