@@ -56,6 +56,12 @@ def main() -> None:
     # A helper that leaves the server's session (setsid) and holds the GPU memory instead,
     # outliving a stop of the session: its pid goes to this file.
     parser.add_argument("--gpu-orphan", default="")
+    # The host's stack: a file naming its CUDA version, which a pivot (an upgrade) rewrites.
+    # Below --crash-below-cuda the server prints --crash-lines' lines and exits, as a
+    # library without this GPU's arch in that CUDA's build does.
+    parser.add_argument("--stack", default="")
+    parser.add_argument("--crash-below-cuda", type=float, default=0.0)
+    parser.add_argument("--crash-lines", default="")
     args = parser.parse_args()
 
     say(
@@ -72,6 +78,16 @@ def main() -> None:
     if args.gpu_state:
         hold_gpu_memory(args.gpu_state, args.gpu_mib, args.gpu_orphan)
     time.sleep(args.start_delay)
+    cuda = open(args.stack).read().strip() if args.stack else ""
+    if cuda:
+        say(f"CUDA runtime version: {cuda}")
+    if args.crash_lines and (not cuda or float(cuda) < args.crash_below_cuda):
+        with open(args.crash_lines) as lines:
+            sys.stdout.write(lines.read())
+        sys.stdout.flush()
+        for child in children:
+            child.kill()
+        sys.exit(1)
     if args.mode == "crash":
         say("Scheduler hit an exception: Traceback (most recent call last):")
         sys.stdout.write(
