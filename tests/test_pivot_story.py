@@ -97,19 +97,13 @@ def test_a_cuda_pivot_retests_what_the_old_stack_blocked_over_ssh(
     page = open_page(f"/campaigns/{cid}", base=url)
     page.locator("#pivot-offer-form button", has_text="Retest these 2").click()
     page.wait_for_url(f"**/campaigns/{cid}", timeout=UI_WAIT_MS)
-    retests = wait_for(
-        lambda: (
-            len(
-                r := [
-                    a for a in api.get(f"/api/campaigns/{cid}").json()["attempts"] if a["retest_of"]
-                ]
-            )
-            == 2
-            and r
-        ),  # fmt: skip
-        what="two retests",
-    )
-    by_original = {r["retest_of"]: r for r in retests}
+
+    def retests() -> list[dict[str, Any]] | None:
+        attempts = api.get(f"/api/campaigns/{cid}").json()["attempts"]
+        made = [a for a in attempts if a["retest_of"]]
+        return made if len(made) == 2 else None
+
+    by_original = {r["retest_of"]: r for r in wait_for(retests, what="two retests")}
     fusion_again = ended(api, by_original[fusion["id"]]["id"])
     symm_again = ended(api, by_original[symm["id"]]["id"])
     # The same commands, one host at a time.

@@ -78,7 +78,10 @@ def main() -> None:
     if args.gpu_state:
         hold_gpu_memory(args.gpu_state, args.gpu_mib, args.gpu_orphan)
     time.sleep(args.start_delay)
-    cuda = open(args.stack).read().strip() if args.stack else ""
+    cuda = ""
+    if args.stack:
+        with open(args.stack) as stack:
+            cuda = stack.read().strip()
     if cuda:
         say(f"CUDA runtime version: {cuda}")
     if args.crash_lines and (not cuda or float(cuda) < args.crash_below_cuda):
