@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app import actions, demo_logs, repo
+from app import actions, demo_logs, pivots, repo
 from app.db import session_scope
 from app.models import Attempt, Status
 from app.schemas import AttemptCreate, AttemptUpdate, CampaignCreate, NoteCreate
@@ -162,6 +162,8 @@ class Replay:
         self.kept_flags = ""
         self.kept_server_flags: dict[str, object] = {}
         self.stack = "cuda12.8"  # what each run's script prints first; the pivot changes it
+        # The retests the pivot's offer made, by their original's id: later steps play them.
+        self.retests: dict[int, int] = {}
         self.done = threading.Event()
         self.statuses: Counter[str] = Counter()  # of the attempts, once the story is over
 
@@ -224,11 +226,21 @@ class Replay:
     def _play(self, number: int, step: Step) -> None:
         path = self.workdir / log_name(number, step.title)
         retest = self.ids.get(step.retest_of) if step.retest_of else None
-        data = AttemptCreate(
-            title=step.title, hypothesis=step.hypothesis, command=step.command(self.kept_flags),
-            flags=step.flags, source=f"file://{path}", retest_of=retest,
-        )  # fmt: skip
-        attempt_id = self._write(lambda s: actions.create_attempt(s, self.campaign_id, data).id)
+        if retest in self.retests:
+            # Made by the pivot's "Retest these N": its server launched into this log.
+            attempt_id = self.retests[retest]
+            offered = AttemptUpdate(
+                title=step.title, hypothesis=step.hypothesis,
+                command=step.command(self.kept_flags), flags=step.flags, source=f"file://{path}",
+            )  # fmt: skip
+            self._write(lambda s: actions.update_attempt(s, attempt_id, offered))
+        else:
+            data = AttemptCreate(
+                title=step.title, hypothesis=step.hypothesis,
+                command=step.command(self.kept_flags), flags=step.flags, source=f"file://{path}",
+                retest_of=retest,
+            )  # fmt: skip
+            attempt_id = self._write(lambda s: actions.create_attempt(s, self.campaign_id, data).id)
         self.ids[step.title] = attempt_id
         self.log_files[attempt_id] = path
         self.stop.wait(self.step_s * 0.1)  # the server is launched a moment later
@@ -298,3 +310,11 @@ class Replay:
         for title in step.unblocks:
             earlier = self.ids[title]
             self._write(partial(actions.update_attempt, attempt_id=earlier, data=waiting))
+        if step.unblocks:
+            # The campaign page's banner offers what the pivot may have unblocked; the
+            # engineer reads it, then takes it.
+            self.stop.wait(self.step_s * 0.3)
+            made = self._write(lambda s: [
+                (a.retest_of, a.id) for a in pivots.retest_unblocked(s, attempt_id, None)
+            ])  # fmt: skip
+            self.retests = dict(made)

@@ -164,6 +164,14 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> No
     torch, retest = attempts[6], attempts[10]
     assert torch["diagnosis"]["fingerprint"] == retest["diagnosis"]["fingerprint"]
     assert retest["same_root_cause_as"] == [torch["id"]] and retest["retest_of"] == torch["id"]
+    # The pivot's offer was taken: both retests made at once, before either log was played.
+    assert [attempts[9]["retest_of"], attempts[10]["retest_of"]] == [
+        attempts[2]["id"],
+        attempts[6]["id"],
+    ]
+    assert attempts[9]["started_at"] and attempts[10]["created_at"] < attempts[9]["started_at"]
+    unblocks = f"{url}/api/attempts/{attempts[8]['id']}/unblocks"
+    assert httpx.get(unblocks, headers=auth).json() == []
     assert [b["value"] for b in detail["baseline_history"]] == [82.0, 89.5, pytest.approx(92.6)]
     assert attempts[8]["delta_pct"] == pytest.approx(3.46, abs=0.05)
     assert attempts[9]["delta_within_noise"] is True
