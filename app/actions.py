@@ -2,7 +2,7 @@
 
 from sqlmodel import Session
 
-from app import lifecycle, repo
+from app import alerts, lifecycle, repo
 from app.changes import follow_up, record
 from app.domain import change_in_force
 from app.errors import Conflict, Invalid, NotFound
@@ -69,6 +69,9 @@ def update_campaign(session: Session, campaign_id: int, data: CampaignUpdate) ->
     campaign = require_campaign(session, campaign_id)
     changes = data.model_dump(exclude_unset=True)
     new_baseline = changes.pop("baseline", None)
+    changes.pop("notify", None)
+    if data.notify is not None:
+        alerts.set_notify(session, campaign, data.notify.urls, list(data.notify.events))
     try:
         check_target(
             changes.get("target", campaign.target),

@@ -19,6 +19,7 @@ from app.models import LiveEvent
 # in one process (the tests, the demo) never run each other's.
 _HOOK_OPTION = "campaign_dash_after_commit"
 _PENDING = "campaign_dash_pending"
+_WAKE_OPTION = "campaign_dash_wakes"
 
 AfterCommit = Callable[[frozenset[int], frozenset[int], frozenset[int]], None]
 """Called with the campaigns that have new live events, the attempts whose log may be
@@ -33,6 +34,7 @@ class _Pending:
     attempts: set[int] = field(default_factory=set)
     changed: set[int] = field(default_factory=set)
     events: dict[tuple[object, ...], LiveEvent] = field(default_factory=dict)
+    wakes: set[str] = field(default_factory=set)
 
 
 def _pending(session: Session) -> _Pending:
@@ -83,6 +85,18 @@ def follow_up(session: Session, attempt_id: int | None) -> None:
         pending.changed.add(attempt_id)
 
 
+def wake_after_commit(session: Session, name: str) -> None:
+    """After commit, the worker `on_wake` named `name` wakes (an alert was queued, say)."""
+    _pending(session).wakes.add(name)
+
+
+def on_wake(engine: Engine, name: str, wake: Callable[[], None]) -> None:
+    """`wake` (which only sets a flag) runs after every commit that asked for `name`."""
+    wakes = dict(engine.get_execution_options().get(_WAKE_OPTION) or {})
+    wakes[name] = wake
+    engine.update_execution_options(**{_WAKE_OPTION: wakes})
+
+
 def on_commit(engine: Engine, hook: AfterCommit) -> None:
     """Every session on `engine` calls `hook` after a commit that recorded something."""
     engine.update_execution_options(**{_HOOK_OPTION: hook})
@@ -109,9 +123,16 @@ def _insert_events(session: Session) -> None:
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
     pending: _Pending | None = session.info.pop(_PENDING, None)
-    if pending is None or not (pending.campaigns or pending.attempts):
+    if pending is None:
         return
     bind = session.get_bind()
+    if pending.wakes:
+        wakes = bind.get_execution_options().get(_WAKE_OPTION) or {}
+        for name in pending.wakes:
+            if name in wakes:
+                wakes[name]()
+    if not (pending.campaigns or pending.attempts):
+        return
     hook: AfterCommit | None = bind.get_execution_options().get(_HOOK_OPTION)
     if hook is not None:
         hook(frozenset(pending.campaigns), frozenset(pending.attempts), frozenset(pending.changed))

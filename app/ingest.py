@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from app import lifecycle, repo
+from app import alerts, lifecycle, repo
 from app.changes import record
 from app.db import TAIL_LOCK_SPACE, Held, session_scope, try_exclusive
 from app.diagnosis import Diagnoser, Diagnosis, Throughput
@@ -370,6 +370,8 @@ class AttemptTail:
                 elif isinstance(event, State):
                     if event.state == TailStatus.stalled and attempt.status != Status.running:
                         continue  # a ready server may well be quiet
+                    if event.state == TailStatus.stalled:
+                        alerts.queue(session, attempt, "stalled")
                     tail.state, tail.last_error = event.state, event.message
                     tail.host_key, tail.known_host_key = event.host_key, event.known_host_key
             flush_chunk()

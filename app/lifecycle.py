@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from sqlmodel import Session
 
-from app import changes, repo
+from app import alerts, changes, repo
 from app.errors import Conflict
 from app.models import Attempt, Status, utcnow
 
@@ -124,6 +124,7 @@ def apply(session: Session, attempt: Attempt, new: Status, *, by: Actor) -> Chan
     session.add(attempt)
     changes.record(session, attempt.campaign_id, "attempt", attempt_id=attempt.id)
     changes.follow_up(session, attempt.id)
+    alerts.on_status(session, attempt, new)
     return change
 
 

@@ -105,7 +105,42 @@ class Campaign(SQLModel, table=True):
     # A launched attempt's benchmark figure, when the benchmark is one the parser does not
     # know (a regex over its printed output, one group around the figure).
     bench_pattern: str | None = Field(default=None, max_length=500)
+    # Which of an attempt's moments are told to the campaign's webhooks (app/alerts.py).
+    notify_events: list[str] | None = Field(default=None, sa_column=Column(JSON))
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class Webhook(SQLModel, table=True):
+    """A URL the campaign's alerts are POSTed to, and how its last deliveries went (shown on
+    the campaign page: a dead webhook is no silent one)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    url: str = Field(max_length=2000)
+    created_at: datetime = Field(default_factory=utcnow)
+    last_ok_at: datetime | None = None
+    last_error: str | None = Field(default=None, max_length=500)
+    last_error_at: datetime | None = None
+    failures: int = 0  # in a row, since the last delivery that went through
+    dead: int = 0  # deliveries given up after every retry
+
+
+class Delivery(SQLModel, table=True):
+    """One alert to one webhook: written in the transaction of the change it tells (an
+    outbox), sent by whichever dashboard claims it, retried with backoff."""
+
+    __table_args__ = (UniqueConstraint("webhook_id", "attempt_id", "event"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    webhook_id: int = Field(foreign_key="webhook.id", ondelete="CASCADE")
+    attempt_id: int = Field(foreign_key="attempt.id", ondelete="CASCADE")
+    event: str = Field(max_length=20)
+    created_at: datetime = Field(default_factory=utcnow)
+    due_at: datetime = Field(default_factory=utcnow, index=True)
+    tries: int = 0
+    claimed_until: datetime | None = None
+    sent_at: datetime | None = None  # or given up, or dropped (`outcome`)
+    outcome: str | None = Field(default=None, max_length=20)  # sent, dead, dropped
 
 
 class BaselineChange(SQLModel, table=True):

@@ -4,6 +4,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import httpx
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -131,6 +132,38 @@ def check_target(target: float | None, baseline: float | None, higher_is_better:
         raise ValueError(f"the target must be below the baseline ({baseline:g}): lower is better")
 
 
+AlertEvent = Literal["ready", "crashed", "measured", "better", "run_failed", "stalled"]
+MAX_WEBHOOKS = 10
+
+
+def check_webhook(value: str) -> str:
+    value = value.strip()
+    if len(value) > 2000 or any(c in value for c in "\x00\r\n "):
+        raise ValueError("a webhook URL is one line of at most 2000 characters, no spaces")
+    if not value.lower().startswith(("http://", "https://")):
+        raise ValueError("a webhook URL starts with http:// or https://")
+    try:
+        host = httpx.URL(value).host
+    except httpx.InvalidURL as error:
+        raise ValueError(f"not a URL: {error}") from None
+    if not host:
+        raise ValueError("a webhook URL names a host")
+    return value
+
+
+class NotifyIn(Strict):
+    """Where a campaign's alerts go, and which moments of its attempts they tell."""
+
+    urls: Annotated[list[Annotated[str, AfterValidator(check_webhook)]],
+                    Field(max_length=MAX_WEBHOOKS)] = []  # fmt: skip
+    events: list[AlertEvent] = []
+
+    @field_validator("urls", "events")
+    @classmethod
+    def _once_each(cls, values: list[str]) -> list[str]:
+        return list(dict.fromkeys(values))
+
+
 class CampaignUpdate(Strict):
     name: Name | None = None
     baseline: Figure | None = None
@@ -140,6 +173,7 @@ class CampaignUpdate(Strict):
     metric_label: MetricLabel | None = None
     ready_pattern: ReadyPattern | None = None
     bench_pattern: BenchPattern | None = None  # "" or null: none (the known result blocks)
+    notify: NotifyIn | None = None  # replaces the campaign's alerts
 
     _ready = field_validator("ready_pattern")(check_ready_pattern)
     _bench = field_validator("bench_pattern")(check_bench_pattern)
@@ -477,8 +511,25 @@ class CampaignOut(BaseModel):
     baseline_history: list[BaselineOut]
 
 
+class WebhookOut(BaseModel):
+    id: int
+    url: str  # masked: scheme, host and the last four characters
+    state: Literal["unused", "ok", "failing"]
+    last_ok_at: datetime | None
+    last_error: str | None
+    last_error_at: datetime | None
+    failures: int  # in a row
+    dead: int  # alerts given up after every retry
+
+
+class NotifyOut(BaseModel):
+    events: list[str]
+    webhooks: list[WebhookOut]
+
+
 class CampaignDetailOut(CampaignOut):
     attempts: list[AttemptOut]
+    notify: NotifyOut | None = None  # the owner's API only
 
 
 class SearchHitOut(BaseModel):

@@ -339,7 +339,7 @@ def to_markdown(result: Summary) -> str:
 
 def to_json(result: Summary) -> dict[str, object]:
     return {
-        "campaign": result.campaign.model_dump(mode="json", exclude={"attempts"}),
+        "campaign": result.campaign.model_dump(mode="json", exclude={"attempts", "notify"}),
         "best_adopted": result.best.model_dump(mode="json") if result.best else None,
         "attempts": [
             {

@@ -6,18 +6,28 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from sqlmodel import Session
 
+from app import alerts, repo
 from app import environment as env
-from app import repo
 from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
 from app.domain import Judgement, change_in_force, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
 from app.markdown import render_markdown
-from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Run, Status, TailState
+from app.models import (
+    Attempt,
+    BaselineChange,
+    Campaign,
+    Lane,
+    Note,
+    Run,
+    Status,
+    TailState,
+    Webhook,
+)
 from app.pauses import pause_message
 from app.repo import stored_log
 from app.runner.outcomes import RunOutcome
@@ -36,11 +46,13 @@ from app.schemas import (
     FlagsOut,
     MetricOut,
     NoteOut,
+    NotifyOut,
     RunOut,
     SearchHitOut,
     SeenBeforeOut,
     StatsOut,
     TailOut,
+    WebhookOut,
 )
 from app.stats import Call, summarize
 from app.tailing.status import TailStatus
@@ -496,6 +508,31 @@ def campaign_view(session: Session, campaign: Campaign, *, attempt_count: int) -
         baseline_history=[
             BaselineOut(value=c.value, attempt_id=c.attempt_id, set_at=c.set_at) for c in history
         ],
+    )
+
+
+def notify_view(session: Session, campaign: Campaign) -> NotifyOut:
+    """The campaign's alerts, for its owner: webhooks masked, with how they last went."""
+    assert campaign.id is not None
+    return NotifyOut(
+        events=list(campaign.notify_events or []),
+        webhooks=[webhook_view(w) for w in alerts.webhooks(session, campaign.id)],
+    )
+
+
+def webhook_view(webhook: Webhook) -> WebhookOut:
+    state: Literal["unused", "ok", "failing"] = (
+        "failing" if webhook.failures else "ok" if webhook.last_ok_at else "unused"
+    )
+    return WebhookOut(
+        id=webhook.id or 0,
+        url=alerts.mask_url(webhook.url),
+        state=state,
+        last_ok_at=webhook.last_ok_at,
+        last_error=webhook.last_error,
+        last_error_at=webhook.last_error_at,
+        failures=webhook.failures,
+        dead=webhook.dead,
     )
 
 

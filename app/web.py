@@ -13,7 +13,7 @@ from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from app import changes, repo
+from app import alerts, changes, repo
 from app.auth import AuthRefresher, OwnerAuth
 from app.bodies import BodyGuard, is_public
 from app.config import Settings
@@ -23,6 +23,7 @@ from app.errors import Conflict, Invalid, NotFound, StorageFull
 from app.forms import FormRefused
 from app.headers import SecurityHeaders, docs_policy
 from app.live import Bus, Hub, PostgresRelay, SqliteRelay
+from app.notifier import Notifier
 from app.pages.campaign_renders import CampaignRenders
 from app.pages.rendering import is_htmx, make_templates, render
 from app.paths import resource_dir
@@ -114,6 +115,8 @@ def create_app(settings: Settings) -> FastAPI:
     )
 
     runner = RunManager(engine, settings, sources)
+    notifier = Notifier(engine, public_url=settings.public_url)
+    changes.on_wake(engine, alerts.WAKE, notifier.wake)
 
     def after_commit(
         campaign_ids: frozenset[int], attempt_ids: frozenset[int], changed_ids: frozenset[int]
@@ -152,6 +155,7 @@ def create_app(settings: Settings) -> FastAPI:
             relay.start()
         await asyncio.to_thread(tailer.start)
         await asyncio.to_thread(runner.start)
+        notifier.start()
         refresher.start()
         # sse-starlette's hook on uvicorn's Ctrl-C and SIGTERM sets this flag.
         closer = asyncio.create_task(app.state.live.close_on_exit(lambda: AppStatus.should_exit))
@@ -164,6 +168,7 @@ def create_app(settings: Settings) -> FastAPI:
         if relay is not None:
             await asyncio.to_thread(relay.stop)
         await asyncio.to_thread(runner.stop_all)
+        await asyncio.to_thread(notifier.stop)
         await asyncio.to_thread(tailer.stop_all)
         await asyncio.to_thread(sources.close)
         engine.dispose()
@@ -186,6 +191,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.tailer = tailer
     app.state.sources = sources
     app.state.runner = runner
+    app.state.notifier = notifier
     app.state.bus = bus
     app.state.live = Hub(
         bus,

@@ -117,17 +117,72 @@
         return;  // nothing changed: a value typed into it (not an attribute) stays
       } else {
         var kept = keptChoices(el);
+        var before = cardStatuses([el]);
         el.replaceWith(template.content);
         restoreChoices(kept);
         restoreTicks();
+        tellBrowser(before, cardStatuses(added));
       }
       // The fragment's own forms and links are htmx's to enhance, as on a page load.
       if (window.htmx) { added.forEach(function (node) { htmx.process(node); }); }
     });
     localizeTimes(document);
     keepLogsAtEnd(document);
+    showBrowserAlerts(document);
     setLive(true);
   }
+
+  // Opt-in browser notifications, per campaign (kept in this browser): an attempt whose card
+  // turns ready, crashed or measured, so the engineer can leave the tab while a server loads.
+  var TOLD = { ready: "is ready", crashed: "crashed", measured: "was measured" };
+  function browserAlertsKey(id) { return "campaign-dash:alerts:" + id; }
+  // The attempt cards in these elements (a card's own swap, or the timeline's), by id.
+  function cardStatuses(nodes) {
+    var found = {};
+    nodes.forEach(function (node) {
+      if (!node.querySelectorAll) { return; }
+      var cards = Array.prototype.slice.call(node.querySelectorAll("[id^='attempt-'][data-status]"));
+      if (node.matches("[id^='attempt-'][data-status]")) { cards.push(node); }
+      cards.forEach(function (card) { found[card.id] = card; });
+    });
+    return found;
+  }
+  function tellBrowser(before, after) {
+    var box = document.querySelector("[data-browser-alerts]");
+    if (!box || !("Notification" in window) || Notification.permission !== "granted") { return; }
+    if (localStorage.getItem(browserAlertsKey(box.getAttribute("data-browser-alerts"))) !== "on") { return; }
+    Object.keys(after).forEach(function (id) {
+      var card = after[id];
+      var now = card.getAttribute("data-status");
+      var was = before[id] && before[id].getAttribute("data-status");
+      if (!was || now === was || !TOLD[now]) { return; }
+      var title = card.querySelector(".title");
+      var cause = card.querySelector(".root-cause code");
+      var body = (title ? title.textContent.trim() : "An attempt") + " " + TOLD[now] +
+        (now === "crashed" && cause ? ": " + cause.textContent.trim() : "");
+      var note = new Notification(document.title, { body: body, tag: id + "-" + now });
+      window.__lastBrowserAlert = body;  // what a test reads back
+      note.onclick = function () { window.focus(); card.scrollIntoView(); };
+    });
+  }
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches("[data-browser-alerts]")) { return; }
+    var key = browserAlertsKey(box.getAttribute("data-browser-alerts"));
+    if (!box.checked) { localStorage.removeItem(key); return; }
+    if (!("Notification" in window)) { box.checked = false; return; }
+    Notification.requestPermission().then(function (answer) {
+      box.checked = answer === "granted";
+      if (box.checked) { localStorage.setItem(key, "on"); } else { localStorage.removeItem(key); }
+    });
+  });
+  function showBrowserAlerts(root) {
+    root.querySelectorAll("[data-browser-alerts]").forEach(function (box) {
+      box.checked = "Notification" in window && Notification.permission === "granted" &&
+        localStorage.getItem(browserAlertsKey(box.getAttribute("data-browser-alerts"))) === "on";
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { showBrowserAlerts(document); });
 
   // A live swap brings the server's choices (a new attempt to retest, the status the log
   // reached) but keeps one the reader picked and has not submitted yet.

@@ -42,11 +42,18 @@ PAGE = LivePage(
                     on=frozenset({ADDED, REMOVED, TITLE})),
         LivePartial("partials/_campaign_notes_list.html", "campaign-notes",
                     kinds=event_kinds("note")),
+        # A webhook that starts failing, or comes back, records a campaign event.
+        LivePartial("partials/_alerts.html", "alerts", kinds=event_kinds("campaign")),
     ),
 )  # fmt: skip
 
 
 FOLD_OPEN_UP_TO = 12
+ALERT_EVENTS = (
+    ("ready", "ready"), ("crashed", "crashed"), ("measured", "measured"),
+    ("better", "better than the baseline"), ("run_failed", "a launched run failed"),
+    ("stalled", "a silent log while starting"),
+)  # fmt: skip
 
 
 def campaign_context(
@@ -94,6 +101,8 @@ def campaign_context(
         "live_cursor": repo.newest_event_id(session, campaign_id),
         "new_attempt": _new_attempt_defaults(attempts, retest),
         "pivot_offer": pivots.standing_offer(attempts),
+        "notify": views.notify_view(session, campaign),
+        "alert_events": ALERT_EVENTS,
     }
     context["attempt_options"] = renders.options(campaign_id, attempts)
     context["head_rendered"] = renders.head(detail, cards.values())

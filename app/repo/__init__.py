@@ -228,6 +228,11 @@ def count_measurements(session: Session, *, attempt_id: int) -> int:
     return int(session.exec(query).one())
 
 
+def newest_measurement_at(session: Session, *, attempt_id: int) -> datetime | None:
+    query = select(func.max(Measurement.created_at)).where(Measurement.attempt_id == attempt_id)
+    return session.exec(query).one()
+
+
 def last_measured_offset(session: Session, *, attempt_id: int) -> int | None:
     """Where in the log the latest figure taken from it was (None: none taken yet)."""
     query = select(func.max(Measurement.log_offset)).where(Measurement.attempt_id == attempt_id)

@@ -1,9 +1,11 @@
 """JSON API for campaigns, their attempts and their notes."""
 
 from fastapi import APIRouter, Depends, Response
+from sqlmodel import Session
 
 from app import actions, exports, repo, views
 from app.deps import SessionDep, SettingsDep, require_api_owner
+from app.models import Campaign
 from app.runner import launching
 from app.schemas import (
     AttemptCreate,
@@ -42,7 +44,14 @@ def list_campaigns(session: SessionDep) -> list[CampaignOut]:
 @router.get("/{campaign_id}")
 def get_campaign(campaign_id: int, session: SessionDep) -> CampaignDetailOut:
     """A campaign with its attempts in the order they were tried."""
-    return views.campaign_detail(session, actions.require_campaign(session, campaign_id))
+    return _owners(session, actions.require_campaign(session, campaign_id))
+
+
+def _owners(session: Session, campaign: Campaign) -> CampaignDetailOut:
+    """The campaign as its owner's API gives it: with its alerts."""
+    detail = views.campaign_detail(session, campaign)
+    detail.notify = views.notify_view(session, campaign)
+    return detail
 
 
 @router.get("/{campaign_id}/runs.csv", response_class=Response)
@@ -67,7 +76,8 @@ def update_campaign(
 ) -> CampaignDetailOut:
     """Rename, re-describe, set the target or move the baseline (kept in its history)."""
     campaign = actions.update_campaign(session, campaign_id, data)
-    return views.campaign_detail(session, campaign)
+    session.flush()
+    return _owners(session, campaign)
 
 
 @router.delete("/{campaign_id}", status_code=204)

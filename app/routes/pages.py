@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from app import actions, repo, sharing, views
+from app import actions, alerts, repo, sharing, views
 from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
 from app.db import session_scope
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
@@ -30,6 +30,7 @@ from app.schemas import (
     CampaignUpdate,
     MeasurementCreate,
     NoteCreate,
+    NotifyIn,
 )
 from app.tailing.factory import log_source_refusal, trust_offered_key
 from app.throttle import TokenThrottle, client_address, refusal_detail
@@ -177,6 +178,22 @@ def edit_campaign(
         data = form.parse(CampaignUpdate, fields, **cleared, **no_target)
         actions.update_campaign(session, campaign_id, data)
     return see_other(f"/campaigns/{campaign_id}")
+
+
+@router.post("/campaigns/{campaign_id}/alerts", dependencies=OwnerForm)
+def set_alerts(campaign_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    """The alerts form: the moments ticked, the webhooks kept, the URLs added."""
+    form = PageForm(submitted, "alerts", "campaign", campaign_id)
+    with form:
+        campaign = actions.require_campaign(session, campaign_id)
+        removed = {v for v in submitted.getlist("remove") if isinstance(v, str)}
+        kept = [w.url for w in alerts.webhooks(session, campaign_id) if str(w.id) not in removed]
+        typed = form.data.get("add")
+        added = typed.split() if isinstance(typed, str) else []
+        events = [v for v in submitted.getlist("events") if isinstance(v, str)]
+        data = form.parse(NotifyIn, [], urls=kept + added, events=events)
+        alerts.set_notify(session, campaign, data.urls, list(data.events))
+    return see_other(f"/campaigns/{campaign_id}#alerts")
 
 
 @router.post("/campaigns/{campaign_id}/delete", dependencies=OwnerForm)

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, or_, update
 from sqlmodel import Session, col, select
 
-from app import lifecycle, repo
+from app import alerts, lifecycle, repo
 from app.changes import record
 from app.db import session_scope
 from app.domain import Judgement, change_in_force, judge
@@ -248,5 +248,7 @@ class Records:
                 run.lease_owner = run.lease_expires_at = None
             if attempt_status is not None:
                 set_attempt_status(session, attempt, attempt_status)
+            if state == RunState.failed:
+                alerts.queue(session, attempt, "run_failed")
 
         return self._write(run_id, change)
