@@ -1,0 +1,93 @@
+"""What to try next under a root cause: every row of the knowledge base (its example matches,
+its counter does not, it rests on a public source, and the engine's diagnosis of its line
+brings its advice)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from app.diagnosis import diagnose_bytes
+from app.diagnosis.advice import advice_for
+from app.diagnosis.knowledge.advice import ADVICE, Advice
+from app.diagnosis.lines import decode
+from app.diagnosis.rules import ERROR_CLASSES
+
+TESTS = Path(__file__).parent
+CASES = TESTS / "corpus" / "cases"
+OBSERVED = re.compile(r"corpus case (\w+)|(tests/data/[\w.]+)")
+QUIET = [f"step {n} done" for n in range(10)]
+
+ROWS = [pytest.param(row, id=row.pattern[:48]) for row in ADVICE]
+
+
+def _lines_of(where: str) -> set[str] | None:
+    """The lines of the corpus case or test file `where` names, or None where it names none."""
+    found = OBSERVED.search(where)
+    if found is None:
+        return None
+    path = CASES / f"{found[1]}.log" if found[1] else TESTS.parent / found[2]
+    return {decode(raw).rstrip() for raw in path.read_bytes().split(b"\n")}
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_the_example_matches_and_the_counter_does_not(row: Advice) -> None:
+    assert re.search(row.pattern, row.example), row.example
+    assert not re.search(row.pattern, row.counter), row.counter
+    if row.context:
+        assert re.search(row.context, row.context_line), row.context_line
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_each_row_rests_on_a_public_source_and_says_where_its_lines_come_from(
+    row: Advice,
+) -> None:
+    assert re.fullmatch(r"https://[\w.-]+\.[a-z]{2,}/\S+", row.source), row.source
+    assert row.classes and set(row.classes) <= set(ERROR_CLASSES), row.classes
+    assert row.advice.strip() and row.example_from.strip() and row.counter_from.strip()
+    assert bool(row.context_line) == bool(row.context_from)
+    for line, where in (
+        (row.example, row.example_from),
+        (row.counter, row.counter_from),
+        (row.context_line, row.context_from),
+    ):
+        lines = _lines_of(where)
+        assert lines is None or line in lines, f"{line!r} is not a line of {where}"
+        if lines is None and line:
+            assert "https://" in where, f"{line!r}: from where?"
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_the_engine_s_diagnosis_of_the_example_brings_the_advice(row: Advice) -> None:
+    setting = ["Traceback (most recent call last):", row.context_line, "    step()"]
+    lines = [*QUIET, *(setting if row.context_line else []), row.example]
+    diagnosis = diagnose_bytes("".join(f"{line}\n" for line in lines).encode()).to_dict()
+    assert diagnosis["root_cause"] == row.example
+    assert diagnosis["error_class"] in row.classes
+    assert any(said.startswith(row.advice) for said in advice_for(diagnosis))
+
+
+def test_an_out_of_memory_error_outside_graph_capture_gets_no_capture_advice() -> None:
+    # Case 704 captured a graph, then ran out of memory after the capture ended.
+    diagnosis = diagnose_bytes((CASES / "704.log").read_bytes()).to_dict()
+    assert diagnosis["error_class"] == "oom_gpu"
+    assert not any("--cuda-graph-max-bs" in said for said in advice_for(diagnosis))
+
+
+def test_the_frame_follows_the_advice_that_asks_for_it_unless_not_shown() -> None:
+    log = (TESTS / "data" / "seed_torch_symm_mem.log").read_bytes()
+    diagnosis = diagnose_bytes(log).to_dict()
+    [said] = advice_for(diagnosis)
+    assert said.startswith("A table keyed by compute capability has no entry")
+    assert said.endswith(
+        "The frame: /root/sglang/python/sglang/srt/distributed/device_communicators/"
+        "torch_symm_mem.py:56, in __init__."
+    )
+    [unnamed] = advice_for(diagnosis, name_frame=False)
+    assert "torch_symm_mem.py" not in unnamed and unnamed in said
+
+
+def test_no_advice_without_a_root_cause() -> None:
+    assert advice_for(None) == []
+    healthy = diagnose_bytes(b"The server is fired up and ready to roll!\n").to_dict()
+    assert advice_for(healthy) == []
