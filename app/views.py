@@ -251,12 +251,12 @@ def attempt_views(
         status = Status(attempt.status)
         run = run_view(session, runs[attempt.id], tail) if attempt.id in runs else None
         flags, diff = flag_sets.views(attempt)
-        environment = environment_of(attempt, runs.get(attempt.id))
+        environment = env.of_attempt(attempt, runs.get(attempt.id))
         reference_attempt = flag_sets.baseline_of(attempt)
         env_diff = None
         if environment and reference_attempt is not None and reference_attempt.id != attempt.id:
             assert reference_attempt.id is not None
-            theirs = environment_of(reference_attempt, runs.get(reference_attempt.id))
+            theirs = env.of_attempt(reference_attempt, runs.get(reference_attempt.id))
             if theirs:
                 found = env.diff(theirs, environment)
                 env_diff = EnvDiffOut(baseline_attempt_id=reference_attempt.id, **found)
@@ -317,12 +317,6 @@ def attempt_views(
             )
         )
     return views
-
-
-def environment_of(attempt: Attempt, run: Run | None) -> dict[str, Any] | None:
-    """What the log says ran, and what the host said before the launch where it says nothing."""
-    probed = (run.preflight or {}).get("environment") if run is not None else None
-    return env.merged(attempt.environment, probed)
 
 
 def figure_unit(name: str, metric: str) -> str:
