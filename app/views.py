@@ -16,6 +16,7 @@ from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
 from app.domain import Judgement, change_in_force, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
+from app.hints import hints_for
 from app.markdown import render_markdown
 from app.models import Attempt, BaselineChange, Campaign, Lane, Note, Run, Status, TailState
 from app.pauses import pause_message
@@ -464,8 +465,9 @@ def tail_view(tail: TailState, waiting: int | None) -> TailOut:
 def attempt_view(
     session: Session, attempt: Attempt, paused: Mapping[int, int] | None = None
 ) -> AttemptOut:
-    """One attempt with the earlier attempts of any campaign that failed the same way: one
-    query more, with a fingerprint only, which the lists (`attempt_views`) leave out."""
+    """One attempt with the earlier attempts of any campaign that failed the same way and
+    its hints (app/hints.py): a few bounded queries more, with a fingerprint only, which the
+    lists (`attempt_views`) leave out."""
     campaign = repo.get_campaign(session, campaign_id=attempt.campaign_id)
     assert campaign is not None and attempt.id is not None
     view = attempt_views(session, campaign, [attempt], paused=paused)[0]
@@ -478,6 +480,7 @@ def attempt_view(
         SeenBeforeOut(campaign_id=c, attempt_id=a, title=t, status=Status(s), verdict=v)
         for c, a, t, s, v in rows
     ]
+    view.hints = hints_for(session, attempt)
     return view
 
 

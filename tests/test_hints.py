@@ -1,17 +1,22 @@
 """What to try next under a root cause: every row of the knowledge base (its example matches,
 its counter does not, it rests on a public source, and the engine's diagnosis of its line
-brings its advice)."""
+brings its advice); and the fix another campaign found for the same failure, through the
+API."""
 
 import re
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
+from app import demo_logs
 from app.diagnosis import diagnose_bytes
 from app.diagnosis.advice import advice_for
 from app.diagnosis.knowledge.advice import ADVICE, Advice
 from app.diagnosis.lines import decode
 from app.diagnosis.rules import ERROR_CLASSES
+from tests.helpers import attempt_of, make_attempt, make_campaign, patch, wait_for
 
 TESTS = Path(__file__).parent
 CASES = TESTS / "corpus" / "cases"
@@ -91,3 +96,70 @@ def test_no_advice_without_a_root_cause() -> None:
     assert advice_for(None) == []
     healthy = diagnose_bytes(b"The server is fired up and ready to roll!\n").to_dict()
     assert advice_for(healthy) == []
+
+
+# --- history: what the other campaigns learned, over the HTTP API ---------------------------
+
+
+def crashed(
+    api: httpx.Client, campaign_id: int, title: str, tmp: Path, **fields: Any
+) -> dict[str, Any]:
+    """An attempt whose log (the seeds' torch symmetric-memory crash on CUDA 12.8) the tailer
+    has diagnosed."""
+    log = tmp / f"{title}.log"
+    lines = demo_logs.startup(SYMM_MEM, ready=False) + demo_logs.crash_torch_symm_mem()
+    log.write_text("\n".join(lines) + "\n")
+    attempt = make_attempt(api, campaign_id, title=title, source=f"file://{log}", **fields)
+    return wait_for(
+        lambda: (a := attempt_of(api, attempt["id"]))["status"] == "crashed" and a, what=title
+    )
+
+
+SYMM_MEM = {"enable_torch_symm_mem": True}
+
+
+@pytest.mark.both_databases
+def test_a_crash_shows_the_fix_another_campaign_found_for_the_same_failure(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    first = make_campaign(api, name="sm120-tp4")
+    original = crashed(api, first["id"], "Torch symmetric memory", tmp_path)
+    # Retested on the CUDA 13 stack, the same flags: up, and measured.
+    log = tmp_path / "retest.log"
+    log.write_text("\n".join(demo_logs.startup(SYMM_MEM, stack="cuda13")) + "\n")
+    retest = make_attempt(api, first["id"], title="Symm mem on CUDA 13",
+                          retest_of=original["id"], source=f"file://{log}")  # fmt: skip
+    wait_for(lambda: attempt_of(api, retest["id"])["status"] == "ready", what="retest ready")
+    for value in (92.5, 92.7, 92.9):
+        posted = api.post(f"/api/attempts/{retest['id']}/measurements", json={"value": value})
+        assert posted.status_code == 201, posted.text
+    # A retest that crashed again taught nothing.
+    again = crashed(api, first["id"], "Symm mem again", tmp_path, retest_of=original["id"])
+    verdict = "symm-mem's table has no <b>SM120</b> before CUDA 13"
+    assert patch(api, original["id"], status="eliminated", verdict=verdict).status_code == 200
+
+    second = make_campaign(api, name="llama-70b")
+    crash = crashed(api, second["id"], "Torch symmetric memory", tmp_path)
+    assert crash["diagnosis"]["fingerprint"] == original["diagnosis"]["fingerprint"]
+
+    hints = attempt_of(api, crash["id"])["hints"]
+    fix, said, advice = hints
+    assert fix["source"] == "history" and fix["attempt_id"] == retest["id"]
+    assert fix["text"].startswith(
+        f'#{original["id"]} in campaign "sm120-tp4" crashed the same way; '
+        f"its retest #{retest['id']} measured 92.7 after "
+    )
+    assert "CUDA 12.8 → 13.0" in fix["text"] and "flags" not in fix["text"]
+    assert said == {"text": f'Verdict on #{original["id"]} in campaign "sm120-tp4": {verdict}',
+                    "source": "history", "attempt_id": original["id"]}  # fmt: skip
+    assert advice["source"] == "knowledge" and advice["attempt_id"] is None
+    assert advice["text"].startswith("A table keyed by compute capability")
+
+    # In its own campaign the fix is its own retests' business (beside it on its page); the
+    # crash that retested the same way names no campaign.
+    mine = attempt_of(api, again["id"])["hints"]
+    assert mine[0]["text"].startswith(f"#{original['id']} crashed the same way; its retest")
+    assert [h["source"] for h in attempt_of(api, original["id"])["hints"]] == ["knowledge"]
+    # A campaign's list leaves them out, as it does seen_before.
+    listed = api.get(f"/api/campaigns/{second['id']}").json()["attempts"]
+    assert [a["hints"] for a in listed] == [None]
