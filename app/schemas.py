@@ -452,7 +452,7 @@ class AttemptOut(BaseModel):
     # attempt's own answer has them, a list of attempts (a campaign's) has null.
     seen_before: list[SeenBeforeOut] | None = None
     # What to try next under its root cause, history first: like seen_before, an attempt's
-    # own answer has them, a list has null.
+    # own answer has them (knowledge only on a share page), a list has null.
     hints: list[HintOut] | None = None
     tail: TailOut | None
     run: RunOut | None = None

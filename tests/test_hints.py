@@ -1,7 +1,7 @@
 """What to try next under a root cause: every row of the knowledge base (its example matches,
 its counter does not, it rests on a public source, and the engine's diagnosis of its line
-brings its advice); and the fix another campaign found for the same failure, through the
-API."""
+brings its advice); and the fix another campaign found for the same failure, through the API
+and on the attempt page, and not on a share page."""
 
 import re
 from pathlib import Path
@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from markupsafe import escape
 
 from app import demo_logs
 from app.diagnosis import diagnose_bytes
@@ -120,7 +121,7 @@ SYMM_MEM = {"enable_torch_symm_mem": True}
 
 @pytest.mark.both_databases
 def test_a_crash_shows_the_fix_another_campaign_found_for_the_same_failure(
-    api: httpx.Client, tmp_path: Path
+    api: httpx.Client, browser: httpx.Client, anonymous: httpx.Client, tmp_path: Path
 ) -> None:
     first = make_campaign(api, name="sm120-tp4")
     original = crashed(api, first["id"], "Torch symmetric memory", tmp_path)
@@ -163,3 +164,18 @@ def test_a_crash_shows_the_fix_another_campaign_found_for_the_same_failure(
     # A campaign's list leaves them out, as it does seen_before.
     listed = api.get(f"/api/campaigns/{second['id']}").json()["attempts"]
     assert [a["hints"] for a in listed] == [None]
+
+    page = browser.get(f"/attempts/{crash['id']}").text
+    shown = page[page.index(f'id="hints-{crash["id"]}"') :]
+    shown = shown[: shown.index("</div>")]
+    assert f'<a href="/attempts/{retest["id"]}">{escape(fix["text"])}</a>' in shown
+    assert escape(said["text"]) in shown and "<b>SM120</b>" not in shown
+    assert escape(advice["text"]) in shown
+
+    # A share link's readers see the knowledge base's advice, nothing of other campaigns.
+    link = api.post(f"/api/campaigns/{second['id']}/shares", json={})
+    assert link.status_code == 201, link.text
+    shared = anonymous.get(f"/s/{link.json()['token']}").text
+    assert "A table keyed by compute capability" in shared
+    assert "sm120-tp4" not in shared and "crashed the same way" not in shared
+    assert "torch_symm_mem.py:56" not in shared  # the frame, not shown there either
