@@ -1,9 +1,12 @@
 """What to try next under a root cause: every row of the knowledge base (its example matches,
 its counter does not, it rests on a public source, and the engine's diagnosis of its line
-brings its advice); and the fix another campaign found for the same failure, through the API
-and on the attempt page, and not on a share page."""
+brings its advice); the fix another campaign found for the same failure, through the API, on
+the attempt page and not on a share page; and the CLI's diagnose printing the advice."""
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +182,23 @@ def test_a_crash_shows_the_fix_another_campaign_found_for_the_same_failure(
     assert "A table keyed by compute capability" in shared
     assert "sm120-tp4" not in shared and "crashed the same way" not in shared
     assert "torch_symm_mem.py:56" not in shared  # the frame, not shown there either
+
+
+def test_the_cli_prints_the_knowledge_hints_plain_and_in_json() -> None:
+    seed = str(TESTS / "data" / "seed_torch_symm_mem.log")
+    # This checkout's command, whichever one the environment installed.
+    command = [sys.executable, "-c", "from app.cli import main; main()", "diagnose", seed]
+    plain = subprocess.run(command, cwd=TESTS.parent, capture_output=True, timeout=60)
+    assert plain.returncode == 1, plain.stderr
+    text = plain.stdout.decode()
+    assert "What to try next:\n  - A table keyed by compute capability has no entry" in text
+    assert "The frame: /root/sglang/python/sglang/srt/distributed/device_communicators/" in text
+    as_json = subprocess.run([*command, "--json"], cwd=TESTS.parent, capture_output=True,
+                             timeout=60)  # fmt: skip
+    assert as_json.returncode == 1, as_json.stderr
+    [hint] = json.loads(as_json.stdout)["hints"]
+    assert hint["source"] == "knowledge" and hint["attempt_id"] is None
+    assert hint["text"].startswith("A table keyed by compute capability has no entry")
+    healthy = subprocess.run([*command[:-1], "-", "--json"], input=b"ready to roll!\n",
+                             cwd=TESTS.parent, capture_output=True, timeout=60)  # fmt: skip
+    assert json.loads(healthy.stdout)["hints"] == []
