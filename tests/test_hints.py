@@ -184,6 +184,27 @@ def test_a_crash_shows_the_fix_another_campaign_found_for_the_same_failure(
     assert "torch_symm_mem.py:56" not in shared  # the frame, not shown there either
 
 
+def test_a_fix_that_changed_flags_says_which_and_one_that_only_came_up_says_so(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    first = make_campaign(api, name="sm120-tp4")
+    original = crashed(api, first["id"], "Torch symmetric memory", tmp_path)
+    log = tmp_path / "without.log"
+    log.write_text("\n".join(demo_logs.startup({})) + "\n")  # the same stack, symm-mem off
+    retest = make_attempt(api, first["id"], title="Without symm mem",
+                          retest_of=original["id"], source=f"file://{log}")  # fmt: skip
+    wait_for(lambda: attempt_of(api, retest["id"])["status"] == "ready", what="retest ready")
+    crash = crashed(api, make_campaign(api, name="llama-70b")["id"], "Symm mem", tmp_path)
+
+    [fix, _advice] = attempt_of(api, crash["id"])["hints"]
+    assert fix == {
+        "text": f'#{original["id"]} in campaign "sm120-tp4" crashed the same way; its retest '
+        f"#{retest['id']} came up ready after flags: only change: -enable_torch_symm_mem",
+        "source": "history",
+        "attempt_id": retest["id"],
+    }
+
+
 def test_the_cli_prints_the_knowledge_hints_plain_and_in_json() -> None:
     seed = str(TESTS / "data" / "seed_torch_symm_mem.log")
     # This checkout's command, whichever one the environment installed.
