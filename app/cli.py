@@ -483,6 +483,7 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from app.diagnosis import Diagnoser
+    from app.diagnosis.advice import advice_for
 
     try:
         diagnoser = Diagnoser(ready_pattern)
@@ -516,7 +517,10 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
         # nothing when ssh fails, and that should not read as a healthy server.
         click.echo(f"Warning: {name} is empty: nothing to diagnose.", err=True)
     if as_json:
-        click.echo(json.dumps(result.to_dict()))
+        # As the API's hints, the knowledge base's only: a log alone has no history.
+        hints = [{"text": text, "source": "knowledge", "attempt_id": None}
+                 for text in advice_for(result.to_dict())]  # fmt: skip
+        click.echo(json.dumps({**result.to_dict(), "hints": hints}))
     else:
         click.echo(describe(result, color=sys.stdout.isatty()))
     sys.exit(EXIT_CRASHED if result.crashed else EXIT_NO_CRASH)
@@ -524,6 +528,7 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
 
 def describe(result: Diagnosis, *, color: bool) -> str:
     """The diagnosis as an engineer would want to read it in a terminal."""
+    from app.diagnosis.advice import advice_for
 
     def bold(text: str, fg: str | None = None) -> str:
         return click.style(text, bold=True, fg=fg) if color else text
@@ -549,6 +554,10 @@ def describe(result: Diagnosis, *, color: bool) -> str:
         lines.extend(f"  line {c.line_no}: {c.line}" for c in result.candidates[1:])
     if result.error_class:
         lines.append(f"{bold('Class:')} {result.error_class}")
+    advice = advice_for(result.to_dict())
+    if advice:
+        lines.append(bold("What to try next:"))
+        lines.extend(f"  - {text}" for text in advice)
     if result.fingerprint:
         lines.append(f"{bold('Fingerprint:')} {result.fingerprint}")
     if result.excerpt:

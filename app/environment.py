@@ -10,6 +10,8 @@ from typing import Any
 
 import hyperscan
 
+from app.models import Attempt, Run
+
 # Start-up prints its environment first; past this a log's bytes are not looked at.
 READ_FIRST = 8 << 20
 MAX_LINE = 4096
@@ -323,6 +325,12 @@ def read_environment(text: str) -> dict[str, Any] | None:
     reader = EnvironmentReader()
     reader.feed(text.encode() + b"\n")
     return reader.environment.as_json()
+
+
+def of_attempt(attempt: Attempt, run: Run | None) -> dict[str, Any] | None:
+    """What the log says ran, and what the host said before the launch where it says nothing."""
+    probed = (run.preflight or {}).get("environment") if run is not None else None
+    return merged(attempt.environment, probed)
 
 
 def merged(*sources: dict[str, Any] | None) -> dict[str, Any] | None:

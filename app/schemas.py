@@ -444,6 +444,15 @@ class SeenBeforeOut(BaseModel):
     verdict: str | None
 
 
+class HintOut(BaseModel):
+    """What to try next under a root cause: what an attempt of any campaign learned from the
+    same failure (`history`, about `attempt_id`), or the knowledge base's advice."""
+
+    text: str
+    source: Literal["history", "knowledge"]
+    attempt_id: int | None = None
+
+
 class AttemptOut(BaseModel):
     id: int
     campaign_id: int
@@ -476,6 +485,9 @@ class AttemptOut(BaseModel):
     # Earlier attempts of any campaign that failed the same way, newest first: an
     # attempt's own answer has them, a list of attempts (a campaign's) has null.
     seen_before: list[SeenBeforeOut] | None = None
+    # What to try next under its root cause, history first: like seen_before, an attempt's
+    # own answer has them (knowledge only on a share page), a list has null.
+    hints: list[HintOut] | None = None
     tail: TailOut | None
     run: RunOut | None = None
     created_at: datetime

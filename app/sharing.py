@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from app import actions, repo, views
+from app import actions, hints, repo, views
 from app.auth import sha256_hex
 from app.changes import record
 from app.db import session_scope
@@ -208,6 +208,8 @@ def summary(session: Session, link: ShareLink) -> Summary:
         by_attempt.setdefault(note.attempt_id, []).append(_note_out(note, mask))
     shared = []
     for attempt in masked:
+        # Knowledge only: history hints name other campaigns, which are not this link's.
+        attempt.hints = hints.knowledge(attempt.diagnosis, name_frame=False)
         turning = []
         if attempt.retest_of:
             turning.append(f"retest of #{attempt.retest_of}")

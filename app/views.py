@@ -16,6 +16,7 @@ from app.credentials import mask_secrets
 from app.diagnosis.lines import decode
 from app.domain import Judgement, change_in_force, judge, lane_of
 from app.flags import FlagSet, LoggedArgs, flag_diff, masked, masked_diff
+from app.hints import hints_for
 from app.markdown import render_markdown
 from app.models import (
     Attempt,
@@ -263,12 +264,12 @@ def attempt_views(
         status = Status(attempt.status)
         run = run_view(session, runs[attempt.id], tail) if attempt.id in runs else None
         flags, diff = flag_sets.views(attempt)
-        environment = environment_of(attempt, runs.get(attempt.id))
+        environment = env.of_attempt(attempt, runs.get(attempt.id))
         reference_attempt = flag_sets.baseline_of(attempt)
         env_diff = None
         if environment and reference_attempt is not None and reference_attempt.id != attempt.id:
             assert reference_attempt.id is not None
-            theirs = environment_of(reference_attempt, runs.get(reference_attempt.id))
+            theirs = env.of_attempt(reference_attempt, runs.get(reference_attempt.id))
             if theirs:
                 found = env.diff(theirs, environment)
                 env_diff = EnvDiffOut(baseline_attempt_id=reference_attempt.id, **found)
@@ -329,12 +330,6 @@ def attempt_views(
             )
         )
     return views
-
-
-def environment_of(attempt: Attempt, run: Run | None) -> dict[str, Any] | None:
-    """What the log says ran, and what the host said before the launch where it says nothing."""
-    probed = (run.preflight or {}).get("environment") if run is not None else None
-    return env.merged(attempt.environment, probed)
 
 
 def figure_unit(name: str, metric: str) -> str:
@@ -482,8 +477,9 @@ def tail_view(tail: TailState, waiting: int | None) -> TailOut:
 def attempt_view(
     session: Session, attempt: Attempt, paused: Mapping[int, int] | None = None
 ) -> AttemptOut:
-    """One attempt with the earlier attempts of any campaign that failed the same way: one
-    query more, with a fingerprint only, which the lists (`attempt_views`) leave out."""
+    """One attempt with the earlier attempts of any campaign that failed the same way and
+    its hints (app/hints.py): a few bounded queries more, with a fingerprint only, which the
+    lists (`attempt_views`) leave out."""
     campaign = repo.get_campaign(session, campaign_id=attempt.campaign_id)
     assert campaign is not None and attempt.id is not None
     view = attempt_views(session, campaign, [attempt], paused=paused)[0]
@@ -496,6 +492,7 @@ def attempt_view(
         SeenBeforeOut(campaign_id=c, attempt_id=a, title=t, status=Status(s), verdict=v)
         for c, a, t, s, v in rows
     ]
+    view.hints = hints_for(session, attempt)
     return view
 
 

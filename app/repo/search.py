@@ -1,15 +1,17 @@
-"""Queries across every campaign: the search box's matches, and the earlier attempts that
-failed the same way (an attempt's "seen before")."""
+"""Queries across every campaign: the search box's matches, the earlier attempts that
+failed the same way (an attempt's "seen before"), and what those attempts' retests learned
+(its hints)."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import case, func, literal, or_
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 
-from app.models import Attempt, Campaign, Note
+from app.models import Attempt, Campaign, Note, Status
 
 SEEN_BEFORE_LIMIT = 20
 SEARCH_LIMIT = 50
@@ -33,6 +35,47 @@ def seen_before(
         .limit(limit)
     )  # fmt: skip
     return [(row[0], row[1], row[2], str(row[3]), row[4]) for row in session.execute(query)]
+
+
+def same_failure(
+    session: Session, *, fingerprint: str, other_than: int, limit: int = SEEN_BEFORE_LIMIT
+) -> list[tuple[int, int, str, str | None]]:
+    """(attempt_id, campaign_id, campaign name, verdict) of the other attempts of any
+    campaign with this failure fingerprint, before or after it, newest first (the
+    fingerprint's index finds them)."""
+    query = (
+        sa_select(col(Attempt.id), col(Attempt.campaign_id), col(Campaign.name),
+                  col(Attempt.verdict))
+        .join(Campaign, col(Campaign.id) == col(Attempt.campaign_id))
+        .where(col(Attempt.fingerprint) == fingerprint, col(Attempt.id) != other_than)
+        .order_by(col(Attempt.id).desc())
+        .limit(limit)
+    )  # fmt: skip
+    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
+
+
+# A retest in one of these got past its original's failure.
+GOT_PAST = (Status.ready, Status.measured, Status.adopted)
+
+
+def retests_past(session: Session, *, originals: Mapping[int, int], limit: int) -> list[Attempt]:
+    """The retests of these attempts (id: its campaign) that got past their failure, newest
+    first. A retest is of its original's campaign (actions' link check) and newer than it:
+    the campaigns' card index finds them from the oldest original on."""
+    if not originals:
+        return []
+    query = (
+        select(Attempt)
+        .where(
+            col(Attempt.campaign_id).in_(set(originals.values())),
+            col(Attempt.id) > min(originals),
+            col(Attempt.retest_of).in_(list(originals)),
+            col(Attempt.status).in_(GOT_PAST),
+        )
+        .order_by(col(Attempt.id).desc())
+        .limit(limit)
+    )
+    return list(session.exec(query))
 
 
 @dataclass(frozen=True)
