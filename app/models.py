@@ -143,6 +143,33 @@ class Delivery(SQLModel, table=True):
     outcome: str | None = Field(default=None, max_length=20)  # sent, dead, dropped
 
 
+class Watch(SQLModel, table=True):
+    """A folder on a host whose new log files become the campaign's attempts (app/watching.py):
+    `ssh://gpubox/data/logs/*.log` or `file:///...`."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True, ondelete="CASCADE")
+    source: str = Field(max_length=2000)
+    created_at: datetime = Field(default_factory=utcnow)
+    # The first listing: what it finds is offered, not imported.
+    listed_at: datetime | None = None
+    last_error: str | None = Field(default=None, max_length=500)
+
+
+class WatchedFile(SQLModel, table=True):
+    """A file a watch has seen, once: its attempt, or (there before the watch) an offer. The
+    unique pair is what makes two dashboards on one database import a file once."""
+
+    __table_args__ = (UniqueConstraint("watch_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    watch_id: int = Field(foreign_key="watch.id", ondelete="CASCADE")
+    name: str = Field(max_length=255)
+    seen_at: datetime = Field(default_factory=utcnow)
+    attempt_id: int | None = Field(default=None, foreign_key="attempt.id", ondelete="SET NULL")
+    offered: bool = False
+
+
 class BaselineChange(SQLModel, table=True):
     """The campaign's baseline history: each attempt is judged against the one in force."""
 

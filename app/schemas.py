@@ -164,6 +164,24 @@ class NotifyIn(Strict):
         return list(dict.fromkeys(values))
 
 
+class WatchIn(Strict):
+    source: str  # ssh://host/abs/dir/*.log or file:///abs/dir/*.log
+
+
+class WatchImportIn(Strict):
+    name: str  # a file the watch offers
+
+
+class WatchOut(BaseModel):
+    id: int
+    campaign_id: int
+    source: str
+    created_at: datetime
+    listed_at: datetime | None  # its first listing: what it found is offered, not imported
+    last_error: str | None
+    offered: list[str]  # files there before the watch started, not imported
+
+
 class CampaignUpdate(Strict):
     name: Name | None = None
     baseline: Figure | None = None

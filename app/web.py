@@ -33,6 +33,7 @@ from app.routes import (
     api_campaigns,
     api_runs,
     api_search,
+    api_watches,
     events,
     frame_source,
     launch_pages,
@@ -43,6 +44,7 @@ from app.runner.manager import RunManager
 from app.tailer import Tailer
 from app.tailing.factory import LogSources
 from app.throttle import BearerThrottle, TokenThrottle, refusal_detail
+from app.watching import Watcher
 
 _STATUS = {NotFound: 404, Conflict: 409, Invalid: 422, StorageFull: 507}
 
@@ -116,6 +118,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     runner = RunManager(engine, settings, sources)
     notifier = Notifier(engine, public_url=settings.public_url)
+    watcher = Watcher(engine, sources)
     changes.on_wake(engine, alerts.WAKE, notifier.wake)
 
     def after_commit(
@@ -156,6 +159,7 @@ def create_app(settings: Settings) -> FastAPI:
         await asyncio.to_thread(tailer.start)
         await asyncio.to_thread(runner.start)
         notifier.start()
+        watcher.start()
         refresher.start()
         # sse-starlette's hook on uvicorn's Ctrl-C and SIGTERM sets this flag.
         closer = asyncio.create_task(app.state.live.close_on_exit(lambda: AppStatus.should_exit))
@@ -169,6 +173,7 @@ def create_app(settings: Settings) -> FastAPI:
             await asyncio.to_thread(relay.stop)
         await asyncio.to_thread(runner.stop_all)
         await asyncio.to_thread(notifier.stop)
+        await asyncio.to_thread(watcher.stop)
         await asyncio.to_thread(tailer.stop_all)
         await asyncio.to_thread(sources.close)
         engine.dispose()
@@ -192,6 +197,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.sources = sources
     app.state.runner = runner
     app.state.notifier = notifier
+    app.state.watcher = watcher
     app.state.bus = bus
     app.state.live = Hub(
         bus,
@@ -263,6 +269,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(api_attempts.router)
     app.include_router(api_runs.router)
     app.include_router(api_search.router)
+    app.include_router(api_watches.router)
     app.include_router(frame_source.router)
     app.include_router(events.router)
     app.include_router(shares.owner_router)
