@@ -78,10 +78,15 @@ def create_watch(session: Session, campaign_id: int, source: str) -> Watch:
     return watch
 
 
-def delete_watch(session: Session, watch_id: int) -> None:
+def require_watch(session: Session, watch_id: int) -> Watch:
     watch = session.get(Watch, watch_id)
     if watch is None:
         raise NotFound(f"watch {watch_id} not found")
+    return watch
+
+
+def delete_watch(session: Session, watch_id: int) -> None:
+    watch = require_watch(session, watch_id)
     session.delete(watch)
     record(session, watch.campaign_id, "campaign")
 
@@ -106,9 +111,7 @@ def watches_of(session: Session, campaign_id: int) -> list[tuple[Watch, list[str
 
 def import_offered(session: Session, watch_id: int, name: str) -> int:
     """The owner takes an offered file: it becomes an attempt now."""
-    watch = session.get(Watch, watch_id)
-    if watch is None:
-        raise NotFound(f"watch {watch_id} not found")
+    watch = require_watch(session, watch_id)
     seen = session.exec(
         select(WatchedFile).where(WatchedFile.watch_id == watch_id, WatchedFile.name == name)
     ).first()

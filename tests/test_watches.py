@@ -15,7 +15,7 @@ import pytest
 from app import demo_logs
 from app.config import Settings
 from tests.conftest import running
-from tests.helpers import attempt_of, make_campaign, wait_for
+from tests.helpers import UI_WAIT_MS, attempt_of, make_campaign, wait_for
 from tests.sshd import Sshd
 
 
@@ -176,3 +176,36 @@ def test_two_dashboards_on_one_database_import_a_file_once(
         more_listings(api, campaign["id"], made["id"], 4)  # none may take one twice
         titles = [a["title"] for a in attempts(api, campaign["id"])]
         assert sorted(titles) == [f"run-{i}" for i in range(6)]
+
+
+@pytest.mark.browser
+def test_the_campaign_page_adds_shows_imports_and_removes_a_watch(
+    api: httpx.Client,
+    open_page,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    campaign = make_campaign(api)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    start_log(logs / "before.log")
+    page = open_page(f"/campaigns/{campaign['id']}")
+    form = page.locator("#watch-form")
+    form.locator("input[name=source]").fill(f"file://{logs}/*.log")
+    form.locator("button").click()
+    # The first listing arrives live: the file already there is offered.
+    offer = page.locator("#watches .offered li", has_text="before.log")
+    offer.wait_for(timeout=UI_WAIT_MS)
+    start_log(logs / "by-hand.log")
+    page.locator(".card .title", has_text="by-hand").wait_for(timeout=UI_WAIT_MS)
+    offer.locator("button").click()
+    page.locator(".card .title", has_text="before").wait_for(timeout=UI_WAIT_MS)
+    assert page.locator("#watches .offered").count() == 0
+    page.locator("#watches button.danger").click()
+    page.locator("#watches .watch").wait_for(state="detached", timeout=UI_WAIT_MS)
+    assert api.get(f"/api/campaigns/{campaign['id']}/watches").json() == []
+    # A bad source is said on the form, nothing else lost.
+    page.locator("#watch-form input[name=source]").fill("ssh://gpubox/data/*/x.log")
+    page.locator("#watch-form button").click()
+    page.locator("#watches", has_text="a folder and a file-name pattern").wait_for(
+        timeout=UI_WAIT_MS
+    )

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import Request
 from sqlmodel import Session
 
-from app import actions, pivots, repo, sharing, views
+from app import actions, pivots, repo, sharing, views, watching
 from app.models import Status
 from app.pages.campaign_renders import CampaignRenders, campaign_renders
 from app.pages.live import (
@@ -44,6 +44,7 @@ PAGE = LivePage(
                     kinds=event_kinds("note")),
         # A webhook that starts failing, or comes back, records a campaign event.
         LivePartial("partials/_alerts.html", "alerts", kinds=event_kinds("campaign")),
+        LivePartial("partials/_watches.html", "watches", kinds=event_kinds("campaign")),
     ),
 )  # fmt: skip
 
@@ -103,6 +104,7 @@ def campaign_context(
         "pivot_offer": pivots.standing_offer(attempts),
         "notify": views.notify_view(session, campaign),
         "alert_events": ALERT_EVENTS,
+        "watches": watching.watches_of(session, campaign_id),
     }
     context["attempt_options"] = renders.options(campaign_id, attempts)
     context["head_rendered"] = renders.head(detail, cards.values())

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from app import actions, alerts, repo, sharing, views
+from app import actions, alerts, repo, sharing, views, watching
 from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S
 from app.db import session_scope
 from app.deps import SessionDep, owner_auth, require_csrf, require_page_owner, session_cookie
@@ -31,6 +31,7 @@ from app.schemas import (
     MeasurementCreate,
     NoteCreate,
     NotifyIn,
+    WatchIn,
 )
 from app.tailing.factory import log_source_refusal, trust_offered_key
 from app.throttle import TokenThrottle, client_address, refusal_detail
@@ -194,6 +195,35 @@ def set_alerts(campaign_id: int, session: SessionDep, submitted: FormDep) -> Res
         data = form.parse(NotifyIn, [], urls=kept + added, events=events)
         alerts.set_notify(session, campaign, data.urls, list(data.events))
     return see_other(f"/campaigns/{campaign_id}#alerts")
+
+
+@router.post("/campaigns/{campaign_id}/watches", dependencies=OwnerForm)
+def add_watch(campaign_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    form = PageForm(submitted, "watch", "campaign", campaign_id)
+    with form:
+        data = form.parse(WatchIn, ["source"])
+        watching.create_watch(session, campaign_id, data.source)
+    return see_other(f"/campaigns/{campaign_id}#watches")
+
+
+@router.post("/watches/{watch_id}/import", dependencies=OwnerForm)
+def import_watched(watch_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    campaign_id = watching.require_watch(session, watch_id).campaign_id
+    form = PageForm(submitted, "watch", "campaign", campaign_id)
+    with form:
+        name = form.data.get("name")
+        offered = name if isinstance(name, str) else ""
+        attempt_id = watching.import_offered(session, watch_id, offered)
+    return see_other(f"/campaigns/{campaign_id}#attempt-{attempt_id}")
+
+
+@router.post("/watches/{watch_id}/delete", dependencies=OwnerForm)
+def delete_watch(watch_id: int, session: SessionDep, submitted: FormDep) -> Response:
+    campaign_id = watching.require_watch(session, watch_id).campaign_id
+    form = PageForm(submitted, "watch", "campaign", campaign_id)
+    with form:
+        watching.delete_watch(session, watch_id)
+    return see_other(f"/campaigns/{campaign_id}#watches")
 
 
 @router.post("/campaigns/{campaign_id}/delete", dependencies=OwnerForm)
