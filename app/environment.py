@@ -4,6 +4,7 @@ TensorRT-LLM's start-up lines, sglang's `check_env`, PyTorch's `collect_env`, an
 table, NCCL's own), and a diff of two of them ("CUDA 12.8 → 13.0, torch 2.10.0 → 2.9.1")."""
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,15 @@ def _keyword_database() -> hyperscan.Database:
 
 
 _DATABASE = _keyword_database()
+# A database's own scratch space serves one scan at a time: each ingest thread has its own.
+_SCRATCH = threading.local()
+
+
+def _scratch() -> hyperscan.Scratch:
+    scratch = getattr(_SCRATCH, "space", None)
+    if scratch is None:
+        scratch = _SCRATCH.space = hyperscan.Scratch(_DATABASE)
+    return scratch
 
 
 def _worth_reading(block: bytes) -> list[bytes]:
@@ -54,7 +64,7 @@ def _worth_reading(block: bytes) -> list[bytes]:
     def found(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
         ends.append(end)
 
-    _DATABASE.scan(block, match_event_handler=found)
+    _DATABASE.scan(block, match_event_handler=found, scratch=_scratch())
     starts = sorted({block.rfind(b"\n", 0, end) + 1 for end in ends})
     lines = []
     for start in starts:

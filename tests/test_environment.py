@@ -4,10 +4,12 @@ launcher, nvidia-smi tables, NCCL's own lines, each from a public thread), fed a
 feeds it; and the diff of two environments."""
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
+from app import environment as env
 from app.environment import FIELDS, EnvironmentReader, diff, from_probe, merged, read_environment
 
 CORPUS = Path(__file__).parent / "corpus" / "environment"
@@ -100,3 +102,29 @@ def test_what_the_log_says_wins_over_what_the_host_said_before_the_launch() -> N
     both = merged(logged, probed)
     assert both is not None
     assert (both["engine"], both["engine_version"], both["gpu_count"]) == ("vllm", "0.8.5", 8)
+
+
+def test_ingests_on_many_threads_read_environments_at_once() -> None:
+    """Each tail's ingest runs on a thread of its own: a Hyperscan database's scratch space
+    serves one scan at a time (`ScratchInUseError` when two logs arrive together)."""
+    block = b"".join(
+        f"[2026-02-27 13:00:{i % 60:02d}] torch 2.9.1+cu130, CUDA 13.0, NCCL 2.27.3\n".encode()
+        for i in range(2000)
+    )
+    failures: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def read() -> None:
+        start.wait()
+        try:
+            for _ in range(40):
+                assert env._worth_reading(block)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
