@@ -65,11 +65,13 @@ class Notifier:
         self._wake.set()
 
     def stop(self) -> None:
+        """After the sends under way (each bounded by the timeout) have settled: the
+        database they write to is closed next."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
         self._client.close()
 
     def _loop(self) -> None:
