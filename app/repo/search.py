@@ -1,11 +1,14 @@
 """Queries across every campaign: the search box's matches, and the earlier attempts that
-failed the same way (an attempt's "seen before")."""
+failed the same way (an attempt's "seen before"). The search reads the index of migration
+0017: on SQLite its FTS5 tables pick the candidates, on PostgreSQL pg_trgm serves the ILIKE."""
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import case, func, literal, or_
+from sqlalchemy import case, func, literal, literal_column, or_, true
+from sqlalchemy import column as sa_column
 from sqlalchemy import select as sa_select
+from sqlalchemy import table as sa_table
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
 
@@ -13,6 +16,8 @@ from app.models import Attempt, Campaign, Note
 
 SEEN_BEFORE_LIMIT = 20
 SEARCH_LIMIT = 50
+# The trigram index matches no row for a query shorter than one trigram: those scan.
+INDEXED_MIN_CHARS = 3
 
 Kind = Literal["campaign", "attempt", "note"]
 # Ties between ranks: a campaign, then its attempts, then notes.
@@ -60,9 +65,27 @@ def _rank(title: Any, q: str) -> ColumnElement[int]:
     )
 
 
-def search(session: Session, *, q: str, limit: int = SEARCH_LIMIT) -> list[Match]:
+def _candidates(
+    session: Session, q: str, index: str, indexed: bool, row_id: Any
+) -> ColumnElement[bool]:
+    """On SQLite, the rows whose FTS5 trigram index holds q (any case), as a superset of the
+    LIKE that follows: it folds more cases than SQLite's ASCII-only LIKE, never fewer, so
+    the LIKE still decides and the answer is the scan's. q is one quoted phrase: its quotes,
+    `*`, `OR` and `NEAR` are text."""
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    if not (indexed and sqlite) or len(q) < INDEXED_MIN_CHARS:
+        return true()
+    phrase = '"' + q.replace('"', '""') + '"'
+    fts = sa_table(index, sa_column("rowid"))
+    return row_id.in_(sa_select(fts.c.rowid).where(literal_column(index).op("MATCH")(phrase)))
+
+
+def search(
+    session: Session, *, q: str, limit: int = SEARCH_LIMIT, indexed: bool = True
+) -> list[Match]:
     """Campaigns, attempts and notes of every campaign with q in their text (a substring,
-    any case; % and _ are q's own characters), best first."""
+    any case; % and _ are q's own characters), best first. `indexed=False` scans the rows
+    on SQLite (bench/search.py's reference)."""
 
     def holds(*fields: Any) -> ColumnElement[bool]:
         return or_(*(field.icontains(q, autoescape=True) for field in fields))
@@ -71,6 +94,7 @@ def search(session: Session, *, q: str, limit: int = SEARCH_LIMIT) -> list[Match
     campaign_rank = _rank(col(Campaign.name), q)
     campaigns = (
         sa_select(col(Campaign.id), campaign_rank, col(Campaign.name), col(Campaign.description))
+        .where(_candidates(session, q, "campaign_search", indexed, col(Campaign.id)))
         .where(holds(col(Campaign.name), col(Campaign.description)))
         .order_by(campaign_rank, col(Campaign.id).desc())
         .limit(limit)
@@ -86,6 +110,7 @@ def search(session: Session, *, q: str, limit: int = SEARCH_LIMIT) -> list[Match
     )
     attempts = (
         sa_select(col(Attempt.id), attempt_rank, col(Attempt.campaign_id), *attempt_fields)
+        .where(_candidates(session, q, "attempt_search", indexed, col(Attempt.id)))
         .where(holds(*attempt_fields))
         .order_by(attempt_rank, col(Attempt.id).desc())
         .limit(limit)
@@ -96,6 +121,7 @@ def search(session: Session, *, q: str, limit: int = SEARCH_LIMIT) -> list[Match
                   func.coalesce(col(Attempt.title), col(Campaign.name)), col(Note.body))
         .join(Campaign, col(Campaign.id) == col(Note.campaign_id))
         .outerjoin(Attempt, col(Attempt.id) == col(Note.attempt_id))
+        .where(_candidates(session, q, "note_search", indexed, col(Note.id)))
         .where(holds(col(Note.body)))
         .order_by(col(Note.id).desc())
         .limit(limit)
