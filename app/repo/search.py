@@ -139,3 +139,11 @@ def search(
         for note_id, campaign_id, attempt_id, title, body in session.execute(notes)
     ]
     return sorted(found, key=Match.order)[:limit]
+
+
+def campaign_names(session: Session, ids: set[int]) -> dict[int, str]:
+    """Each campaign's name by id, for the search page's lines."""
+    if not ids:
+        return {}
+    query = sa_select(col(Campaign.id), col(Campaign.name)).where(col(Campaign.id).in_(ids))
+    return {campaign_id: name for campaign_id, name in session.execute(query)}
