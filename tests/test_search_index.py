@@ -17,6 +17,7 @@ from app import migrate, repo
 from app.config import Settings
 from app.db import make_engine
 from app.migrate import SEARCH_TABLES
+from app.repo.search import scan
 from tests.helpers import make_attempt, make_campaign, patch
 from tests.test_search import CRASH_LOG, crashed, search
 
@@ -46,7 +47,7 @@ def same_as_the_scan(engine: Engine, q: str) -> list[tuple[str, int]]:
     """The indexed answer, asserted equal to the scan's; as (kind, row id)."""
     with Session(engine) as session:
         indexed = repo.search(session, q=q)
-        assert indexed == repo.search(session, q=q, indexed=False)
+        assert indexed == scan(session, q=q)
     return [(m.kind, m.row_id) for m in indexed]
 
 
@@ -118,7 +119,7 @@ def explained(engine: Engine, q: str) -> str:
             repo.search(session, q=q)
     finally:
         event.remove(engine, "before_cursor_execute", keep)
-    assert len(statements) == 3
+    assert len(statements) >= 3
     plans = []
     with engine.connect() as connection:
         explain = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN "
@@ -130,7 +131,7 @@ def explained(engine: Engine, q: str) -> str:
         for statement, params in statements:
             rows = connection.exec_driver_sql(explain + statement, params).all()
             plans.append("\n".join(str(tuple(row)) for row in rows))
-    return "\n".join(plans)
+    return "\n\n".join(plans)
 
 
 def test_the_index_serves_the_query(api: httpx.Client, engine: Engine) -> None:
@@ -140,10 +141,12 @@ def test_the_index_serves_the_query(api: httpx.Client, engine: Engine) -> None:
     if engine.dialect.name == "sqlite":
         for table in SEARCH_TABLES:
             assert f"SCAN {table} VIRTUAL TABLE INDEX" in plan, plan
+        # Attempts and notes are read in the index's order, newest first: LIMIT stops it.
+        for statement in plan.split("\n\n")[1:]:
+            assert "TEMP B-TREE" not in statement, statement
     else:
-        for index in ("ix_campaign_name_trgm", "ix_attempt_title_trgm",
-                      "ix_attempt_root_cause_trgm", "ix_attempt_command_trgm",
-                      "ix_note_body_trgm"):  # fmt: skip
+        for index in ("ix_campaign_search_trgm", "ix_attempt_title_trgm",
+                      "ix_attempt_search_trgm", "ix_note_body_trgm"):  # fmt: skip
             assert f"Bitmap Index Scan on {index}" in plan, plan
 
 
@@ -179,6 +182,9 @@ def test_quotes_and_fts_syntax_are_plain_text(api: httpx.Client, engine: Engine)
         hits = search(api, q)
         assert [h["attempt_id"] for h in hits] == [ids[t] for t in found], q
         assert same_as_the_scan(engine, q) == [("attempt", ids[t]) for t in found], q
+    # FTS5 folds É to é where SQLite's LIKE does not: the LIKE decides, as in the scan.
+    make_attempt(api, campaign["id"], title="ÉCOLE normale")
+    same_as_the_scan(engine, "école")
 
 
 def test_the_migration_fills_the_index_from_existing_rows_and_goes_away(
@@ -225,7 +231,7 @@ def test_the_migration_fills_the_index_from_existing_rows_and_goes_away(
             ).all()
     assert left == []
     with Session(engine) as session:  # the rows stay; the scan still answers
-        assert len(repo.search(session, q="seal", limit=500, indexed=False)) == 200
+        assert len(scan(session, q="seal", limit=500)) == 200
     migrate.upgrade(url)
     in_sync(engine)
     assert same_as_the_scan(engine, "KeyError: 200") == [("attempt", 200)]

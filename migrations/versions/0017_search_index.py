@@ -3,9 +3,10 @@
 SQLite: an FTS5 trigram table per searched table (a substring of any case, as the scan's
 LIKE), kept in sync by triggers; external content, so the text is stored once (the attempt's
 through a view that takes the root cause out of the diagnosis JSON). PostgreSQL: pg_trgm GIN
-indexes on each searched column, which serve the scan's own ILIKE: the query, hence the
-answer, stays the one it was. A later batch migration of campaign, attempt or note on SQLite
-drops these triggers with the table: run downgrade() before it and upgrade() after.
+indexes, which serve ILIKE itself: a row's searched fields joined, the title, a note's body.
+On both, the scan's own LIKE still decides which rows match: the answers stay the same.
+A later batch migration of campaign, attempt or note on SQLite drops these triggers with the
+table: run this downgrade() before it and this upgrade() after.
 
 Revision ID: 0017
 Revises: 0016
@@ -31,18 +32,20 @@ SQLITE_INDEXES = [
       "hypothesis": "{row}.hypothesis", "flags": "{row}.flags", "command": "{row}.command"}),
     ("note_search", "note", "note", {"body": "{row}.body"}),
 ]  # fmt: skip
-# (index, table, column expression): what the search's ILIKE compares, to the letter.
+# (index, table, expression): app/repo/search.py's POSTGRESQL_SEARCH_TEXT to the letter, which
+# the search ANDs to its ILIKEs; one index for a row's fields, as the OR of an index each
+# was planned as a sequential scan (six bitmap scans cost more than the estimate of one read).
 POSTGRESQL_INDEXES = [
-    ("ix_campaign_name_trgm", "campaign", "name"),
-    ("ix_campaign_description_trgm", "campaign", "description"),
+    ("ix_campaign_search_trgm", "campaign",
+     "(coalesce(name, '') || ' ' || coalesce(description, ''))"),
+    ("ix_attempt_search_trgm", "attempt",
+     "(coalesce(title, '') || ' ' || coalesce(verdict, '') || ' ' || "
+     "coalesce(diagnosis ->> 'root_cause', '') || ' ' || coalesce(hypothesis, '') || ' ' || "
+     "coalesce(flags, '') || ' ' || coalesce(command, ''))"),
+    # The title's own: the best-ranked hits (a title holding q) are asked for first.
     ("ix_attempt_title_trgm", "attempt", "title"),
-    ("ix_attempt_verdict_trgm", "attempt", "verdict"),
-    ("ix_attempt_root_cause_trgm", "attempt", "(CAST(diagnosis ->> 'root_cause' AS VARCHAR))"),
-    ("ix_attempt_hypothesis_trgm", "attempt", "hypothesis"),
-    ("ix_attempt_flags_trgm", "attempt", "flags"),
-    ("ix_attempt_command_trgm", "attempt", "command"),
     ("ix_note_body_trgm", "note", "body"),
-]
+]  # fmt: skip
 
 
 def _sqlite_upgrade() -> None:
@@ -88,6 +91,8 @@ def _sqlite_downgrade() -> None:
 
 
 def upgrade() -> None:
+    # The best hit first, on both: a title that is q, any case (app/repo/search.py's rank 0).
+    op.execute("CREATE INDEX ix_attempt_title_lower ON attempt (lower(title))")
     if op.get_context().dialect.name == "sqlite":
         _sqlite_upgrade()
         return
@@ -98,6 +103,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("DROP INDEX IF EXISTS ix_attempt_title_lower")
     if op.get_context().dialect.name == "sqlite":
         _sqlite_downgrade()
         return
