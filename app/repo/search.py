@@ -2,6 +2,8 @@
 failed the same way (an attempt's "seen before"). The search reads the index of migration
 0017: on SQLite its FTS5 tables pick the candidates, on PostgreSQL pg_trgm serves the ILIKE."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -122,23 +124,40 @@ def _postgresql_text(session: Session, q: str, table: str) -> ColumnElement[bool
     return joined.icontains(q, autoescape=True)
 
 
+@contextmanager
+def _planned_for_q(session: Session, q: str) -> Iterator[None]:
+    """On PostgreSQL, while the search runs: plans for this q (a pattern's rows run from
+    none to all: a plan made for any q fits none), and no sequential scan where an index
+    serves: the planner prices an ILIKE of six long fields as one operator, and read 10,000
+    attempts in 60 ms for `out of memory` where the index gives its 417 in 11. The settings
+    are the transaction's: what else it runs gets its own back."""
+    if _indexed_on(session, q) != "postgresql":
+        yield
+        return
+    before = session.execute(
+        text("SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan')")
+    ).one()
+    setting = text(
+        "SELECT set_config('plan_cache_mode', :plans, true),"
+        " set_config('enable_seqscan', :seq, true)"
+    )
+    session.execute(setting, {"plans": "force_custom_plan", "seq": "off"})
+    yield  # on an error the transaction is lost, and its settings with it
+    session.execute(setting, {"plans": before[0], "seq": before[1]})
+
+
 def search(session: Session, *, q: str, limit: int = SEARCH_LIMIT) -> list[Match]:
     """Campaigns, attempts and notes of every campaign with q in their text (a substring,
     any case; % and _ are q's own characters), best first: scan()'s answer, from the index
     of migration 0017, each rank of attempts apart and newest first, so a LIMIT stops it."""
+    with _planned_for_q(session, q):
+        return _search(session, q, limit)
 
+
+def _search(session: Session, q: str, limit: int) -> list[Match]:
     def holds(*fields: Any) -> ColumnElement[bool]:
         return or_(*(field.icontains(q, autoescape=True) for field in fields))
 
-    if _indexed_on(session, q) == "postgresql":
-        # For this transaction: a plan for this q (a pattern's rows run from none to all, a
-        # plan made for any q fits none), and no sequential scan where an index serves: the
-        # planner prices an ILIKE of six long fields as one operator, and read 10,000
-        # attempts in 60 ms for `out of memory` where the index gives its 417 in 11.
-        session.execute(
-            text("SELECT set_config('plan_cache_mode', 'force_custom_plan', true),"
-                 " set_config('enable_seqscan', 'off', true)")
-        )  # fmt: skip
     campaign_rank = _rank(col(Campaign.name), q)
     fts = sa_table("campaign_search", sa_column("rowid"))
     campaigns = (
