@@ -5,6 +5,7 @@ from sqlmodel import SQLModel
 
 import app.models  # noqa: F401  (registers the tables on SQLModel.metadata)
 from app.db import make_engine
+from app.migrate import declared_by_models
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -16,6 +17,7 @@ def run_migrations_offline() -> None:
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=True,
+        include_object=declared_by_models,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -31,7 +33,10 @@ def run_migrations_online() -> None:
             connection.commit()
         # Batch mode: SQLite cannot ALTER most things, so Alembic copies the table.
         context.configure(
-            connection=connection, target_metadata=target_metadata, render_as_batch=True
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=True,
+            include_object=declared_by_models,
         )
         with context.begin_transaction():
             context.run_migrations()

@@ -26,7 +26,10 @@ def test_upgrade_head_on_a_fresh_database_matches_the_models(database_url: str) 
     migrate.upgrade(database_url)
     engine = make_engine(database_url)
     with engine.connect() as connection:
-        diff = compare_metadata(MigrationContext.configure(connection), SQLModel.metadata)
+        context = MigrationContext.configure(
+            connection, opts={"include_object": migrate.declared_by_models}
+        )
+        diff = compare_metadata(context, SQLModel.metadata)
     engine.dispose()
     assert diff == []
 

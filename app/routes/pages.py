@@ -23,6 +23,7 @@ from app.pages.campaign_renders import campaign_renders
 from app.pages.campaigns import campaigns_context
 from app.pages.compare import compare_context, parse_ids
 from app.pages.rendering import is_htmx, render
+from app.pages.search import parse_query, search_context
 from app.schemas import (
     AttemptCreate,
     AttemptUpdate,
@@ -313,6 +314,16 @@ def compare_page(
     if by == "id":
         chosen.sort()
     return render(request, "pages/compare.html", compare_context(session, chosen))
+
+
+@router.get("/search", response_class=HTMLResponse, dependencies=OwnerPage)
+def search_page(
+    request: Request, session: SessionDep, q: Annotated[str, Query(max_length=2000)] = ""
+) -> Response:
+    """Every campaign's matches for q, best first, as `GET /api/search` orders them."""
+    query = parse_query(q)
+    context = {**search_context(session, query), "search_q": query}
+    return render(request, "pages/search.html", context, partial="partials/_search_results.html")
 
 
 @router.get("/attempts/{attempt_id}", response_class=HTMLResponse, dependencies=OwnerPage)
