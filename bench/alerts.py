@@ -1,7 +1,7 @@
 """The ingest with a campaign whose webhook never answers, against the same ingest with no
 webhook, in the same run: alerts are an outbox the ingest writes, sent by another thread.
 
-    python bench/alerts.py [--logs 40] [--lines 4000] [--rounds 2]
+    python bench/alerts.py [--logs 40] [--lines 4000] [--rounds 4]
 
 Each round, for each mode (none, stuck), a fresh SQLite file and a real uvicorn dashboard:
 --logs sglang-like logs (start-up, --lines decode lines, then the seeds' crash), each an
@@ -109,14 +109,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--logs", type=int, default=40)
     parser.add_argument("--lines", type=int, default=4000)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=4)
     options = parser.parse_args()
     threading.excepthook = lambda args: None  # a stuck send cut short at shutdown
     for round_ in range(1, options.rounds + 1):
-        results = {m: one(m, options.logs, options.lines) for m in ("none", "stuck")}
+        # Alternating which goes first: the second of a pair runs on a warmer machine.
+        order = ("none", "stuck") if round_ % 2 else ("stuck", "none")
+        results = {m: one(m, options.logs, options.lines) for m in order}
         none, stuck = results["none"], results["stuck"]
         print(
-            f"round {round_}: {options.logs} logs, {none['mib']:.1f} MiB: "
+            f"round {round_} ({order[0]} first): {options.logs} logs, {none['mib']:.1f} MiB: "
             f"no webhook {none['s']:.2f} s ({none['mib_s']:.1f} MiB/s); "
             f"a webhook that never answers {stuck['s']:.2f} s ({stuck['mib_s']:.1f} MiB/s), "
             f"{stuck['queued']} crashes queued, webhook {stuck['webhook']}; "
