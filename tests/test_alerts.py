@@ -109,6 +109,7 @@ def test_alerts_are_set_on_the_campaign_masked_and_refused_when_malformed(
     assert "notify" not in shared and "127.0.0.1" not in shared
 
 
+@pytest.mark.serial  # it times the path from the log to the webhook
 def test_a_crash_in_a_tailed_log_reaches_the_webhook_within_2_s_masked(
     api: httpx.Client, receiver: Receiver, tmp_path: Path
 ) -> None:
@@ -168,6 +169,7 @@ def test_measured_and_better_wait_for_the_figures_and_unchosen_events_stay_quiet
     assert receiver.nothing_more()  # `ready` was not chosen
 
 
+@pytest.mark.serial  # it times the live webhook's alert beside the dead ones
 def test_a_dead_webhook_is_retried_shown_and_never_holds_up_a_live_one(
     api: httpx.Client, browser: httpx.Client, receiver: Receiver, tmp_path: Path
 ) -> None:

@@ -79,6 +79,7 @@ def test_bad_watches_are_refused_and_a_watch_can_be_removed(
     assert api.delete(f"/api/watches/{made['id']}").status_code == 404
 
 
+@pytest.mark.serial  # it times a new file to its attempt
 def test_a_local_folder_offers_what_was_there_and_imports_what_comes(
     api: httpx.Client, tmp_path: Path
 ) -> None:
