@@ -7,7 +7,7 @@ from typing import Any, Protocol, TypeVar
 
 from sqlmodel import Session
 
-from app import actions, repo
+from app import actions, repo, views
 from app.errors import Invalid
 from app.models import Attempt, Status
 from app.numbers import fmt_number
@@ -38,17 +38,26 @@ class _Candidate(Protocol):
     def retest_of(self) -> int | None: ...
 
 
-def _may_unblock(attempts: Sequence[_C], pivot_id: int) -> list[_C]:
-    """In the order they were tried: those `blocked_by` the pivot, and the crashed or
-    eliminated attempts from before it whose failure's class (or the owner's mark) says the
-    stack; none that was already retested after it."""
+def changed_the_stack(pivot: AttemptOut) -> bool:
+    """Whether adopting it may have moved what the stack stood in the way of: its logged
+    environment differs from its baseline's, or one of them is not known. Adopting a flag
+    on the same CUDA, torch and engine unblocks nothing an unsupported arch stopped."""
+    diff = pivot.env_diff
+    return diff is None or bool(diff.changed or diff.added or diff.removed)
+
+
+def _may_unblock(attempts: Sequence[_C], pivot_id: int, *, stack_moved: bool) -> list[_C]:
+    """In the order they were tried: those `blocked_by` the pivot, and, when it moved the
+    stack, the crashed or eliminated attempts from before it whose failure's class (or the
+    owner's mark) says the stack; none that was already retested after it."""
     retested = {a.retest_of for a in attempts if a.retest_of is not None and (a.id or 0) > pivot_id}
     found = []
     for attempt in attempts:
         if attempt.id == pivot_id or attempt.id in retested:
             continue
         failed_on_stack = (
-            (attempt.id or 0) < pivot_id
+            stack_moved
+            and (attempt.id or 0) < pivot_id
             and Status(attempt.status) in _FAILED
             and (
                 attempt.stack_blocked
@@ -64,7 +73,9 @@ def unblocks(session: Session, attempt_id: int) -> list[Attempt]:
     """What adopting this attempt may unblock (`_may_unblock`)."""
     pivot = actions.require_attempt(session, attempt_id)
     assert pivot.id is not None
-    return _may_unblock(repo.list_attempts(session, campaign_id=pivot.campaign_id), pivot.id)
+    moved = changed_the_stack(views.attempt_view(session, pivot))
+    attempts = repo.list_attempts(session, campaign_id=pivot.campaign_id)
+    return _may_unblock(attempts, pivot.id, stack_moved=moved)
 
 
 def standing_offer(attempts: list[AttemptOut]) -> tuple[AttemptOut, list[AttemptOut]] | None:
@@ -74,7 +85,8 @@ def standing_offer(attempts: list[AttemptOut]) -> tuple[AttemptOut, list[Attempt
     if not adopted:
         return None
     pivot = max(adopted, key=lambda a: a.id)
-    offered = _may_unblock(sorted(attempts, key=lambda a: a.id), pivot.id)
+    in_order = sorted(attempts, key=lambda a: a.id)
+    offered = _may_unblock(in_order, pivot.id, stack_moved=changed_the_stack(pivot))
     return (pivot, offered) if offered else None
 
 

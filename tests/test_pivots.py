@@ -1,6 +1,7 @@
 """What a pivot may have unblocked: the attempts waiting on it and the earlier ones the stack
 stood in the way of, offered for a retest in one action; each retest linked to its original."""
 
+import random
 from pathlib import Path
 
 import httpx
@@ -194,3 +195,41 @@ def test_the_campaign_page_shows_the_offer_live_right_after_adoption(
     # Retesting the last one takes the banner away.
     api.post(f"/api/attempts/{pivot['id']}/retest-unblocked")
     page.locator("#pivot-offer-form").wait_for(state="detached", timeout=UI_WAIT_MS)
+
+
+def test_adopting_a_flag_on_the_same_stack_offers_no_stack_failure_a_new_stack_does(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    rng = random.Random(3)
+
+    def measured(campaign_id: int, title: str, stack: str, value: float) -> dict:
+        log = tmp_path / f"{title}.log"
+        lines = demo_logs.startup({}, ready=True, stack=stack)
+        for run in range(3):
+            lines += demo_logs.benchmark(run, value + run * 0.1, rng)
+        log.write_text("\n".join(lines) + "\n")
+        attempt = make_attempt(api, campaign_id, title=title, source=f"file://{log}")
+        return wait_for(
+            lambda: (a := attempt_of(api, attempt["id"]))["stats"]["n"] == 3
+            and a["environment"] and a,
+            what=f"{title} measured",
+        )  # fmt: skip
+
+    def adopt(attempt: dict) -> None:
+        done = api.patch(f"/api/attempts/{attempt['id']}",
+                         json={"status": "adopted", "set_baseline": True})  # fmt: skip
+        assert done.status_code == 200, done.text
+
+    campaign = make_campaign(api, baseline=82.0)
+    adopt(measured(campaign["id"], "Baseline", "cuda12.8", 82.0))
+    fusion = crashed(api, campaign["id"], "FlashInfer allreduce fusion",
+                     demo_logs.crash_flashinfer_fusion(), tmp_path)  # fmt: skip
+    flag = measured(campaign["id"], "CUDA graph max batch 128", "cuda12.8", 89.5)
+    adopt(flag)
+    assert attempt_of(api, flag["id"])["env_diff"]["changed"] == {}
+    assert api.get(f"/api/attempts/{flag['id']}/unblocks").json() == []
+    pivot = measured(campaign["id"], "CUDA 13 upgrade", "cuda13", 92.6)
+    adopt(pivot)
+    assert "CUDA 12.8 → 13.0" in attempt_of(api, pivot["id"])["env_diff"]["summary"]
+    offered = api.get(f"/api/attempts/{pivot['id']}/unblocks").json()
+    assert [a["id"] for a in offered] == [fusion["id"]]
