@@ -101,8 +101,9 @@ def one(mode: str, count: int, lines: int) -> dict[str, Any]:
     if waiting:
         left = [(a["status"], a["tail"]) for a in detail["attempts"] if a["id"] in waiting]
         raise SystemExit(f"{mode}: {len(waiting)} logs never read to their crash: {left[:2]}")
-    return {"mode": mode, "s": elapsed, "mib_s": size / elapsed / (1 << 20), "mib": size / (1 << 20),
-            "queued": queued, "webhook": state}  # fmt: skip
+    mib = size / (1 << 20)
+    return {"mode": mode, "s": elapsed, "mib_s": mib / elapsed, "mib": mib, "queued": queued,
+            "webhook": state}  # fmt: skip
 
 
 def main() -> None:
