@@ -8,7 +8,9 @@ Each round, for each mode (none, stuck), a fresh SQLite file and a real uvicorn 
 attempt with a file:// source created at once; timed from the first POST until every log is
 read to its end and its attempt crashed. With "stuck", the campaign tells every event to a
 loopback webhook that accepts the connection and never answers (each try waits out the 5 s
-timeout, then is retried), so every crash queues one delivery the notifier cannot send.
+timeout, then is retried), so every crash queues one delivery the notifier cannot send;
+"unused" sets the same webhook with no event chosen, the control for everything but the
+deliveries.
 """
 
 import argparse
@@ -65,9 +67,9 @@ def one(mode: str, count: int, lines: int) -> dict[str, Any]:
         listener = None
         with running(settings) as (_, client):
             campaign = client.post("/api/campaigns", json={"name": f"alerts {mode}"}).json()
-            if mode == "stuck":
+            if mode in ("stuck", "unused"):
                 url, listener = stuck_webhook()
-                notify = {"urls": [url], "events": EVENTS}
+                notify = {"urls": [url], "events": EVENTS if mode == "stuck" else []}
                 client.patch(f"/api/campaigns/{campaign['id']}", json={"notify": notify})
             started = time.perf_counter()
             ids = [
@@ -114,16 +116,17 @@ def main() -> None:
     options = parser.parse_args()
     threading.excepthook = lambda args: None  # a stuck send cut short at shutdown
     for round_ in range(1, options.rounds + 1):
-        # Alternating which goes first: the second of a pair runs on a warmer machine.
-        order = ("none", "stuck") if round_ % 2 else ("stuck", "none")
+        # Alternating which goes first: a later run may find a warmer machine.
+        order = ("none", "unused", "stuck") if round_ % 2 else ("stuck", "unused", "none")
         results = {m: one(m, options.logs, options.lines) for m in order}
-        none, stuck = results["none"], results["stuck"]
+        none, unused, stuck = results["none"], results["unused"], results["stuck"]
         print(
             f"round {round_} ({order[0]} first): {options.logs} logs, {none['mib']:.1f} MiB: "
             f"no webhook {none['s']:.2f} s ({none['mib_s']:.1f} MiB/s); "
             f"a webhook that never answers {stuck['s']:.2f} s ({stuck['mib_s']:.1f} MiB/s), "
             f"{stuck['queued']} crashes queued, webhook {stuck['webhook']}; "
-            f"ratio {stuck['s'] / none['s']:.2f}x"
+            f"ratio {stuck['s'] / none['s']:.2f}x; the same webhook set with no event chosen "
+            f"(nothing to send) {unused['s']:.2f} s, {unused['s'] / none['s']:.2f}x"
         )
 
 
