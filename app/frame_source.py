@@ -2,7 +2,6 @@
 tails' SSH pool for ssh:// sources, from this machine's disk for file:// ones (never the
 dashboard's own files). Blocking: callers run it in a worker thread."""
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -100,13 +99,8 @@ def _read_remote(sources: LogSources, url: SourceURL, path: str, line: int) -> d
         raise SourceNotShown(status, f"{url.host_label}: {said}{hint}") from None
     if result.status == 127:
         raise SourceNotShown(502, f"{url.host_label}: python3 not found: showing code needs it")
-    # The answer is the last line: a login script may print before it.
-    last = result.stdout.rstrip(b"\n").rpartition(b"\n")[2]
-    try:
-        answer = json.loads(last) if result.status == 0 else None
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        why = result.stderr.splitlines()[-1] if result.stderr else "an answer it cannot read"
+    answer = result.answer()
+    if answer is None:
+        why = result.why_not("an answer it cannot read")
         raise SourceNotShown(502, f"{url.host_label}: reading the code failed: {why}")
     return answer

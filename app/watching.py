@@ -5,7 +5,6 @@ are offered, not imported. A thread lists every watch twice a second (the folder
 runs app/tailing/dir_listing.py); the database's unique (watch, name) makes each file one
 attempt, whichever dashboard saw it first, across restarts and dropped connections."""
 
-import json
 import logging
 import posixpath
 import threading
@@ -205,13 +204,9 @@ class Watcher:
             return {"error": str(error.state), "message": str(error)}
         except RuntimeError as error:  # the dashboard is stopping
             return {"error": "stopping", "message": str(error)}
-        last = result.stdout.rstrip(b"\n").rpartition(b"\n")[2]
-        try:
-            answer = json.loads(last) if result.status == 0 else None
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            why = result.stderr.splitlines()[-1] if result.stderr else "no answer it can read"
+        answer = result.answer()
+        if answer is None:
+            why = result.why_not("no answer it can read")
             return {"error": "error", "message": f"listing the folder failed: {why}"}
         return answer
 

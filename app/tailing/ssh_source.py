@@ -3,6 +3,7 @@ the app's connection pool (ssh_pool.py); and one-shot helper programs (show code
 paramiko lives in this module, ssh_pool.py and host_keys.py only.
 """
 
+import json
 import random
 import re
 import shlex
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import paramiko
 
@@ -45,6 +47,20 @@ class ProgramResult:
     status: int | None
     stdout: bytes
     stderr: str
+
+    def answer(self) -> dict[str, Any] | None:
+        """The program's JSON object: its last line (a login script may print before it),
+        when it exited 0; None otherwise."""
+        last = self.stdout.rstrip(b"\n").rpartition(b"\n")[2]
+        try:
+            found = json.loads(last) if self.status == 0 else None
+        except ValueError:
+            return None
+        return found if isinstance(found, dict) else None
+
+    def why_not(self, fallback: str) -> str:
+        """What the program said last on stderr, as the reason it gave no answer."""
+        return self.stderr.splitlines()[-1] if self.stderr else fallback
 
 
 def _frames(channel: paramiko.Channel, stop: threading.Event) -> Iterator[tuple[object, ...]]:
