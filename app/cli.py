@@ -1,4 +1,5 @@
-"""The `campaign-dash` command: serve, demo, diagnose, db upgrade, token reset."""
+"""The `campaign-dash` command: serve, demo, diagnose, db upgrade, token reset, mcp; the
+campaign's verbs (app/verbs.py) and `try` ask the running dashboard."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import webbrowser
 from collections.abc import Iterator
+from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -203,7 +206,27 @@ def serve(host: str, port: int) -> None:
     # while a share page renders or the loop fans out: up to 5 ms a wait by default. At
     # 1 ms the owner's GET p99 beside 300 share viewers fell from 166 to 84 ms (bench/).
     sys.setswitchinterval(0.001)
-    run_server(app, sock, "info")
+    # SIGTERM unwinds like Ctrl-C (uvicorn shuts down gracefully, then hands the signal on):
+    # its default action would end the process before its runtime file is removed.
+    signal.signal(signal.SIGTERM, _interrupt)
+    with published(app, settings, sock):
+        run_server(app, sock, "info")
+
+
+def published(app: FastAPI, settings: Settings, sock: socket.socket) -> ContextManager[Path]:
+    """This dashboard's runtime file, with a token of its own, while it serves: the CLI
+    verbs and `campaign-dash mcp` of this user on this machine find it by that."""
+    from app import runtime
+
+    token = runtime.new_token()
+    app.state.auth.accept_runtime_token(token)
+    host, port = sock.getsockname()[:2]
+    return runtime.published(
+        runtime.Dashboard(
+            url=runtime.local_url(host, port), token=token, pid=os.getpid(),
+            database=runtime.database_identity(settings.database_url), started_at=time.time(),
+        )
+    )  # fmt: skip
 
 
 @main.group()
@@ -348,6 +371,8 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
     url = f"{login}&next=/campaigns/{replay.create_campaign()}"
     click.echo(f"Demo database: {workdir / 'demo.db'} (yours is untouched)")
     click.echo(f"Open: {url}")
+    # The MCP server finds this demo's token by its address (its runtime file).
+    click.echo(f"Connect a coding agent (MCP over stdio): {agent_line(local_url(sock))}")
     click.echo(
         f"Server logs of the story are written to {workdir}, one file per attempt. "
         "Ctrl-C stops the demo and removes them."
@@ -373,10 +398,23 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
     elif not no_browser:
         click.echo("No display here: open the link above in your browser.")
     try:
-        run_server(app, sock, "warning")
+        with published(app, settings, sock):
+            run_server(app, sock, "warning")
     finally:
         stop.set()
         player.join(timeout=5)
+
+
+def local_url(sock: socket.socket) -> str:
+    from app import runtime
+
+    host, port = sock.getsockname()[:2]
+    return runtime.local_url(host, port)
+
+
+def agent_line(url: str) -> str:
+    """What an agent's host is told to start (as `claude mcp add NAME -- COMMAND` takes it)."""
+    return f"campaign-dash mcp --url {url}"
 
 
 @main.command(
@@ -405,12 +443,14 @@ def _run_demo(workdir: Path, sock: socket.socket, no_browser: bool, speed: float
 @click.option("--keep", is_flag=True, help="Leave the server running at the end.")
 @click.option("--retest-of", type=int, default=None, help="The attempt this one retests.")
 @click.option("--hypothesis", default="", help="What the attempt tries, in a sentence.")
-@click.option("--url", default="http://127.0.0.1:8000", show_default=True,
-              help="The running dashboard: serve's default address.")  # fmt: skip
+@click.option("--url", default=None,
+              help="The running dashboard. Defaults to the one `serve` runs on this machine "
+              "for this user (found by its runtime file), else http://127.0.0.1:8000, "
+              "serve's default address, with CAMPAIGN_DASH_TOKEN.")  # fmt: skip
 def try_(
     campaign: str, title: str, command: tuple[str, ...], host: str, bench: str | None,
     repeat: int | str, max_runs: int, warmup: int, ready_timeout: float, keep: bool,
-    retest_of: int | None, hypothesis: str, url: str,
+    retest_of: int | None, hypothesis: str, url: str | None,
 ) -> None:  # fmt: skip
     """Run one attempt on HOST: launch COMMAND (after --) detached, wait for ready or crash,
     benchmark it, record the figures, stop it. CAMPAIGN is an id or a name.
@@ -429,13 +469,13 @@ def try_(
         launch["max_runs"] = max_runs
     if bench:
         launch["bench"] = bench
-    token = os.environ.get("CAMPAIGN_DASH_TOKEN")
-    if not token:
-        from app.config import Settings
+    from app.client import find
 
-        token = Settings().token  # from .env
+    found = find(url)
+    if found.said:
+        click.echo(found.said, err=True)
     code = run_try(
-        url=url, token=token,
+        url=found.url, token=found.token,
         campaign=campaign, title=title, launch=launch, hypothesis=hypothesis,
         retest_of=retest_of,
     )  # fmt: skip
@@ -574,3 +614,27 @@ def describe(result: Diagnosis, *, color: bool) -> str:
                 summary += f", max {max(values):g}, {len(values)} figures"
             lines.append(f"  {label}: {summary}")
     return "\n".join(lines)
+
+
+@main.command()
+@click.option("--url", default=None,
+              help="The running dashboard. Defaults to the one `serve` runs on this machine "
+              "for this user (its runtime file holds a token); elsewhere give it with "
+              "CAMPAIGN_DASH_TOKEN.")  # fmt: skip
+def mcp(url: str | None) -> None:
+    """A Model Context Protocol server on standard input and output, for a coding agent's
+    host to start: its tools read and drive the campaigns through the running dashboard's
+    API, so what the agent does shows live on the pages."""
+    from app.mcp_server import serve_stdio
+
+    serve_stdio(url)
+
+
+def _add_verbs() -> None:
+    from app.verbs import VERBS
+
+    for verb in VERBS:
+        main.add_command(verb)
+
+
+_add_verbs()

@@ -39,9 +39,20 @@ def history(session: Session, attempt: Attempt) -> list[HintOut]:
     of any campaign), with what changed; then the verdicts written on those attempts."""
     if not attempt.fingerprint or attempt.id is None:
         return []
-    same = repo.same_failure(session, fingerprint=attempt.fingerprint, other_than=attempt.id)
+    return history_of(
+        session, fingerprint=attempt.fingerprint, other_than=attempt.id,
+        campaign_id=attempt.campaign_id,
+    )  # fmt: skip
+
+
+def history_of(
+    session: Session, *, fingerprint: str, other_than: int = 0, campaign_id: int | None = None
+) -> list[HintOut]:
+    """history() of a failure met outside any attempt (a log excerpt): every campaign's
+    attempts with it are named with their campaign."""
+    same = repo.same_failure(session, fingerprint=fingerprint, other_than=other_than)
     named = {
-        other: f"#{other}" if campaign == attempt.campaign_id else f'#{other} in campaign "{name}"'
+        other: f"#{other}" if campaign == campaign_id else f'#{other} in campaign "{name}"'
         for other, campaign, name, _ in same
     }
     originals = {other: campaign for other, campaign, _, _ in same}

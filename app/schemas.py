@@ -562,6 +562,52 @@ class CampaignDetailOut(CampaignOut):
     notify: NotifyOut | None = None  # the owner's API only
 
 
+# A log excerpt sent to be read: what a 1 MiB body holds, JSON-escaped, with room to spare.
+LogText = Annotated[str, StringConstraints(max_length=500_000)]
+
+
+class DiagnoseIn(Strict):
+    text: LogText
+
+
+class SeenIn(Strict):
+    text: LogText = ""
+    # From a diagnosis made elsewhere (`seen --log FILE` reads the whole file on its side).
+    fingerprint: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")] | None = None
+
+
+class DiagnosedOut(BaseModel):
+    """`campaign-dash diagnose --json`'s object, with the hints an attempt with it gets."""
+
+    model_config = ConfigDict(extra="allow")
+    hints: list[HintOut]
+
+
+class FixOut(BaseModel):
+    attempt_id: int
+    title: str
+    status: Status
+
+
+class SeenMatchOut(BaseModel):
+    campaign_id: int
+    campaign: str
+    attempt_id: int
+    title: str
+    status: Status
+    verdict: str | None
+    root_cause: str | None
+    error_class: str | None
+    fixed_by: list[FixOut]  # its retests that got past the failure
+
+
+class SeenOut(BaseModel):
+    root_cause: str | None  # of the text sent, as the diagnosis reads it
+    error_class: str | None
+    fingerprint: str | None
+    matches: list[SeenMatchOut]
+
+
 class SearchHitOut(BaseModel):
     kind: Literal["campaign", "attempt", "note"]
     campaign_id: int

@@ -185,9 +185,15 @@ def _figures(figures: Any, mask: Mask) -> Any:
 def summary(session: Session, link: ShareLink) -> Summary:
     """The campaign's story for readers outside: verdicts, figures, causes and notes.
     One mask serves the page, both exports and the live stream, which all read this."""
-    campaign = actions.require_campaign(session, link.campaign_id)
+    return story_of(session, link.campaign_id, redact=link.redact)
+
+
+def story_of(session: Session, campaign_id: int, *, redact: bool) -> Summary:
+    """A share link's summary, or (redact False) the owner's own export of it: secrets are
+    masked in both."""
+    campaign = actions.require_campaign(session, campaign_id)
     detail = views.campaign_detail(session, campaign)
-    notes = repo.list_notes(session, campaign_id=link.campaign_id)
+    notes = repo.list_notes(session, campaign_id=campaign_id)
     campaign_data = detail.model_dump(exclude={"attempts"})
     # Connection details (the tail) are the owner's business; of the flags, what differs
     # from the baseline says the story, not the hundreds the engine echoed.
@@ -197,7 +203,7 @@ def summary(session: Session, link: ShareLink) -> Summary:
         if a.lane != Lane.refused  # a refused launch tested nothing: not part of the story
     ]
     mask: Mask = secrets_only
-    if link.redact:
+    if redact:
         texts = _strings([campaign_data, attempts_data, [n.body for n in notes]])
         mask = Redactor.learning(texts)
     masked = [

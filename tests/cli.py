@@ -93,5 +93,10 @@ def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[Served]:
 
 
 def clean_env() -> dict[str, str]:
-    """This process's environment without any CAMPAIGN_DASH_ setting: a user's shell."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_DASH_")}
+    """This process's environment without any CAMPAIGN_DASH_ setting: a user's shell (whose
+    dashboards' runtime files are the test worker's own, conftest's)."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CAMPAIGN_DASH_") or k == "CAMPAIGN_DASH_RUNTIME_DIR"
+    }

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import tempfile
 import threading
 import time
 import uuid
@@ -43,6 +44,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "serial: runs alone, after the parallel pass (it times the machine or fills it)",
     ):
         config.addinivalue_line("markers", line)
+    # Every dashboard a test starts writes its runtime file here, one folder per worker, not
+    # in the user's own: a test that finds dashboards gives its own folder.
+    os.environ["CAMPAIGN_DASH_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="campaign-dash-runtime-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.pop("CAMPAIGN_DASH_RUNTIME_DIR", ""), ignore_errors=True)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -115,7 +115,12 @@ def campaign(url: str) -> dict:
 def finished(url: str) -> dict | None:
     detail = campaign(url)
     attempts = detail["attempts"]
-    if len(attempts) == len(EXPECTED) and attempts[-1]["status"] == "crashed":
+    # Each log read to its end: under load the tailer trails the replay's writes, and a
+    # crash's status comes with its first error line, its root cause with a later one.
+    caught_up = all(
+        a["tail"] is None or a["tail"]["bytes_read"] >= (a["tail"]["size"] or 0) for a in attempts
+    )
+    if len(attempts) == len(EXPECTED) and attempts[-1]["status"] == "crashed" and caught_up:
         notes = httpx.get(f"{url}/api/attempts/{attempts[-1]['id']}/notes",
                           headers={"Authorization": f"Bearer {OWNER_TOKEN}"}).json()  # fmt: skip
         return detail if notes else None

@@ -119,7 +119,10 @@ def test_try_runs_the_loop_and_says_how_it_ended_by_its_exit_status(
         unknown = try_(env, tmp_path, "no such campaign", "x", "--host", "local",
                        "--url", url, "--", "true")  # fmt: skip
         assert unknown.returncode == 2 and "no campaign named 'no such campaign'" in unknown.stderr
-        no_token = try_({k: v for k, v in env.items() if k != "CAMPAIGN_DASH_TOKEN"}, tmp_path,
+        # Elsewhere (no dashboard of this user here to take a token from), a token is needed.
+        elsewhere = {k: v for k, v in env.items() if k != "CAMPAIGN_DASH_TOKEN"}
+        elsewhere["CAMPAIGN_DASH_RUNTIME_DIR"] = str(tmp_path / "no-dashboards-here")
+        no_token = try_(elsewhere, tmp_path,
                         "EAGLE-3", "x", "--host", "local", "--url", url, "--", "true")  # fmt: skip
         assert no_token.returncode == 2 and "CAMPAIGN_DASH_TOKEN" in no_token.stderr
     gone = try_(env, tmp_path, "EAGLE-3", "x", "--host", "local", "--url", url, "--", "true")

@@ -38,7 +38,15 @@ from app.repo.logs import (
     stream_stored_log,
 )
 from app.repo.runs import kept_running, running_servers, runs_by_attempt, server_may_run
-from app.repo.search import Match, campaign_names, retests_past, same_failure, search, seen_before
+from app.repo.search import (
+    Match,
+    campaign_names,
+    ids_with_fingerprint,
+    retests_past,
+    same_failure,
+    search,
+    seen_before,
+)
 from app.repo.shares import find_share_link, get_share_link, list_share_links, note_share_opened
 from app.repo.tails import followed_attempt_ids, prune_live_events, tail_state
 
@@ -55,6 +63,7 @@ __all__ = [
     "find_share_link",
     "followed_attempt_ids",
     "get_share_link",
+    "ids_with_fingerprint",
     "kept_log_bytes",
     "kept_running",
     "list_share_links",

@@ -51,6 +51,19 @@ def seen_before(
     return [(row[0], row[1], row[2], str(row[3]), row[4]) for row in session.execute(query)]
 
 
+def ids_with_fingerprint(
+    session: Session, *, fingerprint: str, limit: int = SEEN_BEFORE_LIMIT
+) -> list[int]:
+    """The attempts of any campaign with this failure fingerprint, newest first (its index)."""
+    query = (
+        sa_select(col(Attempt.id))
+        .where(col(Attempt.fingerprint) == fingerprint)
+        .order_by(col(Attempt.id).desc())
+        .limit(limit)
+    )
+    return [row[0] for row in session.execute(query)]
+
+
 def same_failure(
     session: Session, *, fingerprint: str, other_than: int, limit: int = SEEN_BEFORE_LIMIT
 ) -> list[tuple[int, int, str, str | None]]:

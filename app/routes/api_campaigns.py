@@ -1,9 +1,10 @@
 """JSON API for campaigns, their attempts and their notes."""
 
 from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlmodel import Session
 
-from app import actions, exports, repo, views
+from app import actions, exports, repo, sharing, views
 from app.deps import SessionDep, SettingsDep, require_api_owner
 from app.models import Campaign
 from app.runner import launching
@@ -68,6 +69,19 @@ def csv_response(text: str, filename: str) -> Response:
         media_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
+
+
+@router.get("/{campaign_id}/summary.md", response_class=PlainTextResponse)
+def summary_markdown(campaign_id: int, session: SessionDep) -> Response:
+    """The campaign's story as its share link's `.md` tells it, unredacted (secrets masked)."""
+    story = sharing.story_of(session, campaign_id, redact=False)
+    return PlainTextResponse(sharing.to_markdown(story), media_type="text/markdown; charset=utf-8")
+
+
+@router.get("/{campaign_id}/summary.json", response_class=JSONResponse)
+def summary_json(campaign_id: int, session: SessionDep) -> Response:
+    """The campaign's story as its share link's `.json` tells it, unredacted (secrets masked)."""
+    return JSONResponse(sharing.to_json(sharing.story_of(session, campaign_id, redact=False)))
 
 
 @router.patch("/{campaign_id}")
