@@ -5,6 +5,8 @@ deletes anything; a refusal comes back as a tool error carrying the dashboard's 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
@@ -96,8 +98,7 @@ class Dashboards:
         return self._api
 
 
-def build(url: str | None) -> MCPServer:
-    dashboards = Dashboards(url)
+def build(dashboards: Dashboards) -> MCPServer:
     server = MCPServer("campaign-dash", instructions=INSTRUCTIONS)
 
     async def call(work: Callable[[Api], Result]) -> Result:
@@ -307,4 +308,12 @@ def trimmed(attempt: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve_stdio(url: str | None) -> None:
-    build(url).run("stdio")
+    # Each request to the dashboard is the agent's business, not a line on the host's log.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    dashboards = Dashboards(url)
+    server = build(dashboards)
+    # The settings, the URL parser and the HTTP client paid for before the first tool call
+    # (half a second); none running yet: each call looks again, and says so if still none.
+    with contextlib.suppress(DashboardError):
+        dashboards.api()
+    server.run("stdio")
