@@ -443,6 +443,9 @@ def agent_line(url: str) -> str:
 @click.option("--keep", is_flag=True, help="Leave the server running at the end.")
 @click.option("--retest-of", type=int, default=None, help="The attempt this one retests.")
 @click.option("--hypothesis", default="", help="What the attempt tries, in a sentence.")
+@click.option("--json", "as_json", is_flag=True,
+              help="The progress on standard error; the attempt as it ended, one JSON "
+              "document, on standard output.")  # fmt: skip
 @click.option("--url", default=None,
               help="The running dashboard. Defaults to the one `serve` runs on this machine "
               "for this user (found by its runtime file), else http://127.0.0.1:8000, "
@@ -450,7 +453,7 @@ def agent_line(url: str) -> str:
 def try_(
     campaign: str, title: str, command: tuple[str, ...], host: str, bench: str | None,
     repeat: int | str, max_runs: int, warmup: int, ready_timeout: float, keep: bool,
-    retest_of: int | None, hypothesis: str, url: str | None,
+    retest_of: int | None, hypothesis: str, as_json: bool, url: str | None,
 ) -> None:  # fmt: skip
     """Run one attempt on HOST: launch COMMAND (after --) detached, wait for ready or crash,
     benchmark it, record the figures, stop it. CAMPAIGN is an id or a name.
@@ -461,6 +464,7 @@ def try_(
       1  crashed, not ready in time, or the benchmark failed
       2  refused (host busy, port in use, bad usage) or infrastructure failure
     """
+    from app.client import find
     from app.try_cli import command_text, run_try
 
     launch = {"host": host, "command": command_text(command), "repeat": repeat,
@@ -469,13 +473,11 @@ def try_(
         launch["max_runs"] = max_runs
     if bench:
         launch["bench"] = bench
-    from app.client import find
-
     found = find(url)
     if found.said:
         click.echo(found.said, err=True)
     code = run_try(
-        url=found.url, token=found.token,
+        found=found, as_json=as_json,
         campaign=campaign, title=title, launch=launch, hypothesis=hypothesis,
         retest_of=retest_of,
     )  # fmt: skip

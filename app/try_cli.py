@@ -1,14 +1,17 @@
 """`campaign-dash try`: one attempt of the loop, asked of the running dashboard's API;
 prints the attempt's URL and its progress, exits by how it ended."""
 
+import functools
 import json
 import shlex
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import click
 import httpx
 
+from app.client import Api, Found, detail_of
 from app.numbers import fmt_judgement, fmt_number
 from app.runner.outcomes import EXIT_OK, EXIT_REFUSED, RunOutcome
 
@@ -17,35 +20,9 @@ from app.runner.outcomes import EXIT_OK, EXIT_REFUSED, RunOutcome
 FALLBACK_POLL_S = 1.0
 POLL_S = 0.25
 
-# Idle connections are let go of before the dashboard closes them (its keep-alive is 5 s):
-# one reused just as the server closes it fails the request with a reset.
-LIMITS = httpx.Limits(keepalive_expiry=2.0)
-
 
 class Refused(click.ClickException):
     exit_code = EXIT_REFUSED
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        detail = response.json().get("detail")
-    except ValueError:
-        detail = response.text
-    return detail if isinstance(detail, str) else str(detail)
-
-
-def _campaign_id(client: httpx.Client, campaign: str) -> int:
-    if campaign.isdigit():
-        return int(campaign)
-    response = client.get("/api/campaigns")
-    if response.status_code != 200:
-        raise Refused(f"listing campaigns: {response.status_code} {_detail(response)}")
-    matches = [c["id"] for c in response.json() if c["name"] == campaign]
-    if not matches:
-        raise Refused(f"no campaign named {campaign!r}")
-    if len(matches) > 1:
-        raise Refused(f"{len(matches)} campaigns are named {campaign!r}: give its id")
-    return int(matches[0])
 
 
 class Wakeups:
@@ -53,6 +30,7 @@ class Wakeups:
     `attempt` event of ours wakes the progress loop at once instead of at its next look."""
 
     def __init__(self, client: httpx.Client, campaign_id: int) -> None:
+        self.campaign_id = campaign_id
         self.attempt_id: int | None = None  # until the POST answers, any attempt wakes
         self.connected = threading.Event()
         self._changed = threading.Event()
@@ -115,42 +93,36 @@ def _progress(attempt: dict[str, Any]) -> str:
 
 def run_try(
     *,
-    url: str,
-    token: str | None,
+    found: Found,
     campaign: str,
     title: str,
     launch: dict[str, Any],
     hypothesis: str,
     retest_of: int | None,
+    as_json: bool = False,
 ) -> int:
-    if not token:
-        raise Refused("CAMPAIGN_DASH_TOKEN is not set: the dashboard's API needs the owner token")
-    headers = {"Authorization": f"Bearer {token}"}
-    base = url.rstrip("/")
-    try:
-        with httpx.Client(base_url=base, headers=headers, timeout=30, limits=LIMITS) as client:
-            return _drive(client, base, campaign, title, launch, hypothesis, retest_of)
-    except httpx.TransportError as error:
-        raise Refused(f"cannot reach the dashboard at {base}: {error}") from None
-
-
-def _drive(
-    client: httpx.Client, base: str, campaign: str, title: str, launch: dict[str, Any],
-    hypothesis: str, retest_of: int | None,
-) -> int:  # fmt: skip
-    campaign_id = _campaign_id(client, campaign)
-    wakeups = Wakeups(client, campaign_id)
-    try:
-        return _launch_and_follow(client, base, campaign_id, title, launch, hypothesis,
-                                  retest_of, wakeups)  # fmt: skip
-    finally:
-        wakeups.close()
+    """The exit status; `as_json`: the progress on stderr, the attempt as it ended on stdout."""
+    say = functools.partial(click.echo, err=as_json)
+    with Api(found) as api:
+        wakeups = Wakeups(api.http, api.campaign_id(campaign))
+        try:
+            code, attempt = _launch_and_follow(
+                api.http, found.url, wakeups.campaign_id, title, launch, hypothesis,
+                retest_of, wakeups, say,
+            )  # fmt: skip
+        except httpx.TransportError as error:  # before the launch was answered: nothing ran
+            raise Refused(f"cannot reach the dashboard at {found.url}: {error}") from None
+        finally:
+            wakeups.close()
+    if as_json:
+        click.echo(json.dumps(attempt, ensure_ascii=False))
+    return code
 
 
 def _launch_and_follow(
     client: httpx.Client, base: str, campaign_id: int, title: str, launch: dict[str, Any],
-    hypothesis: str, retest_of: int | None, wakeups: Wakeups,
-) -> int:  # fmt: skip
+    hypothesis: str, retest_of: int | None, wakeups: Wakeups, say: Callable[..., None],
+) -> tuple[int, dict[str, Any]]:  # fmt: skip
     body: dict[str, Any] = {"title": title, "hypothesis": hypothesis, "launch": launch}
     if retest_of is not None:
         body["retest_of"] = retest_of
@@ -158,20 +130,20 @@ def _launch_and_follow(
     if response.status_code == 401:
         raise Refused("the dashboard refused the token (CAMPAIGN_DASH_TOKEN)")
     if response.status_code != 201:
-        raise Refused(f"{response.status_code}: {_detail(response)}")
+        raise Refused(f"{response.status_code}: {detail_of(response)}")
     attempt = response.json()
     wakeups.attempt_id = attempt["id"]
-    click.echo(f"{base}/attempts/{attempt['id']}")
+    say(f"{base}/attempts/{attempt['id']}")
     shown = gpu_said = None
     try:
         while True:
             said = _progress(attempt)
             if said != shown:
-                click.echo(f"  {said}")
+                say(f"  {said}")
                 shown = said
             gpu_note = attempt["run"].get("gpu_note")
             if gpu_note and gpu_note != gpu_said:  # once: a skipped GPU check is no detail
-                click.echo(f"  {gpu_note}")
+                say(f"  {gpu_note}")
                 gpu_said = gpu_note
             run = attempt["run"]
             if run["state"] in ("done", "failed"):
@@ -179,12 +151,12 @@ def _launch_and_follow(
             wakeups.wait()
             response = client.get(f"/api/attempts/{attempt['id']}")
             if response.status_code != 200:
-                raise Refused(f"{response.status_code}: {_detail(response)}")
+                raise Refused(f"{response.status_code}: {detail_of(response)}")
             attempt = response.json()
     except KeyboardInterrupt:
         client.post(f"/api/attempts/{attempt['id']}/stop")
         click.echo("  interrupted: asked the dashboard to stop the run", err=True)
-        return 130
+        return 130, attempt
     except httpx.TransportError as error:
         # The server runs detached on the host and its run is in the database: nothing is
         # lost, and the person must know not to launch it again by hand.
@@ -195,9 +167,9 @@ def _launch_and_follow(
             f" it: watch it at {base}/attempts/{attempt['id']}",
             err=True,
         )
-        return EXIT_REFUSED
+        return EXIT_REFUSED, attempt
     if run.get("auto_said"):
-        click.echo(f"  {run['auto_said']}")
+        say(f"  {run['auto_said']}")
     metric = attempt.get("metric")
     if metric:
         stats = attempt["stats"]
@@ -205,9 +177,9 @@ def _launch_and_follow(
         said = fmt_judgement(stats["delta_pct"], interval, stats["call"], stats["n"])
         change = f", {said} against the baseline" if said else ""
         mean, spread = fmt_number(metric["mean"]), fmt_number(metric["spread"])
-        click.echo(f"  {mean} ± {spread} (n={metric['n']}){change}")
+        say(f"  {mean} ± {spread} (n={metric['n']}){change}")
     outcome = run.get("outcome") or RunOutcome.infrastructure
-    click.echo(f"  {attempt['status']}" + ("" if outcome == attempt["status"] else f": {outcome}"))
+    say(f"  {attempt['status']}" + ("" if outcome == attempt["status"] else f": {outcome}"))
     # How the run ended, as the exit status says it (RunOutcome's table); one a newer
     # dashboard knows and this CLI does not is no result to go on from.
     known = RunOutcome.read(outcome)
@@ -216,8 +188,8 @@ def _launch_and_follow(
         # Measured, but the stop was not proven: the next launch on that host would be
         # measured against what is left there. A loop of `try` should stop and say so.
         click.echo(f"  {run.get('reason') or 'the run failed after its figures'}", err=True)
-        return EXIT_REFUSED
-    return code
+        return EXIT_REFUSED, attempt
+    return code, attempt
 
 
 def command_text(words: tuple[str, ...]) -> str:

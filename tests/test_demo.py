@@ -2,6 +2,7 @@
 by the installed command in a subprocess."""
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -14,8 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli import clean_env
 from tests.conftest import OWNER_TOKEN
 from tests.helpers import wait_for
+from tests.mcp_agent import agent
 from tests.sshd import free_port
 
 EXPECTED = [
@@ -231,6 +234,22 @@ def test_the_demo_link_opens_the_replayed_campaigns_live_page(demo: Demo) -> Non
     assert page.status_code == 200 and page.url.path == f"/campaigns/{replayed['id']}"
     assert "EAGLE-3 speculative decoding on 8x RTX PRO 6000" in page.text
     assert f"/api/campaigns/{replayed['id']}/events?view=campaign" in page.text  # live
+
+
+def test_the_demo_prints_the_line_that_connects_an_agent_and_it_does(
+    demo: Demo, tmp_path: Path
+) -> None:
+    prefix = "Connect a coding agent (MCP over stdio): "
+    line = wait_for(
+        lambda: next((line for line in demo.output if line.startswith(prefix)), None),
+        timeout=30, what="the agent's line",
+    )  # fmt: skip
+    command = shlex.split(line.removeprefix(prefix))
+    assert command == ["campaign-dash", "mcp", "--url", demo.url]
+    # As an agent's host starts it: no token given, the demo's runtime file has one.
+    with agent(clean_env(), tmp_path, *command[2:]) as mcp:
+        [replayed] = mcp.ok("list_campaigns")
+        assert replayed["name"].startswith("EAGLE-3 speculative decoding on 8x RTX PRO 6000")
 
 
 def test_sigterm_mid_replay_stops_the_demo_and_removes_its_directory(demo: Demo) -> None:

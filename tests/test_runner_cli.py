@@ -103,6 +103,15 @@ def test_try_runs_the_loop_and_says_how_it_ended_by_its_exit_status(
                        *server_command(free_port(), "--mode", "crash").split())  # fmt: skip
         assert crashed.returncode == 1, crashed.stdout + crashed.stderr
         assert "crashed before ready: KeyError: 12" in crashed.stdout
+        # --json: the progress on stderr, the attempt as it ended on stdout, same exit status.
+        as_json = try_(env, tmp_path, "EAGLE-3", "Crash again", "--host", sshd.alias, "--json",
+                       "--url", url, "--",
+                       *server_command(free_port(), "--mode", "crash").split())  # fmt: skip
+        assert as_json.returncode == 1, as_json.stdout + as_json.stderr
+        ended = json.loads(as_json.stdout)
+        assert ended["status"] == "crashed" and ended["run"]["outcome"] == "crashed"
+        assert ended["diagnosis"]["root_cause"] == "KeyError: 12"
+        assert "crashed before ready: KeyError: 12" in as_json.stderr
 
         import socket
 
