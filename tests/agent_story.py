@@ -49,6 +49,7 @@ def launched(
 def run(
     agent: Agent, host: str, workdir: Path, before_last_verdict: Callable[[int], None] = print
 ) -> Story:
+    workdir.mkdir(parents=True, exist_ok=True)
     draws = workdir / "draws"
     campaigns = {c["name"]: c["id"] for c in agent.ok("list_campaigns")}
     assert set(campaigns) >= {FIRST, SECOND}, campaigns
