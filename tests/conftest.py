@@ -257,6 +257,38 @@ def running(settings: Settings) -> Iterator[tuple[LiveServer, httpx.Client]]:
         live.stop()
 
 
+class Httpx2Bridge(httpx.BaseTransport):
+    """Starlette's test transport speaks httpx2 once that is installed (the mcp SDK needs it);
+    the tests speak httpx: requests and streamed responses are handed across as they are."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        import httpx2
+
+        theirs = httpx2.Request(
+            request.method, str(request.url), headers=request.headers.multi_items(),
+            content=request.read(),
+        )  # fmt: skip
+        answer = self._inner.handle_request(theirs)
+        return httpx.Response(
+            answer.status_code, headers=answer.headers.multi_items(),
+            stream=_BridgedStream(answer.stream), request=request,
+        )  # fmt: skip
+
+
+class _BridgedStream(httpx.SyncByteStream):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._inner
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 class InProcess:
     """The app served through Starlette's in-process client: no socket, no uvicorn, for
     request/response tests. Its lifespan runs as the server's does, once; every client
@@ -274,6 +306,8 @@ class InProcess:
     def client(self, **options: Any) -> httpx.Client:
         # The runner's transport runs each request on the event loop of its lifespan.
         transport = self._runner._transport
+        if not isinstance(transport, httpx.BaseTransport):
+            transport = Httpx2Bridge(transport)
         return httpx.Client(
             transport=transport, base_url=self.url, event_hooks=SERVER_ERRORS, **options
         )
