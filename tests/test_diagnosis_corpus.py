@@ -1,9 +1,12 @@
 """Scores the engine on the labelled real logs of tests/corpus (public bug reports).
 
 The cases are split by source thread into a tuning part and a validation part (labels.json's
-`split`): rules are tuned on the first; the second says whether they generalize. Each part is
-held to the floor it reached (FLOORS), short of the goal (GOAL). A held-out set of the same kind
-judges the engine too: nothing here may special-case a file.
+`split`): rules are tuned on the first; the second, frozen since issue 23, is read as counts
+only. A third part, `fresh`, is mined from sources never used before once a round's rules are
+written, scored once as the round's estimate of how the engine does on logs nobody has seen,
+then folded into tuning for the next round. Each part is held to the floor it reached
+(FLOORS), short of the goal (GOAL). A held-out set of the same kind judges the engine too:
+nothing here may special-case a file.
 """
 
 import json
@@ -17,7 +20,9 @@ from app.diagnosis import diagnose_bytes
 from app.diagnosis.lines import decode, strip_prefixes
 
 CORPUS = Path(__file__).parent / "corpus"
-SPLITS = ("tuning", "validation")
+SPLITS = ("tuning", "validation", "fresh")
+# Looked at case by case; the others only as counts.
+READ_BY_CASE = ("tuning",)
 THRESHOLD = 0.95
 
 
@@ -100,8 +105,9 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
         assert case["split"] in SPLITS, case["id"]
         assert split_of_source.setdefault(case["source"], case["split"]) == case["split"], case
         assert (CORPUS / "cases" / f"{case['id']}.log").is_file(), case["id"]
-    sizes = [sum(case["split"] == part for case in cases) for part in SPLITS]
-    assert min(sizes) >= 0.35 * len(cases), sizes
+    # Tuning and validation split each thread by its hash: about half each.
+    sizes = [sum(case["split"] == part for case in cases) for part in ("tuning", "validation")]
+    assert min(sizes) >= 0.4 * sum(sizes), sizes
 
 
 # The goal (issue 11): 95 % on the validation part for root cause, class and crashed, 99 %
@@ -138,7 +144,8 @@ def test_engine_scores_at_least_95_percent_on_the_corpus(plain: dict[str, Outcom
         scores, misses = tally(chosen, plain)
         results[part] = (scores, misses, len(chosen))
         print(f"\n{part} ({len(chosen)} cases): {_report(scores, len(chosen))}")
-        print(f"{part} misses: " + (", ".join(misses) or "none"))
+        if part in READ_BY_CASE:
+            print(f"{part} misses: " + (", ".join(misses) or "none"))
     scores, _ = tally(cases, plain)
     print(f"all ({len(cases)} cases): {_report(scores, len(cases))}")
     validation, _, total = results["validation"]
@@ -149,7 +156,7 @@ def test_engine_scores_at_least_95_percent_on_the_corpus(plain: dict[str, Outcom
         )
     )
     for part, (scores, misses, total) in results.items():
-        for name, floor in FLOORS[part].items():
+        for name, floor in FLOORS.get(part, {}).items():
             assert scores[name] / total >= floor, (part, name, misses)
 
 
