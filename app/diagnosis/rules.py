@@ -123,6 +123,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
         r"Cannot allocate memory", r"\[Errno 12\]", r"return code = -9\b",
+        r"\bmemory allocation of \d+ bytes failed",  # Rust's allocator, on the host
         r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"^(?:.*\s)?Killed(?:\s.*)?$",
@@ -160,6 +161,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r".*(?:non-zero exit status|failed|error)",
         r"Error building extension", r"[Ff]ailed to build\b",
         r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error:",  # a compiler's
+        r"\.(?:cu|cuh|cpp|h)\(\d+\): (?:catastrophic )?error:",  # nvcc's
+        r"\berrors? detected in the compilation of\b",
         # one library calling another with the signature of another version
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
         r"|takes \d+ positional arguments? but \d+ (?:were|was) given)",
@@ -253,6 +256,7 @@ ANOTHER_PROCESS_FAILED = Alternatives(
     tuple(w.pattern for w in wrappers.WRAPPERS if w.another_process)
 )
 WAITING = "waiting for the failing process's error"
+NO_FAILURE = "no failure in the log"
 
 # Lines that look alarming to grep and mean nothing: config dumps and access logs...
 HARD_NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if line.hard))
@@ -342,6 +346,17 @@ NATIVE_FAILURE = _any(
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
     # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
     r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing)\b",
+    # the kernel on a process it stopped: "traps: python3[213941] trap invalid opcode ...",
+    # "python3[1234]: segfault at 0 ip ... error 4 in libfoo.so"
+    r"\btraps: \S+\[\d+\] trap\b|\[\d+\]: segfault at\b",
+    # C libraries' and compilers' own summaries of a failure
+    r"^[\w.-]+ error: ",  # "rocBLAS error: Cannot read ...TensileLibrary.dat"
+    r"\bmemory allocation of \d+ bytes failed\b",  # Rust's allocator (llama.cpp's tools too)
+    r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
+    r"\(\d+\): (?:catastrophic )?error: ",  # nvcc's "x.cu(12): error: ..."
+    r"\bError while finding module specification\b",  # python -m on a missing module
+    r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
+    r"^Failed: Cuda error\b",  # CUDACHECK in vLLM's custom all-reduce and others
     # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
     r"^(?:UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED"
     r"|NOT_FOUND|UNKNOWN|ABORTED|DATA_LOSS|UNIMPLEMENTED): ",

@@ -115,3 +115,30 @@ NEVER_STARTED = (
         "model repository manager's status)",
     ),
 )
+
+# An operator or a scheduler stopping the process: no crash, whatever its launcher prints next.
+STOPPED = (
+    Fact(
+        r"\bCANCELLED AT \S+ DUE TO (?:TIME LIMIT|PREEMPTION)\b",
+        ("slurm",),
+        "slurmstepd: error: *** JOB 4242 ON host-1 CANCELLED AT 2024-04-23T12:18:08 DUE TO TIME "
+        "LIMIT ***",
+        "Slurm's slurmstepd (src/slurmd/slurmstepd/req.c) when the job ran past its time limit "
+        "or was preempted ('... CANCELLED AT %s DUE TO TIME LIMIT ***')",
+    ),
+    Fact(
+        r"^KeyboardInterrupt: terminated$",
+        ("vllm",),
+        "KeyboardInterrupt: terminated",
+        "vLLM's OpenAI server (vllm/entrypoints/openai/api_server.py): its SIGTERM handler "
+        "raises KeyboardInterrupt('terminated')",
+    ),
+    Fact(
+        r"\bSignalException: Process \d+ got signal: (?:15|2|1)\b",
+        ("torchrun",),
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4321 got "
+        "signal: 15",
+        "torchrun (torch/distributed/elastic/multiprocessing/api.py, _terminate_process_handler) "
+        "when SIGTERM, SIGINT or SIGHUP reached the launcher itself",
+    ),
+)

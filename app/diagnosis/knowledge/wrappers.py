@@ -233,4 +233,11 @@ WRAPPERS = (
         "TensorRT-LLM's trtllm-build (tensorrt_llm/commands/build.py) after a build that "
         "logged its error",
     ),
+    Wrapper(
+        r"\bValidationError: \d+ validation errors? for\b",
+        ("pydantic", "vllm"),
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+        "pydantic (pydantic_core's ValidationError), as vLLM's config dataclasses raise it: the "
+        "lines under it ('  Value error, ...') say which value and why",
+    ),
 )
