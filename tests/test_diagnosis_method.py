@@ -212,3 +212,111 @@ def test_every_wrapper_yields_to_the_line_it_points_to_before_or_after_it() -> N
         for lines in ([row.example, failure], [failure, row.example]):
             found = diagnose(*QUIET, *lines)
             assert found.root_cause == failure, (row.pattern, lines)
+
+
+TB = ["Traceback (most recent call last):", '  File "/srv/x.py", line 1, in run', "    run()"]
+
+
+@pytest.mark.parametrize(
+    "lines,root_cause",
+    [
+        # the error Triton quotes under its CompilationError
+        (
+            [*TB, "triton.compiler.errors.CompilationError: at 1:0:", "def _fwd_kernel(", "^",
+             'ValueError("type fp8e4nv not supported in this architecture")'],
+            'ValueError("type fp8e4nv not supported in this architecture")',
+        ),
+        # the child's ImportError printed before CalledProcessError
+        (
+            ["ImportError: /x/flash_attn_2_cuda.so: undefined symbol: _ZN3c105ErrorC2E", *TB,
+             "subprocess.CalledProcessError: Command '['python3', '-c', 'import flash_attn']' "
+             "returned non-zero exit status 1."],
+            "ImportError: /x/flash_attn_2_cuda.so: undefined symbol: _ZN3c105ErrorC2E",
+        ),
+        # CuPy's CompileException raised while handling NVRTCError
+        (
+            [*TB, "cupy_backends.cuda.libs.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION (6)", "",
+             "During handling of the above exception, another exception occurred:", "", *TB,
+             "cupy.cuda.compiler.CompileException: ptxas fatal   : Value 'sm_90a' is not "
+             "defined for option 'gpu-name'"],
+            "cupy.cuda.compiler.CompileException: ptxas fatal   : Value 'sm_90a' is not "
+            "defined for option 'gpu-name'",
+        ),
+        # a worker's CUDACHECK before the engine core's generic failure
+        (
+            ["(VllmWorker rank=0 pid=1) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:"
+             "307 'invalid argument'",
+             "(EngineCore_DP0 pid=2) ERROR 01-01 10:00:00 [core.py:700] EngineCore encountered a "
+             "fatal error."],
+            "(VllmWorker rank=0 pid=1) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:"
+            "307 'invalid argument'",
+        ),
+        # sglang's scheduler watchdog, then the launcher's word that a child failed
+        (
+            ["[2025-06-01 10:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300)",
+             "[2025-06-01 10:00:01] Received sigquit from a child process. It usually means the "
+             "child failed."],
+            "[2025-06-01 10:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300)",
+        ),
+        # XLA's RESOURCE_EXHAUSTED over the execution error logged before it
+        (
+            ["E0101 10:00:00.000000 1234 pjrt_stream_executor_client.cc:2809] Execution of "
+             "replica 0 failed: INTERNAL: Failed to execute XLA Runtime executable",
+             "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+             "trying to allocate 17179869184 bytes."],
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+            "trying to allocate 17179869184 bytes.",
+        ),
+        # a native abort's reason before Python's "Fatal Python error: Aborted"
+        (
+            ["terminate called after throwing an instance of 'c10::Error'",
+             "  what():  CUDA error: an illegal memory access was encountered",
+             "Fatal Python error: Aborted"],
+            "  what():  CUDA error: an illegal memory access was encountered",
+        ),
+    ],
+)  # fmt: skip
+def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause: str) -> None:
+    found = diagnose(*QUIET, *lines)
+    assert found.root_cause == root_cause and found.crashed is True, found.candidates
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("TypeError: not a string", "model_loading"),
+        ("FileNotFoundError: [Errno 2] No such file or directory: '/data/prompts.jsonl'",
+         "config_or_args"),
+        ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+         "collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE)", "nccl_comm"),
+        ("RuntimeError: SymmetricMemory rendezvous failed: CUDA driver error: invalid argument",
+         "nccl_comm"),
+        ("RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten "
+         "by a subsequent run.", "cuda_graph"),
+        ("AttributeError: module 'numpy' has no attribute 'float_'", "import_or_version"),
+        ("RuntimeError: Unsupported head dimension 80 for this attention backend",
+         "config_or_args"),
+        ("onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument: [ONNXRuntimeError] : 2 : "
+         "INVALID_ARGUMENT : Got invalid dimensions for input: input_ids", "config_or_args"),
+        ('ERROR:    Error loading ASGI app. Could not import module "server".', "config_or_args"),
+        ("host-1:1234:1290 [0] NCCL WARN Cuda failure 2 'out of memory'", "oom_gpu"),
+        ("host-1:1234:1290 [0] NCCL WARN Failed to CUDA calloc 6291456 bytes", "oom_gpu"),
+        ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+         "unhandled cuda error, NCCL version 2.21.5 ... 'an illegal memory access was "
+         "encountered'", "cuda_runtime"),
+        ("KeyError: (9, 0)", "unsupported_arch"),
+        ("KeyError: 9", "unsupported_arch"),
+        ("host-1:1234:1290 [1] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on "
+         "CUDA device 1a000", "config_or_args"),
+        ("[rank0]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:1423] [PG ID 0 PG GUID 0 "
+         "Rank 0] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress "
+         "in monitoring enqueued collectives.", "nccl_comm"),
+        ("[rank3]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0 "
+         "Rank 3] Heartbeat monitor timed out! Process will be terminated after dumping debug "
+         "info.", "nccl_comm"),
+    ],
+)  # fmt: skip
+def test_the_class_names_the_fault(line: str, error_class: str) -> None:
+    context = ['  File "/srv/device_table.py", line 8, in capability', "    table[cap]"]
+    found = diagnose(*QUIET, *(context if line.startswith("KeyError") else []), line)
+    assert found.root_cause == line and found.error_class == error_class
