@@ -320,3 +320,11 @@ def test_the_class_names_the_fault(line: str, error_class: str) -> None:
     context = ['  File "/srv/device_table.py", line 8, in capability', "    table[cap]"]
     found = diagnose(*QUIET, *(context if line.startswith("KeyError") else []), line)
     assert found.root_cause == line and found.error_class == error_class
+
+
+def test_generation_requests_answered_after_an_error_mean_the_server_lived() -> None:
+    answered = 'INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    caught = [*TB, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    found = diagnose(*QUIET, *caught, answered, answered, answered)
+    assert found.crashed is False and found.root_cause is None
+    assert "went on serving" in found.crashed_reason

@@ -75,7 +75,15 @@ SERVING = (
         "cache usage: 57.9%, Prefix cache hit rate: 40.5%",
         "vLLM: its periodic stats logger (vllm/v1/metrics/loggers.py); observed in corpus case 004",
     ),
+    Fact(
+        r"\"POST /(?:v1/(?:chat/)?completions|generate) HTTP/[\d.]+\" 200\b",
+        ("uvicorn", "vllm", "sglang"),
+        'INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        "Uvicorn's access log in front of vLLM's and sglang's OpenAI servers: a generation "
+        "request answered (a health check answered by the front end alone proves nothing)",
+    ),
 )
+
 
 # A server's own word that it never came up: a failure it names was not ready.
 NEVER_STARTED = (
