@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from app.diagnosis import rules
+from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
 from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, SERVING
@@ -347,11 +347,38 @@ def analyze(
         for entry in entries:
             if _before(entry.line, ready_line, newest_first):
                 entry.strength = min(entry.strength, 0)
-    _forget_survived(entries, None if newest_first else last_serving_line)
+    survived = _forget_survived(entries, None if newest_first else last_serving_line)
+    # The last burst: read from its end, a newest-first log has none this way.
+    start = None
+    if not newest_first:
+        progress = [last_serving_line or 0, ready_line.number if ready_line else 0]
+        progress += [e.line.number for e in entries if _ENGINE_SERVING.search(e.content)]
+        progress += [launches[-1].line.number] if launches else []  # a new run starts afresh
+        start = burst.burst_start(entries, lines_total, max(progress))
+    stop = burst.stopped_at(entries, start) if start is not None else None
+    if stop is not None:
+        # Stopped by an operator or a scheduler: whatever its launcher prints next is no failure.
+        return Analysis(
+            ready=True if ready_line else None,
+            crashed=False,
+            root=None,
+            error_class=None,
+            fingerprint=None,
+            ready_line=ready_line,
+            crashed_reason=f"line {stop.line.number}: stopped by an operator or a scheduler",
+        )
     root = _choose_root(entries)
     # Lines after the last one kept (a newest-first log's unkept lines are its oldest).
     last_kept = max((e.line.number for e in entries), default=0)
     unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
+    late = None
+    if root is None and start is not None and _another_process_failed(entries) is None:
+        # Never silent on a failure: an error-shaped line that ends the log explains it, unless
+        # the engine knows why it was set aside.
+        late = burst.unexplained(entries, start)
+        if late is not None and not late.set_aside and not late.noise and burst.fatal(late):
+            late.strength = max(late.strength, 2)
+            root = late
 
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
         # It failed, and says so; why is for the failing process's own lines, still to come
@@ -368,16 +395,30 @@ def analyze(
         )
     if root is None:
         hang = any(_HANG_DUMP.search(e.content) for e in entries)
+        reason = "a dump of stuck threads, no failure" if hang else rules.NO_FAILURE
+        candidates = []
+        if late is not None and not late.set_aside and not late.noise:
+            # An error that says nothing fatal: shown, not called a crash (a server logs errors
+            # it lives through, and a log cut short ends on one as often as a dead process).
+            candidates = [late.line]
+            reason = (
+                f"line {late.line.number} has an error's shape but says nothing fatal, and "
+                "nothing fatal follows: read as no crash"
+            )
+        elif late is not None:
+            why = late.set_aside or "a line known not to be a failure"
+            reason = f"line {late.line.number} has an error's shape: {why}"
+        elif survived is not None:
+            reason = f"line {survived.line.number} failed, then the server went on serving"
         return Analysis(
             ready=True if ready_line else None,
             crashed=False,
+            candidates=candidates,
             root=None,
             error_class="timeout_or_hang" if hang else None,
             fingerprint=None,
             ready_line=ready_line,
-            crashed_reason="a dump of stuck threads, no failure"
-            if hang
-            else "no failure in the log",
+            crashed_reason=reason,
         )
 
     excerpt = _excerpt(entries, root)
@@ -454,10 +495,11 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
     return True, f"an error-severity line at {where}, then nothing but teardown"
 
 
-def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> None:
+def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Entry | None:
     """The engine went on serving after a failure (a bad request, a client gone): the
-    server lived through it, so it is not why the server died."""
+    server lived through it, so it is not why the server died. Returns the last such failure."""
     serving_after = 0
+    last: Entry | None = None
     for entry in reversed(entries):  # in time order, newest last
         if _ENGINE_SERVING.search(entry.content):
             serving_after += 1
@@ -468,7 +510,11 @@ def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Non
                 and last_serving_line - entry.line.number > SERVED_GAP_LINES
             )
         ):
+            if entry.strength >= 2 and not entry.noise and last is None:
+                last = entry
             entry.strength = 0
+            entry.set_aside = "the server went on serving after it"
+    return last
 
 
 def _confirmed(text: str) -> bool:

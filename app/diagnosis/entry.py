@@ -20,3 +20,7 @@ class Entry:
     quoted: bool = False
     peer_gone: bool = False  # "connection closed by peer": the peer failed first
     detail: bool = False  # the specific line a summarising exception points to
+    level: str | None = None  # the severity its prefix carries: "info" (up to WARNING), "error"
+    # Why a failure-shaped line was set aside (the program says it lived through it...): what
+    # the diagnosis says when the log ends on it.
+    set_aside: str = ""

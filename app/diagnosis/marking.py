@@ -51,12 +51,14 @@ def mark(entries: list[Entry]) -> None:
     source_next = False  # the line after a frame quotes its source
     for index, entry in enumerate(entries):
         content = entry.content
+        entry.level = levels[index]
         if rules.LOGGING_ERROR in content:
             logging_block, traceback_start = True, None
             entry.noise = True
             continue
         if logging_block:
             entry.noise = True
+            entry.set_aside = "an error the logging module raised and lived through"
             if rules.TRACEBACK in content:
                 logging_raised = False
             elif rules.EXCEPTION_LINE.match(content):
@@ -149,6 +151,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             following = entries[index : index + 4]
             if any(rules.RECOVERED.search(e.content) for e in following):
                 entry.strength = 0
+                entry.set_aside = "an error the program says it lived through"
 
 
 def _prefix(entry: Entry) -> str:

@@ -45,8 +45,11 @@ def _any(*patterns: str) -> Alternatives:
 CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Unambiguous whatever else the line says (NCCL's "Cuda failure 'out of memory'" too).
     ("oom_gpu", _any(
-        r"(?:CUDA|HIP|Cuda) (?:failure '|error: |runtime error: )?out of memory",
+        r"(?:CUDA|HIP|Cuda) (?:failure (?:\d+ )?'|error: |runtime error: )?out of memory",
         r"(?:CUDA|HIP) out of memory",
+        # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
+        r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
+        r"\bcudaErrorMemoryAllocation\b",
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -59,6 +62,19 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
         r"no socket interface found",
+        # several ranks mapped to one GPU
+        r"\bboth on CUDA device\b", r"\bon the same (?:GPU|CUDA device|device)\b",
+        # a model shape the kernels do not implement, whatever GPU it runs on
+        r"[Uu]nsupported head[ _](?:dim|dimension|size)",
+        r"\bhead[ _](?:dim|dimension|size)s?\b.*\bnot (?:be )?supported",
+        r"\bsupports? (?:only )?head[ _](?:dim|dimension|size)",
+        # Uvicorn given an application it cannot import
+        r"\bError loading ASGI app\b",
+    )),
+    # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
+    ("cuda_runtime", _any(
+        r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
+        r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
     )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
     # NCCL's own warnings name a transport fault even when they say "timed out".
@@ -66,6 +82,14 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
         # gloo's collectives: a mismatch between ranks, a peer gone
         r"\b[Gg]loo\b.*(?:[Mm]ismatch|preamble|[Cc]onnection (?:closed|reset) by peer)",
+        # ranks calling different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+        r"mismatch between collectives", r"\bCollectiveFingerPrint\b",
+        # torch's symmetric memory exchanging handles between ranks
+        r"\b[Ss]ymm(?:etric)?_?[Mm]em\w*\b.*\b(?:rendezvous|[Rr]endezvous)",
+        r"\b[Rr]endezvous\b.*\b[Ss]ymm(?:etric)?_?[Mm]em",
+        # a collective's watchdog or heartbeat monitor giving up
+        r"\bNCCL watchdog\b", r"ProcessGroupNCCL.*(?:[Ww]atchdog|[Hh]eartbeat)",
+        r"[Hh]eartbeat monitor timed out", r"\bcollective operation timeout\b",
     )),
     # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
     ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
@@ -91,6 +115,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
         r".*\b(?:limit|maximum)",
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
+        r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
         r"\bsignal 4\b",
@@ -123,6 +148,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
         r"Cannot allocate memory", r"\[Errno 12\]", r"return code = -9\b",
+        r"\bmemory allocation of \d+ bytes failed",  # Rust's allocator, on the host
         r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"^(?:.*\s)?Killed(?:\s.*)?$",
@@ -136,6 +162,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"cudaErrorStreamCapture", r"[Cc]apture cuda graph failed",
         r"CUDA graph.*(?:fail|error|incompatible|not supported)", r"graph capture.*(?:fail|error)",
         r"cudaGraph\w*.*(?:fail|error)",
+        # a graph's output read after a later replay overwrote it (torch.compile's cudagraphs)
+        r"accessing tensor output of CUDAGraphs that has been overwritten",
     )),
     ("nccl_comm", _any(
         r"\bNCCL error", r"\bNCCL Error", r"\bnccl\w*Error\b", r"ncclUnhandledCudaError",
@@ -148,6 +176,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
         r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found",
+        # a module's API that another version of it has ("module 'numpy' has no attribute")
+        r"\bmodule '[\w.]+' has no attribute\b",
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
@@ -160,6 +190,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r".*(?:non-zero exit status|failed|error)",
         r"Error building extension", r"[Ff]ailed to build\b",
         r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error:",  # a compiler's
+        r"\.(?:cu|cuh|cpp|h)\(\d+\): (?:catastrophic )?error:",  # nvcc's
+        r"\berrors? detected in the compilation of\b",
         # one library calling another with the signature of another version
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
         r"|takes \d+ positional arguments? but \d+ (?:were|was) given)",
@@ -188,6 +220,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"Unsupported head_?(?:dim|size)",
         # a launch whose process count does not match the parallelism ("mpiSize == tp * pp")
         r"\b(?:mpi|world)_?[Ss]ize\b\s*(?:==|!=)",
+        # ONNX Runtime's and absl's status for a bad input or attribute
+        r"\bINVALID_ARGUMENT\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -202,9 +236,13 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # weights whose shapes are not the model's config ("size mismatch for ...: copying a
         # param with shape ...", transformers' "ignore_mismatched_sizes")
         r"\bignore_mismatched_sizes\b", r"\bsize mismatch for\b",
+        # sentencepiece given no tokenizer file (its path came out None)
+        r"\bTypeError: not a string\b",
     )),
+    # A path that is not there, when nothing says it held weights or a checkpoint.
+    ("config_or_args", _any(r"\bFileNotFoundError\b", r"\bNo such file or directory\b")),
     # A bad value, when nothing more telling is said.
-    ("config_or_args", _any(r"\bValueError\b")),
+    ("config_or_args", _any(r"\bValueError\b", r"\bValue error, ")),
 ]
 # fmt: on
 
@@ -228,7 +266,8 @@ CONTEXT_RULES: list[tuple[str, Alternatives]] = [
 
 # A small integer key missing from a table, in a traceback about devices or memory
 # features: an architecture table that lacks this GPU (torch symm mem's KeyError: 12).
-ARCH_KEY = re.compile(r"\bKeyError: (?:'?sm_?)?(\d{1,3})'?$")
+# Whatever the key's form: "KeyError: 12", "KeyError: 'sm_90'", "KeyError: (9, 0)".
+ARCH_KEY = re.compile(r"\bKeyError: (?:(?:'?sm_?)?(\d{1,3})'?|\(\d{1,2}, ?\d{1,2}\))$")
 ARCH_CONTEXT = _any(
     r"symm_mem",
     r"capabilit",
@@ -253,6 +292,7 @@ ANOTHER_PROCESS_FAILED = Alternatives(
     tuple(w.pattern for w in wrappers.WRAPPERS if w.another_process)
 )
 WAITING = "waiting for the failing process's error"
+NO_FAILURE = "no failure in the log"
 
 # Lines that look alarming to grep and mean nothing: config dumps and access logs...
 HARD_NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if line.hard))
@@ -342,6 +382,18 @@ NATIVE_FAILURE = _any(
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
     # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
     r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing)\b",
+    # the kernel on a process it stopped: "traps: python3[213941] trap invalid opcode ...",
+    # "python3[1234]: segfault at 0 ip ... error 4 in libfoo.so"
+    r"\btraps: \S+\[\d+\] trap\b|\[\d+\]: segfault at\b",
+    # C libraries' and compilers' own summaries of a failure
+    r"^[\w.-]+ error: ",  # "rocBLAS error: Cannot read ...TensileLibrary.dat"
+    r"\bmemory allocation of \d+ bytes failed\b",  # Rust's allocator (llama.cpp's tools too)
+    r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
+    r"\(\d+\): (?:catastrophic )?error: ",  # nvcc's "x.cu(12): error: ..."
+    r"\bError while finding module specification\b",  # python -m on a missing module
+    r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
+    r"^Failed: Cuda error\b",  # CUDACHECK in vLLM's custom all-reduce and others
+    r"\b[Ww]atchdog timeout\b",  # sglang's scheduler watchdog, before it kills the server
     # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
     r"^(?:UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED"
     r"|NOT_FOUND|UNKNOWN|ABORTED|DATA_LOSS|UNIMPLEMENTED): ",

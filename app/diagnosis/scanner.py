@@ -59,6 +59,13 @@ _ANCHORS: list[tuple[bytes, int]] = [
     )
 ]  # fmt: skip
 
+# Severity prefixes with no rare literal of their own: glog's "E1201 10:00:00.123456" and
+# "F1201 ...", c10's "[E1201 10:00:00.000 file.cpp:12]" and "[E file.cpp:12]" (torch < 2.3).
+_SEVERITY_ANCHORS = (
+    rb"[EF][01]\d[0-3]\d \d\d:\d\d:\d\d\.",  # (month and day: fewer false starts)
+    rb"\[[EF](?:\d{3,4} [\d:.]+)? [\w.-]+\.(?:cpp|cc|h|py):\d+\]",
+)
+
 _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
 # Kinds searched with bytes.find in every window; the others where Hyperscan saw their anchor.
 _DENSE_KINDS = frozenset(index for index, kind in enumerate(FIGURE_KINDS) if kind.dense)
@@ -155,6 +162,8 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
 
     for literal, flag in _ANCHORS:
         add(re.escape(literal), _ANCHOR_ID, flag)
+    for expression in _SEVERITY_ANCHORS:
+        add(expression, _ANCHOR_ID, 0)
     for launch in LAUNCHES:
         if launch.anchor:
             add(re.escape(launch.anchor.encode()), _ANCHOR_ID, 0)

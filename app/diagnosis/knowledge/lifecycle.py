@@ -75,7 +75,15 @@ SERVING = (
         "cache usage: 57.9%, Prefix cache hit rate: 40.5%",
         "vLLM: its periodic stats logger (vllm/v1/metrics/loggers.py); observed in corpus case 004",
     ),
+    Fact(
+        r"\"POST /(?:v1/(?:chat/)?completions|generate) HTTP/[\d.]+\" 200\b",
+        ("uvicorn", "vllm", "sglang"),
+        'INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        "Uvicorn's access log in front of vLLM's and sglang's OpenAI servers: a generation "
+        "request answered (a health check answered by the front end alone proves nothing)",
+    ),
 )
+
 
 # A server's own word that it never came up: a failure it names was not ready.
 NEVER_STARTED = (
@@ -113,5 +121,32 @@ NEVER_STARTED = (
         "error: creating server: Internal - failed to load all models",
         "Triton Inference Server exiting when a model of its repository failed to load (its "
         "model repository manager's status)",
+    ),
+)
+
+# An operator or a scheduler stopping the process: no crash, whatever its launcher prints next.
+STOPPED = (
+    Fact(
+        r"\bCANCELLED AT \S+ DUE TO (?:TIME LIMIT|PREEMPTION)\b",
+        ("slurm",),
+        "slurmstepd: error: *** JOB 4242 ON host-1 CANCELLED AT 2024-04-23T12:18:08 DUE TO TIME "
+        "LIMIT ***",
+        "Slurm's slurmstepd (src/slurmd/slurmstepd/req.c) when the job ran past its time limit "
+        "or was preempted ('... CANCELLED AT %s DUE TO TIME LIMIT ***')",
+    ),
+    Fact(
+        r"^KeyboardInterrupt: terminated$",
+        ("vllm",),
+        "KeyboardInterrupt: terminated",
+        "vLLM's OpenAI server (vllm/entrypoints/openai/api_server.py): its SIGTERM handler "
+        "raises KeyboardInterrupt('terminated')",
+    ),
+    Fact(
+        r"\bSignalException: Process \d+ got signal: (?:15|2|1)\b",
+        ("torchrun",),
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4321 got "
+        "signal: 15",
+        "torchrun (torch/distributed/elastic/multiprocessing/api.py, _terminate_process_handler) "
+        "when SIGTERM, SIGINT or SIGHUP reached the launcher itself",
     ),
 )

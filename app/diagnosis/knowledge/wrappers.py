@@ -233,4 +233,75 @@ WRAPPERS = (
         "TensorRT-LLM's trtllm-build (tensorrt_llm/commands/build.py) after a build that "
         "logged its error",
     ),
+    Wrapper(
+        r"\bValidationError: \d+ validation errors? for\b",
+        ("pydantic", "vllm"),
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+        "pydantic (pydantic_core's ValidationError), as vLLM's config dataclasses raise it: the "
+        "lines under it ('  Value error, ...') say which value and why",
+    ),
+    Wrapper(
+        r"\bbuild stopped: subcommand failed\b",
+        ("ninja", "pytorch"),
+        "ninja: build stopped: subcommand failed.",
+        "ninja (src/ninja.cc) after a build command failed, as PyTorch's cpp_extension and "
+        "every JIT that builds with ninja print it: the compiler's first 'error:' line says why",
+    ),
+    Wrapper(
+        r"\bCompilationError: at \d+:\d+:",
+        ("triton",),
+        "triton.compiler.errors.CompilationError: at 1:0:",
+        "Triton (python/triton/compiler/errors.py): the kernel's source follows, then the "
+        "error that stopped its compilation, quoted ('ValueError(\"type fp8e4nv not "
+        "supported in this architecture ...\")')",
+    ),
+    Wrapper(
+        r"^Fatal Python error: Aborted\b",
+        ("python",),
+        "Fatal Python error: Aborted",
+        "CPython's faulthandler on SIGABRT (Modules/faulthandler.c): the abort's reason is the "
+        "native error printed before it ('terminate called ...', 'what(): ...')",
+    ),
+    Wrapper(
+        r"\bCalledProcessError\b",
+        ("python",),
+        "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+        "Python's subprocess (Lib/subprocess.py): a child that failed, whose own error (an "
+        "ImportError, a compiler's error) is printed around it",
+    ),
+    Wrapper(
+        r"\bEngineCore encountered a fatal error\b",
+        ("vllm",),
+        "(EngineCore_DP0 pid=2345) ERROR 09-01 10:00:05 [core.py:710] EngineCore encountered "
+        "a fatal error.",
+        "vLLM V1: run_engine_core (vllm/v1/engine/core.py) logs it before the traceback of "
+        "what failed, or after a worker printed its own error",
+    ),
+    Wrapper(
+        r"\bEngine core initialization failed\b",
+        ("vllm",),
+        "RuntimeError: Engine core initialization failed. Failed core proc(s): {'EngineCore_0': 1}",
+        "vLLM V1: wait_for_engine_startup (vllm/v1/engine/utils.py), in versions that do not "
+        "say 'See root cause above': the engine core's own error is its to print",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\[TRT-LLM\] \[E\] Failed to initialize\b",
+        ("tensorrt-llm",),
+        "[04/30/2025-14:03:32] [TRT-LLM] [E] Failed to initialize executor on rank 6: "
+        "[TensorRT-LLM][ERROR] CUDA driver error in cuDriver->cuModuleLoadData(&cuModule, "
+        "kernelInfo.data): CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered. "
+        "(/src/tensorrt_llm/cpp/tensorrt_llm/kernels/trtllmGenKernels/blockScaleMoe/"
+        "gemmCommon.h:741)",
+        "TensorRT-LLM's executor worker (tensorrt_llm/executor/worker.py) on an executor that "
+        "did not start, quoting its error; observed in corpus case 042",
+    ),
+    Wrapper(
+        r"\bNVRTCError: NVRTC_ERROR_COMPILATION\b",
+        ("cupy",),
+        "cupy_backends.cuda.libs.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION (6)",
+        "CuPy's NVRTC binding (cupy_backends/cuda/libs/nvrtc.pyx): the CompileException raised "
+        "while handling it quotes the compiler's log",
+    ),
 )

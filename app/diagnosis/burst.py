@@ -1,0 +1,111 @@
+"""The end of a log: its last burst (the final lines after the last sign of normal progress),
+the error shapes that must never be passed over there, and an operator's or a scheduler's stop."""
+
+import re
+
+from app.diagnosis import rules
+from app.diagnosis.entry import Entry
+from app.diagnosis.knowledge.lifecycle import STOPPED
+
+BURST_LINES = 50  # how far back from the last line the final stretch reaches
+STOP_LOOKBACK = 50  # a failure this close before a stop is why the stop came (a launcher's)
+
+# Error and fatal shapes of common loggers, C libraries, compilers, shells and supervisors: a
+# line of the last burst with one of these is never passed over in silence. (Each holds one
+# of the scanner's anchors, so such a line is always kept.)
+ERROR_SHAPE = rules.Alternatives(
+    (
+        r"\b[Ee]rror:|\bERROR\b|\bFATAL\b|\bFatal\b|\bCRITICAL\b",
+        # glog and c10: "E1201 10:00:00.123456 ...", "F1201 ...", "[E1201 10:00:00 f.cpp:1]"
+        r"(?:^|[\s\]>:|])[EF]\d{4}\s+\d\d:\d\d:\d\d",
+        r"\[[EF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]",
+        r"\berrors? detected in the compilation of\b",
+        r"\bmemory allocation of \d+ bytes failed\b",
+        r"\bsubcommand failed\b",
+        r"\bValue error, ",
+        # (not vLLM's INFO "Aborted request ...": a client's, not the process's)
+        r"\bKilled\b|Segmentation fault|core dumped|^Aborted\b|\bBus error\b",
+        r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE|KILL|IOT)\b",
+        r"^[\w./-]+: Error\b",  # a tool's own word: "python: Error while finding module ..."
+        r"\bexit(?:ed)?(?: with)?(?: exit)? (?:code|status)[ :=]*-?[1-9]\d*",
+        r"\bexitcode\s*:\s*-?[1-9]\d*|\breturn(?:ed)? (?:non-zero exit status|code)[ :=]*-?[1-9]",
+        # an allocator's warning, sometimes the only trace of an OOM before the process stops
+        r"\b(?:ran )?out of memory\b",
+        # a Python exception line, whatever printed it
+        r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b(?::|$)",
+    )
+)
+# Fatal by itself: a process that prints it is gone (as opposed to a logged error it may survive).
+FATAL_SHAPE = rules.Alternatives(
+    (
+        r"\bFATAL\b|\bFatal\b|(?:^|[\s\]>:|])F\d{4}\s+\d\d:\d\d|\[F(?:\d{3,4}\s+[\d:.]+)?\s",
+        r"\bKilled\b|Segmentation fault|core dumped|^Aborted\b|\bSIG(?:SEGV|ABRT|BUS|ILL|KILL)\b",
+    )
+)
+_OOM = re.compile(r"\bout of memory\b")
+_STOPPED = rules.Alternatives(tuple(row.pattern for row in STOPPED))
+
+
+def fatal(entry: Entry) -> bool:
+    """Whether a line says by its shape that the process is gone."""
+    return (
+        FATAL_SHAPE.search(entry.text) is not None or FATAL_SHAPE.search(entry.content) is not None
+    )
+
+
+def burst_start(entries: list[Entry], lines_total: int, progress_line: int | None) -> int:
+    """The first line number of the last burst: the last `BURST_LINES` lines of the log, after
+    the last sign of normal progress (a serving statistic, the ready line)."""
+    last = max((e.line.number for e in entries), default=0)
+    start = max(lines_total, last) - BURST_LINES + 1
+    return max(start, (progress_line or 0) + 1)
+
+
+def error_shaped(entry: Entry) -> bool:
+    """Whether a line has an error or fatal shape, a known-benign line (a config dump, an
+    access log) aside."""
+    if rules.HARD_NOISE.search(entry.content):
+        return False
+    if entry.level == "info":
+        # an INFO or WARNING record counts only where it says the process is gone or out of memory
+        return (
+            FATAL_SHAPE.search(entry.content) is not None or _OOM.search(entry.content) is not None
+        )
+    return (
+        ERROR_SHAPE.search(entry.text) is not None or ERROR_SHAPE.search(entry.content) is not None
+    )
+
+
+def unexplained(entries: list[Entry], start: int) -> Entry | None:
+    """The line of the last burst that explains it when nothing else was chosen: its first
+    error-shaped line that is no wrapper, else its first error-shaped line."""
+    shaped = [
+        e
+        for e in entries
+        if e.line.number >= start
+        and (e.in_traceback is None or e.strength >= 2)  # a traceback's source lines are code
+        and not rules.FRAME.search(e.content)
+        and error_shaped(e)
+    ]
+    plain = [e for e in shaped if not rules.WRAPPERS.search(e.content)]
+    return (plain or shaped)[0] if shaped else None
+
+
+def stopped_at(entries: list[Entry], start: int) -> Entry | None:
+    """The line where an operator or a scheduler stopped the process, when it is in the last
+    burst and no failure came just before it (a launcher stopping the other ranks after one
+    failed stops them because of that failure)."""
+    stop = next((e for e in entries if e.line.number >= start and _STOPPED.search(e.content)), None)
+    if stop is None:
+        return None
+    for entry in entries:
+        if entry is stop:
+            return stop
+        if (
+            entry.strength >= 2
+            and not entry.noise
+            and not entry.consequence
+            and stop.line.number - entry.line.number <= STOP_LOOKBACK
+        ):
+            return None
+    return stop

@@ -1,0 +1,330 @@
+"""The three rules of the method, over every case of the corpus and on small logs of shapes
+the corpus lacks: never silent on a failure, a wrapper yields to what it wraps, and not
+crying wolf (a server that goes on serving, a process an operator stopped)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from app.diagnosis import Diagnosis, diagnose_bytes, rules
+from app.diagnosis.burst import BURST_LINES, ERROR_SHAPE
+from app.diagnosis.knowledge.lifecycle import SERVING, STOPPED
+from app.diagnosis.knowledge.ready import READY_LINES
+from app.diagnosis.knowledge.wrappers import WRAPPERS
+from app.diagnosis.lines import decode, strip_prefixes
+
+CORPUS = Path(__file__).parent / "corpus"
+QUIET = [f"step {n} done" for n in range(10)]
+PROGRESS = [row.pattern for row in (*SERVING, *READY_LINES)]
+
+
+def diagnose(*lines: str) -> Diagnosis:
+    return diagnose_bytes("".join(f"{line}\n" for line in lines).encode())
+
+
+def _cases() -> list[dict]:
+    return json.loads((CORPUS / "labels.json").read_text())
+
+
+def silent(found: Diagnosis) -> bool:
+    """'Nothing found': no root cause, no candidate, no crash, and no reason but the generic one."""
+    return (
+        found.root_cause is None
+        and not found.candidates
+        and found.crashed is False
+        and found.crashed_reason == rules.NO_FAILURE
+    )
+
+
+def last_burst_errors(log: bytes) -> list[str]:
+    """The error-shaped lines of a log's last burst, read from the raw bytes (not from what
+    the scanner kept): its last lines after the last sign of normal progress."""
+    progress = re.compile("|".join(f"(?:{p})" for p in PROGRESS))
+    lines = [decode(raw) for raw in log.split(b"\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    tail = lines[-BURST_LINES:]
+    after = max((i for i, line in enumerate(tail) if progress.search(line)), default=-1)
+    return [
+        line
+        for line in tail[after + 1 :]
+        if (ERROR_SHAPE.search(line) or ERROR_SHAPE.search(strip_prefixes(line)))
+        and not rules.HARD_NOISE.search(strip_prefixes(line))
+    ]
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda case: str(case["id"]))
+def test_the_engine_is_never_silent_on_a_log_that_ends_in_an_error(case: dict) -> None:
+    log = (CORPUS / "cases" / f"{case['id']}.log").read_bytes()
+    errors = last_burst_errors(log)
+    if not errors:
+        return
+    found = diagnose_bytes(log)
+    assert not silent(found), (errors[:3], found.crashed_reason)
+
+
+@pytest.mark.parametrize(
+    "lines,root_cause,error_class,crashed",
+    [
+        # glog's fatal severity, and c10's error prefix, with nothing else to read
+        (
+            ["F1201 10:00:00.123456 1234 ProcessGroupNCCL.cpp:1300] [Rank 0] NCCL watchdog "
+             "thread terminated with exception: CUDA error: an illegal memory access"],
+            "F1201 10:00:00.123456 1234 ProcessGroupNCCL.cpp:1300] [Rank 0] NCCL watchdog "
+            "thread terminated with exception: CUDA error: an illegal memory access",
+            "cuda_runtime",
+            True,
+        ),
+        (
+            ["E1201 10:00:00.123456 1234 backend.cc:12] model load went wrong"],
+            "E1201 10:00:00.123456 1234 backend.cc:12] model load went wrong",
+            None,
+            True,
+        ),
+        (
+            ["rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No "
+             "such file or directory"],
+            "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No "
+            "such file or directory",
+            None,
+            True,
+        ),
+        (
+            ["memory allocation of 1073741824 bytes failed", "Aborted (core dumped)"],
+            "memory allocation of 1073741824 bytes failed",
+            "oom_host_killed",
+            True,
+        ),
+        (
+            ['/tmp/ext/kernel.cu(12): error: identifier "__hfma2" is undefined',
+             '1 error detected in the compilation of "/tmp/ext/kernel.cu".',
+             "ninja: build stopped: subcommand failed."],
+            '/tmp/ext/kernel.cu(12): error: identifier "__hfma2" is undefined',
+            "import_or_version",
+            True,
+        ),
+        (
+            ["/usr/bin/python3: Error while finding module specification for "
+             "'sglang.launch_server' (ModuleNotFoundError: No module named 'sglang')"],
+            "/usr/bin/python3: Error while finding module specification for "
+            "'sglang.launch_server' (ModuleNotFoundError: No module named 'sglang')",
+            "import_or_version",
+            True,
+        ),
+        (
+            ["pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+             "  Value error, Invalid repository ID or local directory specified: '/models/x' "
+             "[type=value_error, input_value=ArgsKwargs((),), input_type=ArgsKwargs]"],
+            "  Value error, Invalid repository ID or local directory specified: '/models/x' "
+            "[type=value_error, input_value=ArgsKwargs((),), input_type=ArgsKwargs]",
+            None,
+            True,
+        ),
+        (["Segmentation fault"], "Segmentation fault", None, True),
+        (
+            ["kernel: [1728595.660950] traps: python3[213941] trap invalid opcode "
+             "ip:7f4aa44a4e94 sp:7ffceec92e60 error:0 in libllama.so[7f4aa448a000+9f000]"],
+            "kernel: [1728595.660950] traps: python3[213941] trap invalid opcode "
+            "ip:7f4aa44a4e94 sp:7ffceec92e60 error:0 in libllama.so[7f4aa448a000+9f000]",
+            "unsupported_arch",
+            True,
+        ),
+    ],
+)  # fmt: skip
+def test_an_error_shape_that_ends_the_log_is_named(
+    lines: list[str], root_cause: str, error_class: str | None, crashed: bool
+) -> None:
+    found = diagnose(*QUIET, *lines)
+    assert found.root_cause == root_cause, found.crashed_reason
+    assert found.crashed is crashed, found.crashed_reason
+    if error_class is not None:
+        assert found.error_class == error_class
+
+
+def test_an_error_that_says_nothing_fatal_is_shown_not_called_a_crash() -> None:
+    error = "[router] upstream error: connection refused by 10.0.0.2:8001"
+    found = diagnose(*QUIET, error, *QUIET[:2])
+    assert not silent(found)
+    assert found.crashed is False and found.root_cause is None
+    assert [c.line for c in found.candidates] == [error]
+
+
+def test_an_error_the_logging_module_lived_through_is_explained() -> None:
+    found = diagnose(
+        *QUIET,
+        "--- Logging error ---",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/logging/__init__.py", line 377, in getMessage',
+        "    msg = msg % self.args",
+        "TypeError: not all arguments converted during string formatting",
+        "Call stack:",
+    )
+    assert found.crashed is False and found.root_cause is None
+    assert "logging" in found.crashed_reason
+
+
+@pytest.mark.parametrize("row", STOPPED, ids=lambda row: row.pattern[:40])
+def test_a_process_an_operator_or_a_scheduler_stopped_did_not_crash(row: object) -> None:
+    example = row.example  # type: ignore[attr-defined]
+    traceback = [
+        "Traceback (most recent call last):",
+        '  File "/srv/serve.py", line 10, in <module>',
+        "    loop.run_forever()",
+    ]
+    for lines in ([*QUIET, example], [*QUIET, *traceback, example, "Terminated"]):
+        found = diagnose(*lines)
+        assert found.crashed is False, (lines, found.crashed_reason)
+        assert found.root_cause is None and found.error_class is None
+        assert "stopped" in found.crashed_reason
+
+
+def test_a_stop_that_follows_a_failure_is_the_failure_s_consequence() -> None:
+    # (torchrun stops the other ranks once one failed: the failure is why)
+    found = diagnose(
+        *QUIET,
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4321 got "
+        "signal: 15",
+    )
+    assert found.crashed is True
+    assert found.root_cause == "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_a_server_that_went_on_serving_after_an_error_did_not_crash() -> None:
+    serving = (
+        "[2026-03-01 10:00:40 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: "
+        "0.12, gen throughput (token/s): 186.64, #queue-req: 0"
+    )
+    rejected = (
+        "[2026-03-01 10:00:30] ERROR:    The input (40000 tokens) is longer than the model's "
+        "context length (32768 tokens)."
+    )
+    found = diagnose(*QUIET, rejected, serving, serving, serving)
+    assert found.crashed is False and found.root_cause is None
+    assert "went on serving" in found.crashed_reason
+
+
+def test_every_wrapper_yields_to_the_line_it_points_to_before_or_after_it() -> None:
+    failure = "RuntimeError: weights of layer 3 hold NaN"
+    for row in WRAPPERS:
+        for lines in ([row.example, failure], [failure, row.example]):
+            found = diagnose(*QUIET, *lines)
+            assert found.root_cause == failure, (row.pattern, lines)
+
+
+TB = ["Traceback (most recent call last):", '  File "/srv/x.py", line 1, in run', "    run()"]
+
+
+@pytest.mark.parametrize(
+    "lines,root_cause",
+    [
+        # the error Triton quotes under its CompilationError
+        (
+            [*TB, "triton.compiler.errors.CompilationError: at 1:0:", "def _fwd_kernel(", "^",
+             'ValueError("type fp8e4nv not supported in this architecture")'],
+            'ValueError("type fp8e4nv not supported in this architecture")',
+        ),
+        # the child's ImportError printed before CalledProcessError
+        (
+            ["ImportError: /x/flash_attn_2_cuda.so: undefined symbol: _ZN3c105ErrorC2E", *TB,
+             "subprocess.CalledProcessError: Command '['python3', '-c', 'import flash_attn']' "
+             "returned non-zero exit status 1."],
+            "ImportError: /x/flash_attn_2_cuda.so: undefined symbol: _ZN3c105ErrorC2E",
+        ),
+        # CuPy's CompileException raised while handling NVRTCError
+        (
+            [*TB, "cupy_backends.cuda.libs.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION (6)", "",
+             "During handling of the above exception, another exception occurred:", "", *TB,
+             "cupy.cuda.compiler.CompileException: ptxas fatal   : Value 'sm_90a' is not "
+             "defined for option 'gpu-name'"],
+            "cupy.cuda.compiler.CompileException: ptxas fatal   : Value 'sm_90a' is not "
+            "defined for option 'gpu-name'",
+        ),
+        # a worker's CUDACHECK before the engine core's generic failure
+        (
+            ["(VllmWorker rank=0 pid=1) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:"
+             "307 'invalid argument'",
+             "(EngineCore_DP0 pid=2) ERROR 01-01 10:00:00 [core.py:700] EngineCore encountered a "
+             "fatal error."],
+            "(VllmWorker rank=0 pid=1) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:"
+            "307 'invalid argument'",
+        ),
+        # sglang's scheduler watchdog, then the launcher's word that a child failed
+        (
+            ["[2025-06-01 10:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300)",
+             "[2025-06-01 10:00:01] Received sigquit from a child process. It usually means the "
+             "child failed."],
+            "[2025-06-01 10:00:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300)",
+        ),
+        # XLA's RESOURCE_EXHAUSTED over the execution error logged before it
+        (
+            ["E0101 10:00:00.000000 1234 pjrt_stream_executor_client.cc:2809] Execution of "
+             "replica 0 failed: INTERNAL: Failed to execute XLA Runtime executable",
+             "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+             "trying to allocate 17179869184 bytes."],
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+            "trying to allocate 17179869184 bytes.",
+        ),
+        # a native abort's reason before Python's "Fatal Python error: Aborted"
+        (
+            ["terminate called after throwing an instance of 'c10::Error'",
+             "  what():  CUDA error: an illegal memory access was encountered",
+             "Fatal Python error: Aborted"],
+            "  what():  CUDA error: an illegal memory access was encountered",
+        ),
+    ],
+)  # fmt: skip
+def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause: str) -> None:
+    found = diagnose(*QUIET, *lines)
+    assert found.root_cause == root_cause and found.crashed is True, found.candidates
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("TypeError: not a string", "model_loading"),
+        ("FileNotFoundError: [Errno 2] No such file or directory: '/data/prompts.jsonl'",
+         "config_or_args"),
+        ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+         "collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE)", "nccl_comm"),
+        ("RuntimeError: SymmetricMemory rendezvous failed: CUDA driver error: invalid argument",
+         "nccl_comm"),
+        ("RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten "
+         "by a subsequent run.", "cuda_graph"),
+        ("AttributeError: module 'numpy' has no attribute 'float_'", "import_or_version"),
+        ("RuntimeError: Unsupported head dimension 80 for this attention backend",
+         "config_or_args"),
+        ("onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument: [ONNXRuntimeError] : 2 : "
+         "INVALID_ARGUMENT : Got invalid dimensions for input: input_ids", "config_or_args"),
+        ('ERROR:    Error loading ASGI app. Could not import module "server".', "config_or_args"),
+        ("host-1:1234:1290 [0] NCCL WARN Cuda failure 2 'out of memory'", "oom_gpu"),
+        ("host-1:1234:1290 [0] NCCL WARN Failed to CUDA calloc 6291456 bytes", "oom_gpu"),
+        ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+         "unhandled cuda error, NCCL version 2.21.5 ... 'an illegal memory access was "
+         "encountered'", "cuda_runtime"),
+        ("KeyError: (9, 0)", "unsupported_arch"),
+        ("KeyError: 9", "unsupported_arch"),
+        ("host-1:1234:1290 [1] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on "
+         "CUDA device 1a000", "config_or_args"),
+        ("[rank0]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:1423] [PG ID 0 PG GUID 0 "
+         "Rank 0] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress "
+         "in monitoring enqueued collectives.", "nccl_comm"),
+        ("[rank3]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0 "
+         "Rank 3] Heartbeat monitor timed out! Process will be terminated after dumping debug "
+         "info.", "nccl_comm"),
+    ],
+)  # fmt: skip
+def test_the_class_names_the_fault(line: str, error_class: str) -> None:
+    context = ['  File "/srv/device_table.py", line 8, in capability', "    table[cap]"]
+    found = diagnose(*QUIET, *(context if line.startswith("KeyError") else []), line)
+    assert found.root_cause == line and found.error_class == error_class
+
+
+def test_generation_requests_answered_after_an_error_mean_the_server_lived() -> None:
+    answered = 'INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    caught = [*TB, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    found = diagnose(*QUIET, *caught, answered, answered, answered)
+    assert found.crashed is False and found.root_cause is None
+    assert "went on serving" in found.crashed_reason
