@@ -76,20 +76,18 @@ def find(url: str | None) -> Found:
             f"no dashboard is running here (none has a runtime file in "
             f"{runtime.runtime_dir()}): {START_ONE}"
         )
-    from app.config import Settings
+    if len(dashboards) == 1:
+        return Found(dashboards[0].url, dashboards[0].token)
+    from app.config import Settings  # a quarter of a second: only where there is a choice
 
     ours = runtime.database_identity(Settings().database_url)
     chosen = next((d for d in dashboards if d.database == ours), dashboards[0])
-    said = None
-    if len(dashboards) > 1:
-        why = "it started last"
-        if chosen.database == ours:
-            why = "it serves this directory's database"
-        others = ", ".join(d.url for d in dashboards if d is not chosen)
-        said = (
-            f"{len(dashboards)} dashboards run here: using {chosen.describe()}, as {why} "
-            f"(also {others}; --url picks one)"
-        )
+    why = "it serves this directory's database" if chosen.database == ours else "it started last"
+    others = ", ".join(d.url for d in dashboards if d is not chosen)
+    said = (
+        f"{len(dashboards)} dashboards run here: using {chosen.describe()}, as {why} "
+        f"(also {others}; --url picks one)"
+    )
     return Found(chosen.url, chosen.token, said)
 
 

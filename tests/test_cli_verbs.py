@@ -42,6 +42,11 @@ def as_json(tmp_path: Path, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
+WRONG = [["show", "999"], ["eliminate", "999", "--because", "x"], ["adopt", "999"],
+         ["note", "999", "x"], ["attempts", "999"], ["attempts", "no such campaign"],
+         ["show", "first"], ["compare", "999", "998"]]  # fmt: skip
+
+
 @pytest.fixture
 def dashboard(tmp_path: Path) -> Iterator[tuple[str, httpx.Client]]:
     port = free_port()
@@ -78,7 +83,7 @@ def measured_attempt(api: httpx.Client, campaign_id: int, title: str, values: li
     return int(made.json()["id"])
 
 
-def test_every_verb_reads_and_writes_the_running_dashboard_plain_and_json(
+def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_ids(
     dashboard: tuple[str, httpx.Client], tmp_path: Path
 ) -> None:
     _, api = dashboard
@@ -161,15 +166,7 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_and_json(
     assert sorted(float(r["value"]) for r in rows if r["title"] == "Overlap schedule") == [
         81.9, 82.0, 82.1]  # fmt: skip
 
-
-WRONG = [["show", "999"], ["eliminate", "999", "--because", "x"], ["adopt", "999"],
-         ["note", "999", "x"], ["attempts", "999"], ["attempts", "no such campaign"],
-         ["show", "first"], ["compare", "999", "998"]]  # fmt: skip
-
-
-def test_a_wrong_id_is_one_line_and_exit_2(
-    dashboard: tuple[str, httpx.Client], tmp_path: Path
-) -> None:
+    # A wrong id, for each verb that takes one: one line, exit 2.
     for verb in WRONG:
         done = cli(tmp_path, *verb)
         assert done.returncode == 2 and done.stdout == "", verb

@@ -169,7 +169,8 @@ def test_a_live_stream_outlives_every_bound(served: tuple[Served, int]) -> None:
 
 def test_our_clients_let_go_of_an_idle_connection_before_the_dashboard_does() -> None:
     # A connection reused just as the server's keep-alive closes it resets the request: the
-    # tests' clients and the CLI's (`try`, the verbs, `mcp`) must expire theirs first (a GET failed so in CI).
+    # tests' clients and the CLI's (`try`, the verbs, `mcp`) must expire theirs first (a GET
+    # failed so in CI).
     server_keeps = Settings(_env_file=None).keep_alive_seconds  # type: ignore[call-arg]
     for limits in (CLIENT_LIMITS, client.LIMITS):
         assert limits.keepalive_expiry is not None
