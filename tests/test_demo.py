@@ -219,7 +219,9 @@ def test_the_demo_replays_the_seed_campaign_through_the_tailer(demo: Demo) -> No
     assert not workdir.exists() and demo.workdirs() == []
 
 
-def test_the_demo_link_opens_the_replayed_campaigns_live_page(demo: Demo) -> None:
+def test_the_demo_link_opens_the_replayed_campaigns_live_page_and_connects_an_agent(
+    demo: Demo,
+) -> None:
     """The campaign list sums a campaign up; the replay is seen on the campaign's page."""
     line = wait_for(
         lambda: next((line for line in demo.output if line.startswith("Open: ")), None),
@@ -235,21 +237,18 @@ def test_the_demo_link_opens_the_replayed_campaigns_live_page(demo: Demo) -> Non
     assert "EAGLE-3 speculative decoding on 8x RTX PRO 6000" in page.text
     assert f"/api/campaigns/{replayed['id']}/events?view=campaign" in page.text  # live
 
-
-def test_the_demo_prints_the_line_that_connects_an_agent_and_it_does(
-    demo: Demo, tmp_path: Path
-) -> None:
+    # Beside the link, the line that connects an agent; started as an agent's host starts
+    # it, with no token given (the demo's runtime file has one), it reads the demo.
     prefix = "Connect a coding agent (MCP over stdio): "
-    line = wait_for(
+    said = wait_for(
         lambda: next((line for line in demo.output if line.startswith(prefix)), None),
         timeout=30, what="the agent's line",
     )  # fmt: skip
-    command = shlex.split(line.removeprefix(prefix))
+    command = shlex.split(said.removeprefix(prefix))
     assert command == ["campaign-dash", "mcp", "--url", demo.url]
-    # As an agent's host starts it: no token given, the demo's runtime file has one.
-    with agent(clean_env(), tmp_path, *command[2:]) as mcp:
-        [replayed] = mcp.ok("list_campaigns")
-        assert replayed["name"].startswith("EAGLE-3 speculative decoding on 8x RTX PRO 6000")
+    with agent(clean_env(), demo.tmp, *command[2:]) as mcp:
+        [listed] = mcp.ok("list_campaigns")
+        assert listed["id"] == replayed["id"] and listed["name"] == replayed["name"]
 
 
 def test_sigterm_mid_replay_stops_the_demo_and_removes_its_directory(demo: Demo) -> None:

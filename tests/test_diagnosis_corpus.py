@@ -9,7 +9,9 @@ then folded into tuning for the next round. Each part is held to the floor it re
 nothing here may special-case a file.
 """
 
+import fcntl
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -83,9 +85,20 @@ def tally(cases: list[dict], found: dict[str, Outcome]) -> tuple[dict[str, int],
 
 
 @pytest.fixture(scope="module")
-def plain() -> dict[str, Outcome]:
-    """The corpus read plainly, once for every test of this module."""
-    return outcomes(load_cases())
+def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    """The corpus read plainly, once a session: under xdist the first worker to ask reads it
+    and the others wait for its answer (their base temps share a parent, this session's own)
+    instead of each spending the same CPU on it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return outcomes(load_cases())
+    shared = tmp_path_factory.getbasetemp().parent / "corpus-plain.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.exists():
+            return dict(json.loads(shared.read_text()))
+        found = outcomes(load_cases())
+        shared.write_text(json.dumps(found))
+        return found
 
 
 def _report(scores: dict[str, int], total: int) -> str:
