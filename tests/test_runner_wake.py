@@ -83,12 +83,18 @@ def test_a_driver_waiting_for_ready_reads_nothing_until_its_log_says_ready(
     attempt_id = attempt["id"]
     watch.thread_name = f"run-{attempt['run']['id']}"
     try:
-        # Three looks at the host (1.5 s) after the first two, when the tail has settled
-        # on the empty log: the driver sent no query meanwhile (a 50 ms poll sent some 90
-        # a look).
-        wait_for(lambda: len(watch.at_host_looks) >= 5, timeout=30, what="five host looks")
-        looks = watch.at_host_looks
-        assert looks[4] - looks[1] <= 5, looks  # one read at most: a tail state change
+        # Three looks at the host (1.5 s) once the tail has settled on the empty log: the
+        # driver sent no query meanwhile (a 50 ms poll sent some 90 a look). Each of the
+        # tail's states until then (file not found, connecting, connected) is a change of
+        # the attempt, which wakes the driver: under load they came between the looks.
+        wait_for(
+            lambda: (attempt_of(api, attempt_id)["tail"] or {}).get("state") == "connected",
+            timeout=30, what="the tail to settle on the empty log",
+        )  # fmt: skip
+        first = len(watch.at_host_looks)
+        wait_for(lambda: len(watch.at_host_looks) >= first + 4, timeout=30, what="four looks")
+        looks = watch.at_host_looks[first : first + 4]
+        assert looks[3] - looks[0] <= 5, looks  # one read at most: the settling's own
         run = attempt_of(api, attempt_id)["run"]
         assert run["state"] == "starting", run
 
