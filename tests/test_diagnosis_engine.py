@@ -1,6 +1,8 @@
 """What the engine must understand, one behaviour at a time, on logs as servers write them."""
 
 import dataclasses
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -669,3 +671,24 @@ def test_a_servers_refused_arguments_mean_it_never_became_ready() -> None:
 )
 def test_the_readiness_lines_of_triton_torchserve_ollamas_runner_and_gradio(line: str) -> None:
     assert diagnose(line + "\n").ready is True
+
+
+def test_threads_reading_logs_at_once_share_the_compiled_patterns_not_their_scratch() -> None:
+    """One compiled database serves every scanner; a scan writes to its scratch, so threads
+    reading at the same time (the tailer's, a request's) must each have their own."""
+    logs = [
+        (DATA / "seed_torch_symm_mem.log").read_bytes(),
+        b"gen throughput (token/s): 81.5\n" * 4000 + b"RuntimeError: CUDA error: out of memory\n",
+        b"INFO: Uvicorn running on http://0.0.0.0:8000\n" * 3000,
+    ]
+    alone = [diagnose_bytes(log) for log in logs]
+    start = threading.Barrier(6)
+
+    def read(index: int) -> list[object]:
+        start.wait(timeout=30)
+        return [diagnose_bytes(logs[index % len(logs)]) for _ in range(5)]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(read, range(6)))
+    for index, found in enumerate(together):
+        assert found == [alone[index % len(logs)]] * 5

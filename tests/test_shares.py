@@ -10,6 +10,7 @@ from sqlalchemy import text
 from app import repo, sharing
 from app.db import make_engine, session_scope
 from app.routes import events
+from tests.conftest import InProcess
 from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
 from tests.sse import SSEReader
 
@@ -40,8 +41,11 @@ def seeded_campaign(api: httpx.Client, tmp_path: Path) -> tuple[dict, dict]:
     return campaign, attempt
 
 
+IN_PROCESS_ADDRESS = "testclient"  # the client address Starlette's test client gives
+
+
 def test_a_share_token_opens_its_campaign_only(
-    api: httpx.Client, anonymous: httpx.Client, tmp_path: Path
+    app_under_test: InProcess, api: httpx.Client, anonymous: httpx.Client, tmp_path: Path
 ) -> None:
     campaign, attempt = seeded_campaign(api, tmp_path)
     other = make_campaign(api, name="Secret other campaign")
@@ -55,8 +59,11 @@ def test_a_share_token_opens_its_campaign_only(
     assert "Secret other campaign" not in page.text
     assert "<form" not in page.text and "csrf_token" not in page.text
 
-    # The token is not a key to anything else.
+    # The token is not a key to anything else. Each refusal costs this client a doubling
+    # delay (test_login_throttle's subject): twelve in a row would sleep a minute away, so
+    # each starts with the throttle's memory of the client cleared.
     auth = {"Authorization": f"Bearer {token}"}
+    throttle = app_under_test.app.state.token_throttle
     for method, path, body in [
         ("GET", "/api/campaigns", None),
         ("GET", f"/api/campaigns/{campaign['id']}", None),
@@ -67,9 +74,14 @@ def test_a_share_token_opens_its_campaign_only(
         ("DELETE", f"/api/shares/{token}", None),
         ("GET", f"/api/campaigns/{other['id']}/events", None),
     ]:
+        throttle.succeeded(IN_PROCESS_ADDRESS)
         assert anonymous.request(method, path, json=body, headers=auth).status_code == 401, path
+        assert len(throttle) == 1  # counted as a wrong token, from this address
     for path in (f"/campaigns/{campaign['id']}", f"/attempts/{attempt['id']}", "/"):
+        throttle.succeeded(IN_PROCESS_ADDRESS)
         assert anonymous.get(path, headers={"Accept": "text/html"}).status_code == 401
+    throttle.succeeded(IN_PROCESS_ADDRESS)
+    assert len(throttle) == 0  # the address the refusals were counted at
     form = anonymous.post(
         f"/attempts/{attempt['id']}/notes", data={"body": "x", "csrf_token": token}
     )

@@ -10,8 +10,10 @@ as its first `MAX_LINE_BYTES` bytes, however it arrives.
 Everything here depends on the bytes alone, never on how they were split into chunks.
 """
 
+import functools
 import math
 import re
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -152,7 +154,10 @@ def _count_beside(buffer: bytes, start: int, end: int) -> Future[int] | None:
         return None
 
 
+@functools.lru_cache(maxsize=64)
 def compile_database(ready_pattern: str | None) -> hyperscan.Database:
+    """Compiled once per readiness pattern (a compile costs about 40 ms: more than reading
+    most logs); a database is read-only, so every scanner of that pattern shares it."""
     expressions, ids, flags = [], [], []
 
     def add(expression: bytes, ident: int, flag: int) -> None:
@@ -180,6 +185,20 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
     except hyperscan.error as error:
         raise ValueError(f"readiness pattern {ready_pattern!r} cannot be used: {error}") from None
     return database
+
+
+_SCRATCHES = threading.local()
+
+
+def _scratch_for(database: hyperscan.Database) -> hyperscan.Scratch:
+    """A scan writes to its scratch: each thread has its own for each database (held beside
+    it, so that the id names that database for as long as its scratch is kept)."""
+    kept: dict[int, tuple[hyperscan.Database, hyperscan.Scratch]]
+    kept = _SCRATCHES.__dict__.setdefault("by_database", {})
+    pair = kept.get(id(database))
+    if pair is None or pair[0] is not database:
+        pair = kept[id(database)] = (database, hyperscan.Scratch(database))
+    return pair[1]
 
 
 class Scanner:
@@ -272,7 +291,11 @@ class Scanner:
         def on_match(ident: int, _from: int, _to: int, _flags: int, _context: object) -> None:
             hits.append(ident)
 
-        self._database.scan(self._pending[:MAX_KEPT_CHARS], match_event_handler=on_match)
+        self._database.scan(
+            self._pending[:MAX_KEPT_CHARS],
+            match_event_handler=on_match,
+            scratch=_scratch_for(self._database),
+        )
         return any(ident in (_READY_ID, _CUSTOM_READY_ID) for ident in hits)
 
     # --- blocks of whole lines ---------------------------------------------------
@@ -299,7 +322,11 @@ class Scanner:
         """Hyperscan's hits in buffer[start:end] into `_hits`; returns its newline count."""
         counted = _count_beside(buffer, start, end)  # first: it runs once the scan lets go
         view = memoryview(buffer)[start:end]  # no copy
-        self._database.scan(view, match_event_handler=self._on_match)  # type: ignore[type-var]
+        self._database.scan(
+            view,  # type: ignore[type-var]
+            match_event_handler=self._on_match,
+            scratch=_scratch_for(self._database),
+        )
         return counted.result() if counted else count_newlines(buffer, start, end)
 
     def _process_segment(
