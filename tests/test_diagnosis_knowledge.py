@@ -11,7 +11,14 @@ from app.diagnosis import Diagnosis, diagnose_bytes
 from app.diagnosis.knowledge.benign import BENIGN, Benign
 from app.diagnosis.knowledge.fact import Fact
 from app.diagnosis.knowledge.figures import FIGURE_KINDS, FigureKind
-from app.diagnosis.knowledge.lifecycle import LAUNCHES, NEVER_STARTED, SERVING, Launch
+from app.diagnosis.knowledge.lifecycle import (
+    LAUNCHES,
+    NEVER_STARTED,
+    REQUEST_REFUSED,
+    SERVING,
+    WAITING,
+    Launch,
+)
 from app.diagnosis.knowledge.ready import READY_LINES, ReadyLine
 from app.diagnosis.knowledge.wrappers import WRAPPERS, Wrapper
 from app.diagnosis.lines import decode
@@ -56,6 +63,8 @@ ALL_ROWS = [
     *_params("launch", LAUNCHES),
     *_params("serving", SERVING),
     *_params("never-started", NEVER_STARTED),
+    *_params("waiting", WAITING),
+    *_params("request-refused", REQUEST_REFUSED),
 ]
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.diagnosis import Diagnosis, diagnose_bytes, rules
 from app.diagnosis.burst import BURST_LINES, ERROR_SHAPE
-from app.diagnosis.knowledge.lifecycle import SERVING, STOPPED
+from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED, SERVING, STOPPED, WAITING
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.knowledge.wrappers import WRAPPERS
 from app.diagnosis.lines import decode, strip_prefixes
@@ -180,6 +180,31 @@ def test_a_process_an_operator_or_a_scheduler_stopped_did_not_crash(row: object)
         assert "stopped" in found.crashed_reason
 
 
+@pytest.mark.parametrize("row", WAITING, ids=lambda row: row.pattern[:40])
+def test_a_log_that_ends_waiting_on_others_is_a_hang_not_a_crash(row: object) -> None:
+    example = row.example  # type: ignore[attr-defined]
+    found = diagnose(*QUIET, example, example)
+    assert found.crashed is False and found.error_class == "timeout_or_hang"
+    assert found.root_cause is not None and found.root_cause in example
+    assert "hang" in found.crashed_reason
+    # Waiting once (a slow compile or load), or a while and then going on: nothing to say.
+    assert silent(diagnose(*QUIET, example))
+    assert silent(diagnose(*QUIET, example, example, *QUIET))
+
+
+@pytest.mark.parametrize("row", REQUEST_REFUSED, ids=lambda row: row.pattern[:40])
+def test_a_refused_request_is_the_client_s_failure_not_the_server_s(row: object) -> None:
+    example = row.example  # type: ignore[attr-defined]
+    for lines in ([*QUIET, example], [example], [*QUIET, example, *QUIET]):
+        found = diagnose(*lines)
+        assert found.crashed is False and found.root_cause is None, lines
+        assert "request refused" in found.crashed_reason or found.crashed_reason == rules.NO_FAILURE
+    # A server that dies after refusing one: the death is the failure.
+    fatal = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    found = diagnose(*QUIET, example, fatal)
+    assert found.crashed is True and found.root_cause == fatal
+
+
 def test_a_stop_that_follows_a_failure_is_the_failure_s_consequence() -> None:
     # (torchrun stops the other ranks once one failed: the failure is why)
     found = diagnose(
@@ -197,11 +222,8 @@ def test_a_server_that_went_on_serving_after_an_error_did_not_crash() -> None:
         "[2026-03-01 10:00:40 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: "
         "0.12, gen throughput (token/s): 186.64, #queue-req: 0"
     )
-    rejected = (
-        "[2026-03-01 10:00:30] ERROR:    The input (40000 tokens) is longer than the model's "
-        "context length (32768 tokens)."
-    )
-    found = diagnose(*QUIET, rejected, serving, serving, serving)
+    failed = "[2026-03-01 10:00:30] ERROR:    RuntimeError: sampling failed: NaN in the logits"
+    found = diagnose(*QUIET, failed, serving, serving, serving)
     assert found.crashed is False and found.root_cause is None
     assert "went on serving" in found.crashed_reason
 

@@ -143,13 +143,24 @@ def test_connection_closed_by_peer_is_blamed_on_the_peer_that_failed_first() -> 
 
 def test_an_nccl_warning_whose_error_code_is_passed_up_to_the_caller_is_a_crash() -> None:
     result = diagnose(
-        "host-1:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 "
-        "both on CUDA device 1000\n"
-        "host-1:29880:30398 [0] NCCL INFO init.cc:867 -> 5\n"
-        "host-1:29880:30398 [0] NCCL INFO init.cc:916 -> 5\n"
+        "host-1:29880:30398 [0] transport/shm.cc:114 NCCL WARN Error: failed to extend "
+        "/dev/shm/nccl-8kqTsw to 9637892 bytes\n"
+        "host-1:29880:30398 [0] NCCL INFO transport/shm.cc:121 -> 2\n"
+        "host-1:29880:30398 [0] NCCL INFO init.cc:916 -> 2\n"
     )
-    assert result["error_class"] == "config_or_args"
+    assert result["error_class"] == "nccl_comm"
     assert result["crashed"] is True and "passes its error code up" in result["crashed_reason"]
+
+
+def test_two_ranks_on_one_gpu_is_fatal_to_nccl_whatever_its_severity() -> None:
+    for log in (
+        "host-1:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 "
+        "both on CUDA device 1000\n",
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n",
+    ):
+        result = diagnose(log)
+        assert result["error_class"] == "config_or_args"
+        assert result["crashed"] is True and result["root_cause"] == log.strip()
 
 
 def test_an_error_that_stays_in_nccl_s_proxy_thread_leaves_a_hang() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
-from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, SERVING
+from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, SERVING, WAITING
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
 from app.diagnosis.marking import mark
@@ -77,6 +77,8 @@ _SERVER = re.compile(
     r"|sglang|tritonserver|llama_\w*|ollama|TensorRT|trtllm|[Mm]odel)\b"
 )
 _WORD = re.compile(r"[A-Za-z]{3,}")
+# A process's word that it still waits on others (knowledge/lifecycle.py).
+_WAITING = _alternation(row.pattern for row in WAITING)
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
 _NAMES_A_VALUE = re.compile(r"\d")
@@ -393,6 +395,22 @@ def analyze(
             crashed_reason=f"line {wrapper.line.number} says another process failed",
             pending=rules.WAITING,
         )
+    waiting = _ends_waiting(entries, lines_total) if root is None and not newest_first else None
+    if waiting is not None and late is None and survived is None:
+        return Analysis(
+            ready=True if ready_line else None,
+            crashed=False,
+            root=waiting,
+            error_class="timeout_or_hang",
+            fingerprint=rules.fingerprint("timeout_or_hang", waiting.content),
+            excerpt=[waiting.line],
+            ready_line=ready_line,
+            candidates=[waiting.line],
+            crashed_reason=(
+                f"the log ends waiting on other processes (line {waiting.line.number}): "
+                "a hang, not a crash"
+            ),
+        )
     if root is None:
         hang = any(_HANG_DUMP.search(e.content) for e in entries)
         reason = "a dump of stuck threads, no failure" if hang else rules.NO_FAILURE
@@ -459,6 +477,17 @@ def analyze(
         candidates=[e.line for e in _runners_up(entries, root)],
         frame=innermost_frame(failing_traceback(entries, root)),
     )
+
+
+def _ends_waiting(entries: list[Entry], lines_total: int) -> Entry | None:
+    """The last line, when it says again that the process is still waiting on others (once
+    is a slow step, a compile or a load; said again with nothing else between, a hang)."""
+    if len(entries) < 2 or entries[-1].line.number < lines_total:
+        return None
+    last, before = entries[-1], entries[-2]
+    if _WAITING.search(last.content) and _WAITING.search(before.content):
+        return last
+    return None
 
 
 def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool | None, str]:

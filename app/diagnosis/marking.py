@@ -7,6 +7,7 @@ from collections import Counter
 from app.diagnosis import rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import raised_in_logging
+from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED
 
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
@@ -23,6 +24,7 @@ _LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
 _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
+_REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 
 
@@ -147,6 +149,9 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             detail = next((e for e in entries[index + 1 : index + 3] if e.content), None)
             if detail is not None and not detail.noise:
                 detail.strength, detail.detail = 3, True
+        elif entry.strength and _REQUEST_REFUSED.search(entry.content):
+            entry.strength = 0
+            entry.set_aside = "a client's request refused: the server answers it and serves on"
         elif entry.strength == 2 and not entry.warning:
             following = entries[index : index + 4]
             if any(rules.RECOVERED.search(e.content) for e in following):

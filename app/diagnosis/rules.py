@@ -70,6 +70,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bsupports? (?:only )?head[ _](?:dim|dimension|size)",
         # Uvicorn given an application it cannot import
         r"\bError loading ASGI app\b",
+        # a local path that is not there, taken for a hub repository's id
+        r"Repo id must be in the form",
+        # a path argument given something that is no path
+        r"expected str, bytes or os\.PathLike object",
     )),
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
@@ -151,7 +155,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bmemory allocation of \d+ bytes failed",  # Rust's allocator, on the host
         r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
-        r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"^(?:.*\s)?Killed(?:\s.*)?$",
+        r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"(?:^|[\s\]|>])Killed(?:\s.*)?$",
+        # a supervisor's word that its child was killed (Go's "signal: killed")
+        r"\bsignal: killed\b",
         r"died with <Signals\.SIGKILL", r"\bstatus=9/KILL\b",
         # cluster managers and cgroups killing for memory
         r"oom-kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
@@ -178,6 +184,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found",
         # a module's API that another version of it has ("module 'numpy' has no attribute")
         r"\bmodule '[\w.]+' has no attribute\b",
+        # a C extension built against another version of numpy (or any C API it includes)
+        r"\bbinary incompatibility\b", r"\bdtype size changed\b",
+        # a tokenizer file written by a newer tokenizers than the one reading it
+        r"did not match any variant of untagged enum",
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
@@ -205,6 +215,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # cuDNN's frontend failing to run an operation graph (PyTorch's SDPA on cuDNN:
         # "Expected mha_graph.execute(...).is_good() to be true, but got false")
         r"\bmha_graph\b", r"\.is_good\(\) to be true",
+        # a GEMM or kernel runner reporting that its kernel failed
+        r"\b(?:GEMM|[Gg]emm|kernel)\b.*\b(?:failed|error)",
+        r"(?i)\berror\b.*\brunning (?:GEMM|kernel)",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
@@ -238,6 +251,18 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bignore_mismatched_sizes\b", r"\bsize mismatch for\b",
         # sentencepiece given no tokenizer file (its path came out None)
         r"\bTypeError: not a string\b",
+    )),
+    # Memory exhausted, by any allocator (ROCm's, Metal's, ggml's, XLA's), when no rule above
+    # named the host.
+    ("oom_gpu", _any(
+        r"(?i)\bout of (?:device )?memory\b", r"\bRESOURCE_EXHAUSTED\b",
+        r"(?i)\bfailed to allocate\b.*\bbuffer", r"(?i)\bbuffer\b.*\ballocation failed",
+    )),
+    # NCCL's transports by name (sockets, InfiniBand, libfabric's OFI), and NCCL or RCCL named
+    # in a failing line.
+    ("nccl_comm", _any(
+        r"\bNET/(?:IB|OFI|Socket|Plugin)\b", r"\bsocket(?:Progress|Recv|Send|Connect)\w*",
+        r"\bibv_\w+", r"\b[NR]CCL\b",
     )),
     # A path that is not there, when nothing says it held weights or a checkpoint.
     ("config_or_args", _any(r"\bFileNotFoundError\b", r"\bNo such file or directory\b")),
@@ -394,6 +419,12 @@ NATIVE_FAILURE = _any(
     r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
     r"^Failed: Cuda error\b",  # CUDACHECK in vLLM's custom all-reduce and others
     r"\b[Ww]atchdog timeout\b",  # sglang's scheduler watchdog, before it kills the server
+    # CUDA's own error strings (cudaGetErrorString), printed bare by a native program
+    r"^(?:no kernel image is available for execution|an illegal memory access was encountered"
+    r"|device-side assert triggered|unspecified launch failure|misaligned address"
+    r"|invalid device function|an illegal instruction was encountered)",
+    # NCCL refusing to start: two ranks on one GPU (ncclInvalidUsage, whatever its severity)
+    r"\bDuplicate GPU detected\b",
     # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
     r"^(?:UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED"
     r"|NOT_FOUND|UNKNOWN|ABORTED|DATA_LOSS|UNIMPLEMENTED): ",

@@ -58,6 +58,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
         b"(idle)", b"xitcode", b"(cuda",
         b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
+        b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
     )
 ]  # fmt: skip
 

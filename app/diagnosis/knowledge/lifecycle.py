@@ -150,3 +150,51 @@ STOPPED = (
         "when SIGTERM, SIGINT or SIGHUP reached the launcher itself",
     ),
 )
+
+# A process still waiting on others when its log ends: the log of a hang, not of a crash.
+WAITING = (
+    Fact(
+        r"Waiting in store based barrier",
+        ("torch",),
+        "2022-05-10 05:38:33 | INFO | torch.distributed.distributed_c10d | Waiting in store based "
+        "barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+        "(world_size=2, worker_count=3, timeout=0:30:00)",
+        "PyTorch's torch/distributed/distributed_c10d.py (_store_based_barrier) every 10 s while "
+        "ranks are missing; observed in corpus case 552",
+    ),
+    Fact(
+        r"No available shared memory broadcast block found in \d+ seconds",
+        ("vllm",),
+        "2026-03-09 01:27:30.122744672 (MapWorker(MapBatches(vLLMEngineActor)) pid=1202, "
+        "ip=10.0.0.1) (EngineCore_DP0 pid=32080) INFO 03-08 17:27:28 [shm_broadcast.py:548] "
+        "No available shared "
+        "memory broadcast block found in 60 seconds. This typically happens when some processes "
+        "are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache "
+        "quantization).",
+        "vLLM's vllm/distributed/device_communicators/shm_broadcast.py while a reader has not "
+        "taken its block; observed in corpus case 553",
+    ),
+)
+
+# A client's request refused for what it asked: the server answers it and serves on, so such
+# a line is never why a server stopped (a KV cache too small for max_model_len at start-up is
+# another line, and a failure).
+REQUEST_REFUSED = (
+    Fact(
+        r"\bmaximum context length is \d+ tokens\. However, you requested\b",
+        ("vllm",),
+        "ERROR 05-08 21:27:27 [serving_chat.py:198] ValueError: This model's maximum context "
+        "length is 8192 tokens. However, you requested 8203 tokens (7691 in the messages, 512 "
+        "in the completion). Please reduce the length of the messages or completion.",
+        "vLLM's OpenAI front end (vllm/entrypoints/openai/serving_engine.py) validating a "
+        "request's length, logged by its handler at ERROR and answered with a 400",
+    ),
+    Fact(
+        r"\bis longer than the model's context length\b",
+        ("sglang",),
+        "[2026-03-01 10:00:30] ERROR:    The input (40000 tokens) is longer than the model's "
+        "context length (32768 tokens).",
+        "sglang's tokenizer manager (python/sglang/srt/managers/tokenizer_manager.py) refusing "
+        "a request longer than the context",
+    ),
+)
