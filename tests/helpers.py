@@ -59,6 +59,18 @@ def wait_for(probe: Callable[[], T | None], *, timeout: float = 30.0, what: str 
     raise AssertionError(f"timed out after {timeout} s waiting for {what or probe}: last {last!r}")
 
 
+def wait_for_value(
+    probe: Callable[[], T], expected: T, *, timeout: float = 30.0, what: str
+) -> None:
+    """Poll until `probe` returns `expected`; on timeout, the failure shows what it returned."""
+    deadline = time.monotonic() + timeout
+    last = probe()
+    while last != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+        last = probe()
+    assert last == expected, f"timed out after {timeout} s waiting for {what}"
+
+
 def wait_for_readers(app: Any, count: int, *, what: str) -> None:
     """Until `count` live streams have joined their broadcasters: a reader that joins after
     a change catches it up from the database, in a batch of its own."""

@@ -16,6 +16,7 @@ from app.diagnosis.knowledge.lifecycle import (
     NEVER_STARTED,
     REQUEST_REFUSED,
     SERVING,
+    STOPPED,
     WAITING,
     Launch,
 )
@@ -65,6 +66,7 @@ ALL_ROWS = [
     *_params("never-started", NEVER_STARTED),
     *_params("waiting", WAITING),
     *_params("request-refused", REQUEST_REFUSED),
+    *_params("stopped", STOPPED),
 ]
 
 

@@ -336,6 +336,42 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         ("[rank3]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0 "
          "Rank 3] Heartbeat monitor timed out! Process will be terminated after dumping debug "
          "info.", "nccl_comm"),
+        # memory run out in any allocator's words
+        ("Aug 13 16:58:56 host-1 ollama[3010374]: ROCm error: out of memory", "oom_gpu"),
+        ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device "
+         "buffer: Attempting to allocate 15.65G. That was not possible.", "oom_gpu"),
+        ("ggml_gallocr_reserve_n: failed to allocate Metal buffer of size 34681522080",
+         "oom_gpu"),
+        # NCCL's transports by name
+        ("RuntimeError: NCCL communicator was aborted: NET/IB : Got completion from peer "
+         "10.0.0.2<51354> with status=12 opcode=0 len=0 vendor err 129 (Recv)", "nccl_comm"),
+        # the host's kill, glued to a progress bar or said by a supervisor
+        ("Loading checkpoint shards:  75%|███▎ | 3/4 [01:34<00:31, 31.54s/it]Killed",
+         "oom_host_killed"),
+        ('level=ERROR source=sched.go:456 msg="error loading llama server" error="llama runner '
+         'process has terminated: signal: killed"', "oom_host_killed"),
+        # versions: ABI drift, a tokenizer file from a newer library, a newer Python's syntax
+        ("ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 "
+         "from C header, got 88 from PyObject", "import_or_version"),
+        ("Exception: data did not match any variant of untagged enum ModelWrapper at line 1251012 "
+         "column 3", "import_or_version"),
+        ("TypeError: type 'array.array' is not subscriptable", "import_or_version"),
+        # wrong paths and ports
+        ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+         "'namespace/repo_name': '/root/DeepSeek-V2-Lite'.", "config_or_args"),
+        ("TypeError: expected str, bytes or os.PathLike object, not dict", "config_or_args"),
+        ("0.00.065.436 E srv         start: couldn't bind HTTP server socket, hostname: "
+         "127.0.0.1, port: 8083", "config_or_args"),
+        ("Error: listen tcp 127.0.0.1:11434: bind: address already in use", "config_or_args"),
+        # kernel faults in a runtime's own words
+        ("host-1:1234:1290 [0] NCCL WARN Cuda failure 999 'unknown error'", "cuda_runtime"),
+        ("gguf_init_from_file: failed to open GGUF file '/models/llama.gguf' (No such file or "
+         "directory)", "config_or_args"),
+        ("[TensorRT-LLM][ERROR] Assertion failed: Error occurred when running GEMM! "
+         "(/src/cpp/tensorrt_llm/kernels/KernelRunner.cpp:180)", "cuda_runtime"),
+        (":0:rocdevice.cpp            :3587: 1012355198 us:  Callback: Queue 0x7cb113a00000 "
+         "aborting with error : HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a "
+         "hardware exception. code: 0x1016", "cuda_runtime"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault(line: str, error_class: str) -> None:

@@ -31,6 +31,7 @@ from tests.helpers import (
     tail_of,
     tail_state,
     wait_for,
+    wait_for_value,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -117,7 +118,7 @@ def test_a_writer_that_reopens_late_after_a_rename_loses_no_line(
         time.sleep(1.0)  # the signal comes late: three grace periods go by
         still_open.write(b"written late to the old file\n")
     expected = b"before the rotation\nwritten late to the old file\nin the new file\n"
-    wait_for(lambda: stored_log(api, attempt["id"]) == expected, what="every line once")
+    wait_for_value(lambda: stored_log(api, attempt["id"]), expected, what="every line once")
 
 
 def test_rename_and_create_rotation_keeps_every_byte_once(

@@ -120,12 +120,17 @@ def _message(entries: list[Entry], index: int) -> str:
 
 
 def _host_prefixes(lines: list[Line]) -> frozenset[str]:
+    """The names a launcher puts before each line (pdsh's and DeepSpeed's "10.0.0.2: ", a
+    job's "B-nemo-ft3/0 "): those of several lines, where most lines carry one of them (each
+    node of a multi-node job its own)."""
     counts: dict[str, int] = {}
     for line in lines:
         host = host_prefix(line.text)
         if host:
             counts[host] = counts.get(host, 0) + 1
-    return frozenset(h for h, n in counts.items() if n >= 3 and n * 2 >= len(lines))
+    hosts = {h: n for h, n in counts.items() if n >= 2}
+    carried = sum(hosts.values())
+    return frozenset(hosts) if carried >= 3 and carried * 2 >= len(lines) else frozenset()
 
 
 def _newest_first(entries: list[Entry]) -> bool:

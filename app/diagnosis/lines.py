@@ -27,6 +27,11 @@ _PREFIXES = [
     r"\[\d\d/\d\d/\d{4}-[\d:]+\]\s?",
     # vLLM: "INFO 06-16 10:03:14 [loggers.py:87] " and "ERROR 10-11 12:27:29 engine.py:157] "
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+(?:\[[\w.:-]+\]|[\w.-]+:\d+\])\s?",
+    # TensorFlow's and XLA's logging (JAX too): "2025-03-23 20:28:49.804409: E
+    # external/xla/xla/service/gpu/gpu_hlo_schedule.cc:654] "
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s[IWEF]\s[\w/.-]+:\d+\]\s?",
+    # llama.cpp's logger with timestamps: "0.00.065.436 E srv  start: ..."
+    r"\d+\.\d\d\.\d{3}\.\d{3}\s[IWEDN]\s",
     # glog: "E1103 02:59:01.152656 81041 backend_model.cc:553] "
     r"[IWEF]\d{4}\s+[\d:.]+\s+\d+\s+[\w.-]+:\d+\]\s?",
     # PyTorch's c10 logging: "[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ", and
@@ -61,6 +66,10 @@ _PREFIX = re.compile("|".join(f"(?:{p})" for p in _PREFIXES))
 # "host-1: " from launchers that prefix every line with a host name: only peeled when it
 # is not an exception name ("KeyError: 12" keeps its "KeyError").
 _HOST_PREFIX = re.compile(r"([\w.-]+):\s")
+# A job's, pod's or node's name that a launcher puts before each line with a space
+# ("B-nemo-ft3/0 [default1]:..."): a word with a digit or a separator in it, never a
+# timestamp; peeled only where most lines carry the same one.
+_NAME_PREFIX = re.compile(r"([A-Za-z][\w.@-]*[\d/_.-][\w./@-]*)\s+(?=\S)")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
 
 
@@ -90,7 +99,7 @@ def strip_prefixes(text: str, hosts: frozenset[str] = frozenset()) -> str:
             text = text[match.end() :]
             continue
         if hosts:
-            host = _HOST_PREFIX.match(text)
+            host = _HOST_PREFIX.match(text) or _NAME_PREFIX.match(text)
             if host and host.group(1) in hosts:
                 text = text[host.end() :]
     return text.strip()
@@ -101,4 +110,5 @@ def host_prefix(text: str) -> str | None:
     match = _HOST_PREFIX.match(text)
     if match and not _NOT_A_HOST.search(match.group(1)) and not match.group(1)[0].isupper():
         return match.group(1)
-    return None
+    named = _NAME_PREFIX.match(text)
+    return named.group(1) if named else None

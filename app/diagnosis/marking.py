@@ -12,10 +12,11 @@ from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
-    r"|(?:^|[\s:>])[IW]\d{4}\s+\d"
+    r"|(?:^|[\s:>])[IW]\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]"
 )
 _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
+    r"|:\s[EF]\s[\w/.-]+:\d+\]"
 )
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").

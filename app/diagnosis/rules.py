@@ -74,11 +74,16 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"Repo id must be in the form",
         # a path argument given something that is no path
         r"expected str, bytes or os\.PathLike object",
+        # a port another process holds, or a network the host does not have
+        r"\bcouldn't bind\b", r"\b(?:failed|unable) to bind\b", r"\blisten tcp\b.*\bbind\b",
+        r"\bOnly one usage of each socket address\b", r"Address family not supported",
     )),
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
         r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
+        # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'")
+        r"\bCuda failure\b",
     )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
     # NCCL's own warnings name a transport fault even when they say "timed out".
@@ -188,6 +193,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bbinary incompatibility\b", r"\bdtype size changed\b",
         # a tokenizer file written by a newer tokenizers than the one reading it
         r"did not match any variant of untagged enum",
+        # code written for a newer Python than the one running it ("list[int]" on 3.8)
+        r"\btype '[\w.]+' is not subscriptable", r"'type' object is not subscriptable",
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
@@ -215,6 +222,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # cuDNN's frontend failing to run an operation graph (PyTorch's SDPA on cuDNN:
         # "Expected mha_graph.execute(...).is_good() to be true, but got false")
         r"\bmha_graph\b", r"\.is_good\(\) to be true",
+        # NCCL's CUDA check ("Cuda failure 999 'unknown error'"), other accelerators' runtimes,
+        # and ROCm's runtime on a hardware exception
+        r"\bNPU function error\b", r"\bHSA_STATUS_ERROR_\w+",
         # a GEMM or kernel runner reporting that its kernel failed
         r"\b(?:GEMM|[Gg]emm|kernel)\b.*\b(?:failed|error)",
         r"(?i)\berror\b.*\brunning (?:GEMM|kernel)",
@@ -406,7 +416,8 @@ NATIVE_FAILURE = _any(
     r"fallen off the bus|\bNVRM: Xid\b",  # the NVIDIA driver on a GPU it lost
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
     # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
-    r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing)\b",
+    r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing|failed to|cannot"
+    r"|could not|couldn't|unable to)\b",
     # the kernel on a process it stopped: "traps: python3[213941] trap invalid opcode ...",
     # "python3[1234]: segfault at 0 ip ... error 4 in libfoo.so"
     r"\btraps: \S+\[\d+\] trap\b|\[\d+\]: segfault at\b",
@@ -423,6 +434,9 @@ NATIVE_FAILURE = _any(
     r"^(?:no kernel image is available for execution|an illegal memory access was encountered"
     r"|device-side assert triggered|unspecified launch failure|misaligned address"
     r"|invalid device function|an illegal instruction was encountered)",
+    # ROCm's runtime aborting a queue on a hardware exception (the HIP error that follows
+    # only reports it)
+    r"\baborting with error\b.*\bHSA_STATUS_ERROR_",
     # NCCL refusing to start: two ranks on one GPU (ncclInvalidUsage, whatever its severity)
     r"\bDuplicate GPU detected\b",
     # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
@@ -441,6 +455,7 @@ SPECIFICITY = [
     # a cluster manager saying why it killed (a shell's job line only saw the kill)
     (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
     (re.compile(r"LLVM ERROR\b"), 2),
+    (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),
     (re.compile(r"terminate called after throwing"), -2),

@@ -59,6 +59,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"(idle)", b"xitcode", b"(cuda",
         b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
+        b"annot ", b"ould not", b"ouldn't", b"nable to",
     )
 ]  # fmt: skip
 
@@ -67,6 +68,10 @@ _ANCHORS: list[tuple[bytes, int]] = [
 _SEVERITY_ANCHORS = (
     rb"[EF][01]\d[0-3]\d \d\d:\d\d:\d\d\.",  # (month and day: fewer false starts)
     rb"\[[EF](?:\d{3,4} [\d:.]+)? [\w.-]+\.(?:cpp|cc|h|py):\d+\]",
+    # TensorFlow's and XLA's "2025-03-23 20:28:49.804409: E external/xla/...cc:654]", and
+    # llama.cpp's "0.00.065.436 E srv  start: ..."
+    rb"\d\d:\d\d\.\d{6}: [EF] [\w/.-]+:\d+\]",
+    rb"\d\.\d\d\.\d{3}\.\d{3} [EF] ",
 )
 
 _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000

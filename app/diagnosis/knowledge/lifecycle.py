@@ -82,6 +82,21 @@ SERVING = (
         "Uvicorn's access log in front of vLLM's and sglang's OpenAI servers: a generation "
         "request answered (a health check answered by the front end alone proves nothing)",
     ),
+    Fact(
+        r"\bdone request: POST /\S*(?:completions?|chat|infill|embeddings?)\S* \S+ 200\b",
+        ("llama.cpp",),
+        "srv  log_server_r: done request: POST /completion 127.0.0.1 200",
+        "llama.cpp's server (tools/server/server.cpp) logging each request it answered; "
+        "observed in corpus case F112",
+    ),
+    Fact(
+        r"^\s*(?:prompt )?eval time =\s+[\d.]+ ms /\s+\d+ tokens",
+        ("llama.cpp",),
+        "prompt eval time =    1062.68 ms /   551 tokens (    1.93 ms per token,   518.50 tokens "
+        "per second)",
+        "llama.cpp's server timing each request's prompt and generation; observed in corpus "
+        "case F112",
+    ),
 )
 
 
@@ -140,6 +155,14 @@ STOPPED = (
         "KeyboardInterrupt: terminated",
         "vLLM's OpenAI server (vllm/entrypoints/openai/api_server.py): its SIGTERM handler "
         "raises KeyboardInterrupt('terminated')",
+    ),
+    Fact(
+        r"\[shutdown\] (?:EngineCore|API server): (?:trigger )?received signal=SIG(?:TERM|INT)\b",
+        ("vllm",),
+        "(EngineCore pid=23397) INFO 08-01 21:34:51 [core.py:1214] [shutdown] EngineCore: "
+        "trigger received signal=SIGTERM",
+        "vLLM V1's engine core (vllm/v1/engine/core.py) on SIGTERM or SIGINT; what its API "
+        "server logs after it (EngineDeadError) is the stop's echo; observed in corpus case F063",
     ),
     Fact(
         r"\bSignalException: Process \d+ got signal: (?:15|2|1)\b",
