@@ -339,3 +339,32 @@ def test_a_file_quiet_for_long_is_looked_at_less_and_less(
     assert len(gaps) == 5, looks
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and gaps[2] >= 0.2
     assert all(0.4 <= gap < 1.0 for gap in gaps[3:]), gaps
+
+
+def test_bytes_a_writer_leaves_while_the_look_for_writers_runs_are_read_before_the_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rotated by rename: the follower drains the old file while a writer holds it. If that
+    writer appends its last bytes and closes while the look walks /proc (a loaded machine
+    makes the walk long), the look answers "no writer" about a file with unread bytes: they
+    are read before the follower moves to the new file."""
+    monkeypatch.setattr(follower, "ROTATION_GRACE_S", 0.0)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"before the rotation\n")
+    still_open = log.open("ab", buffering=0)
+    real = follower.writer_open
+
+    def look_during_which_the_writer_finishes(st: os.stat_result, proc: str | None = None) -> Any:
+        if not still_open.closed:
+            still_open.write(b"written late to the old file\n")
+            still_open.close()
+        return real(st, proc)
+
+    monkeypatch.setattr(follower, "writer_open", look_during_which_the_writer_finishes)
+    events = follower.follow(str(log), 0, "-")
+    seen = until(events, "D")
+    os.rename(log, tmp_path / "server.log.1")
+    log.write_bytes(b"in the new file\n")
+    seen += until(events, "R")
+    seen += until(events, "D")
+    assert data_of(seen) == b"before the rotation\nwritten late to the old file\nin the new file\n"

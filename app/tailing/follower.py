@@ -269,6 +269,10 @@ def follow(
             elif now - rotation_looked >= ROTATION_GRACE_S:
                 rotation_looked = now
                 draining = now - rotated_seen < ROTATION_DRAIN_MAX_S and writer_open(now_st)
+                # A writer's last bytes may land while the look walks /proc, just before it
+                # closes the file: read them before the switch.
+                if not draining and os.fstat(fd).st_size > offset:
+                    continue
                 if not draining:
                     # Reopening finds another identity and reports ("R", new).
                     os.close(fd)
