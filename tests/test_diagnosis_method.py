@@ -205,6 +205,24 @@ def test_a_refused_request_is_the_client_s_failure_not_the_server_s(row: object)
     assert found.crashed is True and found.root_cause == fatal
 
 
+def test_a_failure_naming_a_module_whose_import_failed_earlier_is_explained_by_that_import() -> (
+    None
+):
+    warned = (
+        "WARNING 02-28 20:57:36 _core_ext.py:180] Failed to import from vllm._core_C with "
+        "ImportError('libtorch_hip.so: cannot open shared object file: No such file or directory')"
+    )
+    failure = (
+        "RuntimeError: Tried to instantiate class '_core_C.ScalarType', but it does not exist! "
+        "Ensure that it is registered via torch::class_"
+    )
+    found = diagnose(warned, *QUIET, *TB, failure)
+    assert found.root_cause == warned and found.error_class == "import_or_version"
+    # A failure that names no module of the warning keeps its own line.
+    other = "RuntimeError: shape '[4, 32]' is invalid for input of size 100"
+    assert diagnose(warned, *QUIET, *TB, other).root_cause == other
+
+
 def test_a_stop_that_follows_a_failure_is_the_failure_s_consequence() -> None:
     # (torchrun stops the other ranks once one failed: the failure is why)
     found = diagnose(

@@ -375,6 +375,8 @@ def analyze(
             crashed_reason=f"line {stop.line.number}: stopped by an operator or a scheduler",
         )
     root = _choose_root(entries)
+    if root is not None:
+        root = _failed_import_behind(entries, root) or root
     # Lines after the last one kept (a newest-first log's unkept lines are its oldest).
     last_kept = max((e.line.number for e in entries), default=0)
     unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
@@ -482,6 +484,31 @@ def analyze(
         candidates=[e.line for e in _runners_up(entries, root)],
         frame=innermost_frame(failing_traceback(entries, root)),
     )
+
+
+_IMPORT_FAILED = re.compile(
+    r"[Ff]ailed to import\b|\bImportError\b|\bNo module named\b|cannot open shared object file"
+)
+# A module's own name: with an underscore or a dot in it ("_core_C", "vllm._C"), not a word.
+_MODULE_NAME = re.compile(r"\b[A-Za-z_][\w]*(?:_\w+|\.\w+)+\b")
+
+
+def _failed_import_behind(entries: list[Entry], root: Entry) -> Entry | None:
+    """An earlier line saying that importing a module failed (often only a warning, the
+    program going on without it), when the failure names that module: why it failed."""
+    if _IMPORT_FAILED.search(root.content):
+        return None
+    parts = {part for name in _MODULE_NAME.findall(root.content) for part in name.split(".")}
+    names = {part for part in parts if "_" in part.strip("_")}
+    if not names:
+        return None
+    for entry in entries[: entries.index(root)]:
+        if _IMPORT_FAILED.search(entry.content) and any(
+            re.search(rf"\b{re.escape(name)}\b", entry.content) for name in names
+        ):
+            entry.strength = max(entry.strength, 3)
+            return entry
+    return None
 
 
 def _ends_waiting(entries: list[Entry], lines_total: int) -> Entry | None:

@@ -98,6 +98,16 @@ WRAPPERS = (
         "the worker's error, whose own traceback is above",
     ),
     Wrapper(
+        r"\(original error: ",
+        ("vllm",),
+        "(EngineCore_DP0 pid=1462) ERROR 03-10 07:38:43 [gpu_model_runner.py:4219] Failed to "
+        "load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free "
+        "memory for weights, increasing --tensor-parallel-size, or using --quantization. (original "
+        "error: CUDA out of memory. Tried to allocate 260.00 MiB.)",
+        "vLLM V1's model runner (vllm/v1/worker/gpu_model_runner.py) advising on an error whose "
+        "own traceback is printed after it",
+    ),
+    Wrapper(
         r"Capture cuda graph failed: ?$",
         ("sglang",),
         "Exception: Capture cuda graph failed:",
