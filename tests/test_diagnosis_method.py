@@ -223,6 +223,30 @@ def test_a_failure_naming_a_module_whose_import_failed_earlier_is_explained_by_t
     assert diagnose(warned, *QUIET, *TB, other).root_cause == other
 
 
+def test_an_exception_whose_message_lists_what_failed_below_it_is_named_by_that_list() -> None:
+    detail = "- ImportError: /srv/ext/common_ops.abi3.so: undefined symbol: _ZNK3c106SymInt"
+    found = diagnose(
+        *QUIET, *TB, "ImportError: ", "[ext] CRITICAL: Could not load any common_ops library!",
+        "Attempted locations:", "1. /srv/ext/sm90/common_ops.abi3.so", "Errors:", detail,
+        "- ModuleNotFoundError: No module named 'common_ops'",
+    )  # fmt: skip
+    assert found.root_cause == detail and found.error_class == "import_or_version"
+
+
+def test_llama_cpp_s_error_severity_is_its_logger_s_even_on_a_short_log() -> None:
+    line = (
+        "0.00.065.436 E srv         start: couldn't bind HTTP server socket, hostname: "
+        "127.0.0.1, port: 8083"
+    )
+    found = diagnose(
+        "0.00.064.257 I cmn  common_param: verbosity = 3", line,
+        "0.00.065.441 I srv    operator(): cleaning up before exit...",
+        "0.00.065.581 E srv  llama_server: exiting due to HTTP server error",
+    )  # fmt: skip
+    assert found.root_cause == line and found.error_class == "config_or_args"
+    assert found.crashed is True
+
+
 def test_a_stop_that_follows_a_failure_is_the_failure_s_consequence() -> None:
     # (torchrun stops the other ranks once one failed: the failure is why)
     found = diagnose(

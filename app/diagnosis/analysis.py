@@ -376,6 +376,7 @@ def analyze(
         )
     root = _choose_root(entries)
     if root is not None:
+        root = _said_below(entries, root) or root
         root = _failed_import_behind(entries, root) or root
     # Lines after the last one kept (a newest-first log's unkept lines are its oldest).
     last_kept = max((e.line.number for e in entries), default=0)
@@ -484,6 +485,27 @@ def analyze(
         candidates=[e.line for e in _runners_up(entries, root)],
         frame=innermost_frame(failing_traceback(entries, root)),
     )
+
+
+_EMPTY_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*$")
+_LISTED = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+SAID_BELOW_LINES = 20
+
+
+def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
+    """An exception with no message on its line ("ImportError: ") whose message, lines
+    below, lists what failed: the first exception line of that list says it."""
+    if not _EMPTY_EXCEPTION.match(root.content):
+        return None
+    for entry in entries[entries.index(root) + 1 :]:
+        if entry.line.number - root.line.number > SAID_BELOW_LINES:
+            break
+        listed = _LISTED.sub("", entry.content, count=1)
+        said = rules.EXCEPTION_LINE.match(listed) and not _EMPTY_EXCEPTION.match(listed)
+        if listed != entry.content and said:
+            entry.strength = max(entry.strength, 3)
+            return entry
+    return None
 
 
 _IMPORT_FAILED = re.compile(

@@ -12,7 +12,7 @@ from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
-    r"|(?:^|[\s:>])[IW]\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]"
+    r"|(?:^|[\s:>])[IW]\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
 )
 _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
@@ -20,7 +20,11 @@ _ERROR_LEVEL = re.compile(
 )
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").
-_GLOG = re.compile(r"(?:^|[\s:>|])[EF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$")
+# llama.cpp's logger the same: "0.00.065.436 E srv  start: ...".
+_GLOG = re.compile(
+    r"(?:^|[\s:>|])[EF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$"
+    r"|^\d+\.\d\d\.\d{3}\.\d{3}\s[EF]\s*$"
+)
 _LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
 _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
