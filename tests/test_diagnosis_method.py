@@ -218,6 +218,7 @@ def test_a_failure_naming_a_module_whose_import_failed_earlier_is_explained_by_t
     )
     found = diagnose(warned, *QUIET, *TB, failure)
     assert found.root_cause == warned and found.error_class == "import_or_version"
+    assert found.crashed is True and "import failed at line 1" in found.crashed_reason
     # A failure that names no module of the warning keeps its own line.
     other = "RuntimeError: shape '[4, 32]' is invalid for input of size 100"
     assert diagnose(warned, *QUIET, *TB, other).root_cause == other

@@ -377,7 +377,6 @@ def analyze(
     root = _choose_root(entries)
     if root is not None:
         root = _said_below(entries, root) or root
-        root = _failed_import_behind(entries, root) or root
     # Lines after the last one kept (a newest-first log's unkept lines are its oldest).
     last_kept = max((e.line.number for e in entries), default=0)
     unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
@@ -447,9 +446,15 @@ def analyze(
             crashed_reason=reason,
         )
 
+    crashed, crashed_reason = _crashed(entries, root, unseen_after)
+    import_failed = _failed_import_behind(entries, root)
+    if import_failed is not None:
+        crashed_reason += (
+            f"; it names a module whose import failed at line {import_failed.line.number}"
+        )
+        root = import_failed
     excerpt = _excerpt(entries, root)
     root_index = entries.index(root)
-    crashed, crashed_reason = _crashed(entries, root, unseen_after)
     error_class = rules.error_class(
         _message(entries, root_index), "\n".join(e.content for e in excerpt)
     )
