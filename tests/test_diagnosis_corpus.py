@@ -10,6 +10,7 @@ nothing here may special-case a file.
 """
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -118,9 +119,22 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
         assert case["split"] in SPLITS, case["id"]
         assert split_of_source.setdefault(case["source"], case["split"]) == case["split"], case
         assert (CORPUS / "cases" / f"{case['id']}.log").is_file(), case["id"]
-    # Tuning and validation split each thread by its hash: about half each.
-    sizes = [sum(case["split"] == part for case in cases) for part in ("tuning", "validation")]
+        if not _mined_fresh(case):
+            assert case["split"] == _split_by_hash(case["source"]), case["id"]
+    # Tuning and validation split each thread by its hash: about half each. Fresh parts folded
+    # into tuning after their round do not count: they never were on the validation side.
+    split = [case["split"] for case in cases if not _mined_fresh(case)]
+    sizes = [split.count(part) for part in ("tuning", "validation")]
     assert min(sizes) >= 0.4 * sum(sizes), sizes
+
+
+def _mined_fresh(case: dict) -> bool:
+    """A fresh round's case (F, G, H... ids): tuning once its round is over, never validation."""
+    return case["id"][0] in "FGH"
+
+
+def _split_by_hash(source: str) -> str:
+    return ("tuning", "validation")[hashlib.sha256(source.encode()).digest()[0] % 2]
 
 
 # The goal (issue 11): 95 % on the validation part for root cause, class and crashed, 99 %
@@ -128,22 +142,14 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
 # the figures), so a regression fails; the validation floors are at or above the goal.
 GOAL = {"root_cause": THRESHOLD, "top3": 0.99, "error_class": THRESHOLD, "crashed": THRESHOLD}
 FLOORS = {
+    # Since issue 23's third round, F061-F128 and G001-G014 (the second round's fresh part) are
+    # tuning too.
     "tuning": {
-        "root_cause": 0.95,
+        "root_cause": 0.94,
         "top3": 0.96,
-        "error_class": 0.94,
+        "error_class": 0.93,
         "crashed": 0.98,
-        "ready": 0.77,
-    },
-    # Scored once, as the estimate on unseen logs of issue 23's second round (bench/README.md):
-    # F061-F128 mined from threads and committed logs never used before, G001-G014 real H200
-    # failures in sglang's and vLLM's process shapes.
-    "fresh": {
-        "root_cause": 0.79,
-        "top3": 0.84,
-        "error_class": 0.79,
-        "crashed": 0.93,
-        "ready": 0.85,
+        "ready": 0.80,
     },
     "validation": {
         "root_cause": 1.0,
@@ -164,6 +170,9 @@ def test_engine_scores_at_least_95_percent_on_the_corpus(plain: dict[str, Outcom
     results = {}
     for part in SPLITS:
         chosen = _part(cases, part)
+        if not chosen:  # a fresh part is mined only after a round's rules are written
+            print(f"\n{part}: no cases yet")
+            continue
         scores, misses = tally(chosen, plain)
         results[part] = (scores, misses, len(chosen))
         print(f"\n{part} ({len(chosen)} cases): {_report(scores, len(chosen))}")
