@@ -248,6 +248,25 @@ def test_llama_cpp_s_error_severity_is_its_logger_s_even_on_a_short_log() -> Non
     assert found.crashed is True
 
 
+def test_an_allocator_running_out_of_memory_explains_the_error_just_before_it() -> None:
+    complaint = (
+        "2025-03-23 20:28:49.804409: E external/xla/xla/service/gpu/gpu_hlo_schedule.cc:654] "
+        "The byte size of input/output arguments (1374526449600) exceeds the base limit "
+        "(25554419712). This indicates an error in the calculation!"
+    )
+    allocator = (
+        "2025-03-23 20:28:59.832181: W external/xla/xla/tsl/framework/bfc_allocator.cc:501] "
+        "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.25TiB"
+    )
+    found = diagnose(*QUIET, complaint, allocator)
+    assert found.root_cause == allocator and found.error_class == "oom_gpu"
+    # The error it follows decides whether the process died: it died, nothing came after.
+    assert found.crashed is True
+    # Alone, the allocator's warning is one the process may live through: a hang.
+    alone = diagnose(*QUIET, allocator)
+    assert alone.root_cause == allocator and alone.crashed is False
+
+
 def test_a_stop_that_follows_a_failure_is_the_failure_s_consequence() -> None:
     # (torchrun stops the other ranks once one failed: the failure is why)
     found = diagnose(

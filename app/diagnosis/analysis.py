@@ -22,6 +22,8 @@ EXCERPT_BEFORE = 30
 EXCERPT_AFTER = 6
 FOLLOW_UP_LINES = 60
 SURVIVED_GAP_LINES = 2000
+# One incident often spans a few lines (oom-kill, then "Killed process").
+INCIDENT_LINES = 3
 SERVED_AFTER = 3  # engine-side serving lines after a failure: the server lived through it
 SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
@@ -213,7 +215,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         # telling line of the first incident.
         incident = [
             e for e in failures
-            if abs(e.line.number - first.line.number) <= 3 and e is not first
+            if abs(e.line.number - first.line.number) <= INCIDENT_LINES and e is not first
             and (e.warning or not first.warning)
         ]  # fmt: skip
         best = first
@@ -557,6 +559,17 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
     where = f"line {root.line.number}"
     later = entries[entries.index(root) + 1 :]
     if root.warning:
+        opener = next(
+            (
+                e for e in reversed(entries[: entries.index(root)])
+                if e.strength >= 2 and not e.warning and not e.noise
+                and root.line.number - e.line.number <= INCIDENT_LINES
+            ),
+            None,
+        )  # fmt: skip
+        if opener is not None:
+            # The warning says what the error just before it was about: that error decides.
+            return _crashed(entries, opener, unseen_after)
         fatal = next((e for e in later if e.strength and not e.warning and not e.noise), None)
         if fatal is not None:
             return True, f"a warning at {where}, then a fatal error at line {fatal.line.number}"

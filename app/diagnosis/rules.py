@@ -455,6 +455,8 @@ SPECIFICITY = [
     # a cluster manager saying why it killed (a shell's job line only saw the kill)
     (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
     (re.compile(r"LLVM ERROR\b"), 2),
+    # memory running out is the fault; a complaint about a size just before it is not
+    (re.compile(r"\b(?:ran|is|went) out of memory\b"), 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),
