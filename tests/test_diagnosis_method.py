@@ -267,6 +267,23 @@ def test_an_allocator_running_out_of_memory_explains_the_error_just_before_it() 
     assert alone.root_cause == allocator and alone.crashed is False
 
 
+def test_a_native_library_s_failure_before_its_children_died_is_why_the_parent_failed() -> None:
+    # NVSHMEM's error macro on each rank, the schedulers gone, then the parent's own error
+    transport = (
+        "/build/main_nvshmem/src/host/transport/transport.cpp:416: non-zero status: 7 No "
+        "devices selected."
+    )
+    found = diagnose(
+        *QUIET, transport,
+        "/build/main_nvshmem/src/host/init/init.cu:1045: non-zero status: 7 nvshmem setup "
+        "connections failed",
+        "[2026-02-25 15:04:37] Scheduler or DataParallelController 848532 terminated with 255",
+        *TB, "AttributeError: 'NoneType' object has no attribute 'server_args'",
+    )  # fmt: skip
+    assert found.root_cause == transport and found.error_class == "nccl_comm"
+    assert found.crashed is True
+
+
 def test_a_stop_that_follows_a_failure_is_the_failure_s_consequence() -> None:
     # (torchrun stops the other ranks once one failed: the failure is why)
     found = diagnose(
@@ -369,6 +386,8 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
     "line,error_class",
     [
         ("TypeError: not a string", "model_loading"),
+        ("/build/main_nvshmem/src/host/transport/transport.cpp:416: non-zero status: 7 No "
+         "devices selected.", "nccl_comm"),
         ("FileNotFoundError: [Errno 2] No such file or directory: '/data/prompts.jsonl'",
          "config_or_args"),
         ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "

@@ -181,6 +181,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"ncclSystemError", r"ncclInternalError", r"ncclInvalidUsage", r"DistBackendError",
         r"DistNetworkError", r"ProcessGroupNCCL", r"NCCL (?:WARN|failure|communicator)",
         r"ncclComm\w* failed", r"ncclUniqueId",
+        # NVSHMEM (DeepEP's symmetric memory) failing to bootstrap or connect its transports
+        r"nvshmem\w*/src/host/(?:transport|init|bootstrap)/", r"\bnvshmem setup connections",
     )),
     # Before cuda_runtime: "CUDA error: CUDA driver version is insufficient" is a version problem.
     ("import_or_version", _any(
@@ -415,6 +417,8 @@ NATIVE_FAILURE = _any(
     r"\b(?:CUDA|HIP|GPU) out of memory\b",
     r"fallen off the bus|\bNVRM: Xid\b",  # the NVIDIA driver on a GPU it lost
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
+    # NVSHMEM's error macro: "src/host/transport/transport.cpp:416: non-zero status: 7 ..."
+    r"\.(?:cpp|cu|cc|c):\d+: non-zero status: -?\d+",
     # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
     r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing|failed to|cannot"
     r"|could not|couldn't|unable to)\b",

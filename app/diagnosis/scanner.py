@@ -59,7 +59,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"(idle)", b"xitcode", b"(cuda",
         b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
-        b"annot ", b"ould not", b"ouldn't", b"nable to",
+        b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
     )
 ]  # fmt: skip
 
