@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 from sqlalchemy import text
 
+from app.collector import COLLECTOR
 from app.db import libpq_dsn
 from app.models import LiveEvent
 
@@ -432,6 +433,8 @@ class Hub:
         broadcaster.stopped = True
         if broadcaster.task is not None:
             broadcaster.task.cancel()
+        if not self.broadcasters:
+            COLLECTOR.readers_gone()
 
 
 CHANNEL = "campaign_dash_events"
