@@ -29,6 +29,8 @@ from app.db import libpq_dsn
 from app.models import LiveEvent
 
 log = logging.getLogger(__name__)
+# Readers written to between two turns of the loop while a change fans out (about 5 ms).
+FAN_OUT_SLICE = 250
 
 
 class Listener:
@@ -291,12 +293,13 @@ class Broadcaster:
         if cursor <= self.cursor and not redrawn:
             return False
         if cursor > self.cursor:
-            # On the loop, with no await between: a subscriber joins either before this
-            # batch (and gets it) or after (and catches up to this cursor from the database).
+            # The cursor moves and the readers are counted with no await between: a
+            # subscriber joins either before this batch (and gets it) or after (and catches
+            # up to this cursor from the database).
             self.cursor = cursor
-            self._hand(batch)
+            await self._hand_in_slices(batch)
         # No event id: in memory only, for whoever reads now (a page rendered later shows it).
-        self._hand(redrawn, everyone=True)
+        await self._hand_in_slices(redrawn, everyone=True)
         if self.view.pace:
             await asyncio.sleep(self.view.pace * (time.perf_counter() - started))
         return True
@@ -324,10 +327,25 @@ class Broadcaster:
             return cursor, batch, redrawn
 
     def _hand(self, item: Item, *, everyone: bool = False) -> None:
+        self._hand_to(list(self.subscribers), item, everyone=everyone)
+
+    async def _hand_in_slices(self, item: Item, *, everyone: bool = False) -> None:
+        """Hand a batch to every reader here now, letting the loop serve other requests
+        between slices: 2,000 socket writes in one go held the owner's next write back for
+        as long (its p99 at 100 ms on two cores)."""
+        readers = list(self.subscribers)
+        for start in range(0, len(readers), FAN_OUT_SLICE):
+            if start:
+                await asyncio.sleep(0)
+            self._hand_to(readers[start : start + FAN_OUT_SLICE], item, everyone=everyone)
+
+    def _hand_to(self, readers: list[Subscriber], item: Item, *, everyone: bool) -> None:
         if item == ():
             return
         first = min(m.upto for m in item) if isinstance(item, tuple) else 0
-        for subscriber in list(self.subscribers):
+        for subscriber in readers:
+            if subscriber not in self.subscribers:
+                continue  # it left, or was dropped, while an earlier slice went out
             given = item
             if isinstance(item, tuple) and subscriber.cursor >= first and not everyone:
                 # It joined ahead of this batch (its page was newer): only what it lacks.

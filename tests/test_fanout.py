@@ -4,6 +4,7 @@ is dropped and resumes with nothing lost or doubled; a change renders once per v
 however many readers it has."""
 
 import asyncio
+import contextlib
 import html
 import json
 import re
@@ -19,6 +20,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
+from app import live
 from app.config import Settings
 from app.db import session_scope
 from app.live import Bus, Hub, View
@@ -497,3 +499,66 @@ def test_a_broadcaster_stopped_as_it_is_woken_renders_nothing_more() -> None:
     for ticks in range(10):
         done, later = asyncio.run(scenario(ticks))
         assert done and later == 0, f"after {ticks} turns: running {not done}, renders {later}"
+
+
+def test_a_change_fans_out_in_slices_that_let_the_loop_serve_others_between(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each reader here when the batch was cut gets it once; one that left between two
+    slices gets nothing more; one that joins meanwhile catches up from the database (its
+    cursor is already past the batch); and other work on the loop runs between slices."""
+    monkeypatch.setattr(live, "FAN_OUT_SLICE", 1)
+
+    @contextmanager
+    def no_session():  # type: ignore[no-untyped-def]
+        yield None
+
+    newest = [0]
+    event = type("E", (), {})
+
+    def events_after(_s: object, _c: object, after: int, _u: object) -> list[object]:
+        found = event()
+        found.id = newest[0]  # type: ignore[attr-defined]
+        return [found] * (newest[0] > after)
+
+    def render(_session: object, events: list[object], _memory: object) -> list[live.Message]:
+        return [live.Message(upto=e.id, parts=(b"change\n",)) for e in events]  # type: ignore[attr-defined]
+
+    hub = Hub(Bus(), no_session, events_after, lambda _s, _c: newest[0], heartbeat_s=30)
+
+    async def scenario() -> None:
+        view = View(campaign_id=1, render=render)
+        got: dict[str, list[object]] = {"a": [], "b": [], "c": []}
+        seen_between: list[int] = []
+        async with contextlib.AsyncExitStack() as readers:
+            subscribers = {
+                name: await readers.enter_async_context(hub.subscribe((1, "json"), view, 0, 0))
+                for name in ("a", "b", "c")
+            }
+            broadcaster = hub.broadcasters[(1, "json")]
+            for name, subscriber in subscribers.items():
+                subscriber.direct = lambda batch, name=name: got[name].append(batch) or True  # type: ignore[misc]
+
+            left = []
+
+            async def meanwhile() -> None:
+                # The first slice has gone out: count, then make the next reader leave.
+                while not any(got.values()):
+                    await asyncio.sleep(0)
+                seen_between.append(sum(map(len, got.values())))
+                late = next(name for name in ("a", "b", "c") if not got[name])
+                broadcaster.subscribers.discard(subscribers[late])
+                left.append(late)
+
+            watcher = asyncio.create_task(meanwhile())
+            newest[0] = 1
+            hub.bus.publish(1)
+            await asyncio.wait_for(watcher, timeout=10)
+            for _ in range(50):
+                await asyncio.sleep(0)
+            assert seen_between == [1]  # the loop ran between the first slice and the rest
+            assert got[left[0]] == []
+            assert sorted(len(batches) for batches in got.values()) == [0, 1, 1]
+            assert broadcaster.cursor == 1  # a reader joining now catches up to here
+
+    asyncio.run(scenario())
