@@ -4,22 +4,28 @@ A full collection walks every object that survived the last one. While 2,000 rea
 share link, the heap grows fivefold and each full collection walks all of it (50 ms, then
 100, 160, 200 ms at 430,000 objects on two cores): every stream and the owner's writes stall
 with it (bench/README.md). Here what survives a full collection is frozen, so the next one
-walks only what came since. Frozen objects are never collected, so once the last reader has
-left (nobody left to stall) they are thawed and collected once, if enough came to matter.
+walks only what came since. Frozen objects are never collected: garbage among them (a stream's
+cycles, once its reader left) waits for a thaw. Once the last reader has left (nobody left to
+stall) they are thawed and collected at once, if enough came to matter; with readers always
+there, every ten minutes the next full collection walks everything once.
 """
 
 import gc
+import time
 from typing import Any
 
 # Thawing walks the whole heap (about 40 ms for start-up's 130,000 objects): only worth it
 # once this many objects were frozen since the last thaw.
 THAW_AFTER = 50_000
+# However many readers stay: one long walk this often, so that frozen garbage is bounded.
+THAW_EVERY_S = 600.0
 
 
 class Collector:
     def __init__(self) -> None:
         self.installed = False
         self.frozen_at_thaw = 0
+        self.thawed_at = time.monotonic()
 
     def install(self) -> None:
         """From now on, survivors of each full collection are frozen (`serve` only: it
@@ -42,11 +48,17 @@ class Collector:
         if not self.installed or gc.get_freeze_count() - self.frozen_at_thaw < THAW_AFTER:
             return
         gc.unfreeze()
+        self.thawed_at = time.monotonic()
         gc.collect()  # freezes the survivors through the callback
         self.frozen_at_thaw = gc.get_freeze_count()
 
     def _after_collection(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "stop" and info["generation"] == 2:
+        if phase != "stop" or info["generation"] != 2:
+            return
+        if time.monotonic() - self.thawed_at >= THAW_EVERY_S:
+            gc.unfreeze()  # the next full collection walks everything, then freezes again
+            self.thawed_at = time.monotonic()
+        else:
             gc.freeze()
 
 

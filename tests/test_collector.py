@@ -95,3 +95,24 @@ def test_the_hub_says_when_its_last_reader_left(monkeypatch: pytest.MonkeyPatch)
         assert calls == [0]
 
     asyncio.run(two_readers_of_two_views())
+
+
+def test_with_readers_always_there_a_full_collection_now_and_then_walks_everything(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collector.install()
+    node = Node()
+    gone = weakref.ref(node)
+    gc.collect()  # survives: frozen
+    del node
+    gc.collect()
+    assert gone() is not None
+    # Ten minutes later (here: at once), a full collection thaws instead of freezing...
+    monkeypatch.setattr(collector_module, "THAW_EVERY_S", 0.0)
+    gc.collect()
+    assert gc.get_freeze_count() == 0
+    # ...so the next one walks everything and frees what died while frozen.
+    monkeypatch.setattr(collector_module, "THAW_EVERY_S", 600.0)
+    gc.collect()
+    assert gone() is None
+    assert gc.get_freeze_count() > 0  # and the survivors are frozen again
