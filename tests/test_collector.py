@@ -25,11 +25,17 @@ class Node:
 @pytest.fixture
 def collector() -> Iterator[Collector]:
     installed = Collector()
+    # Only the test's own collections: another thread of this worker allocating must not
+    # set one off between a test's step and its check.
+    automatic = gc.isenabled()
+    gc.disable()
     try:
         yield installed
     finally:  # this worker's other tests run with the default collection again
         installed.uninstall()
         gc.unfreeze()
+        if automatic:
+            gc.enable()
 
 
 def test_a_full_collection_freezes_what_survived_it(collector: Collector) -> None:
