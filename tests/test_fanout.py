@@ -554,11 +554,20 @@ def test_a_change_fans_out_in_slices_that_let_the_loop_serve_others_between(
             newest[0] = 1
             hub.bus.publish(1)
             await asyncio.wait_for(watcher, timeout=10)
-            for _ in range(50):
-                await asyncio.sleep(0)
             assert seen_between == [1]  # the loop ran between the first slice and the rest
-            assert got[left[0]] == []
-            assert sorted(len(batches) for batches in got.values()) == [0, 1, 1]
             assert broadcaster.cursor == 1  # a reader joining now catches up to here
+
+            # A second change: once the readers that stayed have it, the first fan-out is over.
+            newest[0] = 2
+            hub.bus.publish(1)
+            stayed = [name for name in got if name not in left]
+
+            async def both_changes_reached_those_that_stayed() -> None:
+                while sum(len(got[name]) for name in stayed) < 4:
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(both_changes_reached_those_that_stayed(), timeout=10)
+            assert got[left[0]] == []
+            assert [len(got[name]) for name in stayed] == [2, 2]
 
     asyncio.run(scenario())
