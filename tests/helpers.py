@@ -1,12 +1,14 @@
 """Small builders shared by the tests."""
 
+import asyncio
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +47,28 @@ def csrf_of(html: str) -> str:
 
 
 T = TypeVar("T")
+
+
+def run_apart(coroutine: Coroutine[Any, Any, T], *, timeout: float = 60.0) -> T:
+    """Run a coroutine to its end on an event loop of its own thread: a browser test's
+    Playwright keeps its loop running in this worker's main thread for the session, and
+    asyncio.run refuses to start beside it."""
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(asyncio.run(coroutine))
+        except BaseException as exc:  # handed to the test's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="run-apart")
+    worker.start()
+    worker.join(timeout)
+    assert not worker.is_alive(), f"the coroutine still ran after {timeout} s"
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def wait_for(probe: Callable[[], T | None], *, timeout: float = 30.0, what: str = "") -> T:

@@ -2,7 +2,6 @@
 stay, so the next walks only what came since; once the last reader has left, the garbage
 they hold (cycles that died while frozen) is collected after all."""
 
-import asyncio
 import gc
 import weakref
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ import pytest
 from app import collector as collector_module
 from app.collector import Collector
 from app.live import Bus, Hub, View
+from tests.helpers import run_apart
 
 
 class Node:
@@ -102,7 +102,7 @@ def test_the_hub_says_when_its_last_reader_left(monkeypatch: pytest.MonkeyPatch)
             assert calls == []  # a reader of the first view is still here
         assert calls == [0]
 
-    asyncio.run(two_readers_of_two_views())
+    run_apart(two_readers_of_two_views())
 
 
 def test_with_readers_always_there_a_full_collection_now_and_then_walks_everything(

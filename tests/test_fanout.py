@@ -27,7 +27,7 @@ from app.live import Bus, Hub, View
 from app.models import LiveEvent
 from app.routes import events
 from tests.conftest import OWNER_TOKEN, LiveServer, running
-from tests.helpers import make_attempt, make_campaign, wait_for_readers
+from tests.helpers import make_attempt, make_campaign, run_apart, wait_for_readers
 from tests.sse import Message, SSEReader, sse_field
 
 JSON_KINDS = {"attempt", "log", "note", "campaign"}
@@ -497,7 +497,7 @@ def test_a_broadcaster_stopped_as_it_is_woken_renders_nothing_more() -> None:
         return done, len(renders) - settled
 
     for ticks in range(10):
-        done, later = asyncio.run(scenario(ticks))
+        done, later = run_apart(scenario(ticks))
         assert done and later == 0, f"after {ticks} turns: running {not done}, renders {later}"
 
 
@@ -570,4 +570,4 @@ def test_a_change_fans_out_in_slices_that_let_the_loop_serve_others_between(
             assert got[left[0]] == []
             assert [len(got[name]) for name in stayed] == [2, 2]
 
-    asyncio.run(scenario())
+    run_apart(scenario())
