@@ -30,7 +30,6 @@ _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
-_OUT_OF_MEMORY = re.compile(r"\b(?:ran|is|went) out of memory\b")
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 
 
@@ -122,7 +121,7 @@ def mark(entries: list[Entry]) -> None:
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
             traceback_start, chain_pending, framed, logging_raised = None, False, False, False
-        elif level == "info" and _OUT_OF_MEMORY.search(content):
+        elif level == "info" and rules.MEMORY_RAN_OUT.search(content):
             # an allocator's warning, sometimes the only trace of an OOM: the process may live
             entry.strength, entry.warning = 2, True
         elif level == "info" or rules.NOISE.search(content):

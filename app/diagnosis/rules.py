@@ -453,6 +453,8 @@ SHELL_JOB = re.compile(
     r"|Floating point exception|Terminated)(?:\s+\(core dumped\))?(?=\s)"
 )
 # Of several lines describing one failure, the most telling one.
+# An allocator saying memory ran out, at any severity (XLA's BFC allocator warns).
+MEMORY_RAN_OUT = re.compile(r"\b(?:ran|is|went) out of memory\b")
 SPECIFICITY = [
     (re.compile(r"Out of memory: Kill"), 5),
     (re.compile(r"oom-kill:|invoked oom-killer"), -3),
@@ -460,7 +462,7 @@ SPECIFICITY = [
     (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
     (re.compile(r"LLVM ERROR\b"), 2),
     # memory running out is the fault; a complaint about a size just before it is not
-    (re.compile(r"\b(?:ran|is|went) out of memory\b"), 1),
+    (MEMORY_RAN_OUT, 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),
