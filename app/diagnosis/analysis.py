@@ -194,6 +194,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 and not _same_logger(first, following[0])
             ):
                 first = following[0]
+        first = _explained_by_chain(entries, first, position)
         details = [
             e for e in failures
             if e.detail and 0 <= position[id(e)] - position[id(first)] <= 8
@@ -202,6 +203,15 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         if details:
             # "Last error:" then the line an exception's summary was made of.
             first = details[0]
+        if _GOES_ON.search(first.content):
+            # "RuntimeError: Internal Triton PTX codegen error:": the failure it goes on to
+            # quote ("ptxas fatal : Value 'sm_100' is not defined ...") says what it was.
+            quoted = [
+                e for e in failures
+                if 0 < position[id(e)] - position[id(first)] <= INCIDENT_LINES and e.strength == 3
+            ]  # fmt: skip
+            if quoted:
+                first = quoted[0]
         if rules.QUOTES_NEXT.search(first.content):
             # "BackendCompilerFailed: backend='inductor' raised:": the line it quotes says why.
             quoted = [
@@ -231,7 +241,59 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     informative = [e for e in wrappers if not rules.STRONG_WRAPPERS.search(e.content)]
     pointing = [e for e in wrappers if rules.TRACEBACK not in e.content]
     chosen = informative or pointing
-    return chosen[0] if chosen else None
+    if not chosen:
+        return None
+    return _logged_just_before(entries, position[id(chosen[0])]) or chosen[0]
+
+
+def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
+    """What the same logger said just before a wrapper ("Worker proc VllmWorker-3 died
+    unexpectedly", then "EngineCore encountered a fatal error."): the wrapper reports that."""
+    wrapper = entries[index]
+    for entry in reversed(entries[max(0, index - INCIDENT_LINES) : index]):
+        if entry.noise or entry.in_traceback is not None:
+            return None
+        if entry.level == "error" and wrapper.level == "error" and _prefix_words(entry) > 0:
+            return entry
+    return None
+
+
+_EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): (.+)$")
+EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
+
+
+def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
+    """A terse exception ("KeyError: 'gemma4_unified'") that the next one in its chain quotes
+    and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
+    recognize this architecture ..."): the explanation is the line to read."""
+    terse = _EXCEPTION_MESSAGE.match(first.content)
+    if terse is None or len(terse.group(1).split()) > 2:
+        return first
+    value = terse.group(1).strip("'\"`")
+    if len(value) < 3:
+        return first
+    start = position[id(first)]
+    for entry in entries[start + 1 : start + 1 + FOLLOW_UP_LINES]:
+        if entry.strength == 3 and not entry.noise:
+            explained = _EXCEPTION_MESSAGE.match(entry.content)
+            if (
+                entry.consequence
+                and explained is not None
+                and value in explained.group(1)
+                and len(explained.group(1).split()) >= EXPLAINS_WORDS
+            ):
+                return entry
+            return first
+    return first
+
+
+def _fails_after(entries: list[Entry], launch: Entry) -> bool:
+    after = False
+    for entry in entries:
+        after = after or entry is launch
+        if after and entry.strength >= 2 and not entry.noise:
+            return True
+    return False
 
 
 def _another_process_failed(entries: list[Entry]) -> Entry | None:
@@ -333,9 +395,11 @@ def analyze(
         entries.reverse()
     mark(entries)
     launches = [e for e in entries if rules.LAUNCH.search(e.text)]
-    if len(launches) > 1:
+    if len(launches) > 1 or (launches and _fails_after(entries, launches[-1])):
         # Several launches in one file: the story is the last one's; what failed before it
-        # belongs to a run that is over (and its readiness too).
+        # belongs to a run that is over (and its readiness too). One launch the same, once
+        # something fails after it: what it lived through before starting (a container's
+        # banner) is not why it stopped.
         last_launch = launches[-1]
         ready_lines = [r for r in ready_lines if not _before(r, last_launch.line, newest_first)]
         for entry in entries:

@@ -68,8 +68,9 @@ _PREFIX = re.compile("|".join(f"(?:{p})" for p in _PREFIXES))
 _HOST_PREFIX = re.compile(r"([\w.-]+):\s")
 # A job's, pod's or node's name that a launcher puts before each line with a space
 # ("B-nemo-ft3/0 [default1]:..."): a word with a digit or a separator in it, never a
-# timestamp; peeled only where most lines carry the same one.
-_NAME_PREFIX = re.compile(r"([A-Za-z][\w.@-]*[\d/_.-][\w./@-]*)\s+(?=\S)")
+# timestamp (a letter in it, though it may start with a digit: "0000-steps/0 [default6]:");
+# peeled only where most lines carry the same one.
+_NAME_PREFIX = re.compile(r"(?=[\w.@-]*[A-Za-z])([A-Za-z0-9][\w.@-]*[\d/_.-][\w./@-]*)\s+(?=\S)")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
 
 

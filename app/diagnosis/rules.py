@@ -403,6 +403,7 @@ NATIVE_FAILURE = _any(
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",
     r"^FATAL\b|\bFATAL:|\bfatal error\b",
+    r"^[\w.+-]+\s+fatal\s*: ",  # a toolchain's own: "ptxas fatal   : Value 'sm_100' is ..."
     r"^Error: ",  # command-line tools (Go's, Rust's)
     r"\bthread '[^']*' panicked at\b",  # Rust
     r"\b[Ii]llegal instruction\b",

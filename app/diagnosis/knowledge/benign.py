@@ -108,6 +108,14 @@ BENIGN = (
         "observed in corpus case 848",
         hard=True,
     ),
+    Benign(
+        r"^ERROR: This container was built for NVIDIA Driver Release",
+        ("ngc",),
+        "ERROR: This container was built for NVIDIA Driver Release 595.58 or later, but",
+        "NVIDIA's NGC containers: the entrypoint's banner on an older driver, before the "
+        "command runs (which fails on its own words if the driver is too old for it); "
+        "observed in corpus case H041",
+    ),
     # Advice printed around a real error, which is never the error itself.
     Benign(
         r"CUDA kernel errors might be asynchronously reported",
