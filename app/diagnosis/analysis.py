@@ -170,6 +170,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             if gap > SURVIVED_GAP_LINES:
                 burst_start = index
         failures = failures[burst_start:]
+        failures = _lived_through(entries, failures, position) or failures
         first = failures[0]
         if first.peer_gone:
             # "Connection closed by peer": the peer failed first, and says why if it is here.
@@ -260,6 +261,33 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
 
 _EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): (.+)$")
 EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
+
+
+def _lived_through(
+    entries: list[Entry], failures: list[Entry], position: dict[int, int]
+) -> list[Entry]:
+    """The failures from the first one the process did not go on past: a logged error (an
+    "ERROR ... Cannot use FA version 2 ..." it fell back from) followed by ordinary work and
+    then by an exception is not why it stopped. Empty when the last failure was lived through."""
+    for index, failure in enumerate(failures):
+        if failure.strength != 2 or failure.warning or index + 1 == len(failures):
+            return failures[index:]
+        following = failures[index + 1]
+        between = entries[position[id(failure)] + 1 : position[id(following)]]
+        if len(_went_on(between, failure)) < WENT_ON_LINES:
+            return failures[index:]
+    return []
+
+
+def _went_on(later: list[Entry], root: Entry) -> list[Entry]:
+    """Records of their own after an error-severity line: lines with fewer prefixes than the
+    error's are the rest of its message (a logger prefixes a record's first line only)."""
+    layers = _prefix_words(root)
+    return [
+        e for e in later
+        if e.content and not e.strength and e.in_traceback is None
+        and not rules.TEARDOWN.search(e.content) and _prefix_words(e) >= layers
+    ]  # fmt: skip
 
 
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
@@ -644,15 +672,7 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
         return False, f"a warning at {where}, then nothing fatal: a hang, not a crash"
     if root.strength != 2:
         return True, f"a fatal error at {where}, then nothing but teardown"
-    # Records of their own: lines with fewer prefixes than the error's are the rest of its
-    # message (a logger prefixes a record's first line only).
-    layers = _prefix_words(root)
-    went_on = [
-        e for e in later
-        if e.content and not e.strength and e.in_traceback is None
-        and not rules.TEARDOWN.search(e.content) and _prefix_words(e) >= layers
-    ]  # fmt: skip
-    if len(went_on) + unseen_after >= WENT_ON_LINES:
+    if len(_went_on(later, root)) + unseen_after >= WENT_ON_LINES:
         return None, (
             f"an error-severity line at {where}, then the process went on logging: "
             "the log does not tell whether it was fatal"

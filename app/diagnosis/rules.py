@@ -77,6 +77,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a port another process holds, or a network the host does not have
         r"\bcouldn't bind\b", r"\b(?:failed|unable) to bind\b", r"\blisten tcp\b.*\bbind\b",
         r"\bOnly one usage of each socket address\b", r"Address family not supported",
+        # the driver's library not visible (a container started without its GPUs)
+        r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
     )),
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
@@ -175,6 +177,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"cudaGraph\w*.*(?:fail|error)",
         # a graph's output read after a later replay overwrote it (torch.compile's cudagraphs)
         r"accessing tensor output of CUDAGraphs that has been overwritten",
+        # a step that must not run inside a capture ("calibrated before CUDA graph capture")
+        r"\b(?:before|during|inside) (?:a )?CUDA ?graph capture\b",
     )),
     ("nccl_comm", _any(
         r"\bNCCL error", r"\bNCCL Error", r"\bnccl\w*Error\b", r"ncclUnhandledCudaError",
@@ -218,6 +222,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
         r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
+        # a CUDA library failing inside ("cuSolver internal error", as XLA reports it)
+        r"\bcu[A-Z][A-Za-z]+ internal error\b",
         r"misaligned address", r"unspecified launch failure", r"CUDA runtime error",
         r"CUDA Error", r"an illegal instruction", r"\bcuda\w*\(.*\) failed",
         r"kernel (?:execution|launch) (?:error|failed)",
@@ -236,6 +242,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"larger than the maximum number of tokens", r"max_model_len", r"must be divisible",
         r"not divisible by", r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
         r"unexpected keyword argument", r"is not a valid(?! model identifier)",
+        # a command line's own refusal (click's), arguments a script expected and was not given
+        r"\bNo such option\b", r"'Namespace' object has no attribute",
+        # a choice the model or the kernel does not take ("only supports (...) backend, got X")
+        r"\bonly supports?\b.*\bgot\b",
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"[Aa]ddress already in use",
@@ -263,6 +273,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bignore_mismatched_sizes\b", r"\bsize mismatch for\b",
         # sentencepiece given no tokenizer file (its path came out None)
         r"\bTypeError: not a string\b",
+        # a tokenizer's vocabulary that cannot be parsed (a corrupt or HTML download)
+        r"\binvalid (?:\w+ )?vocab(?:ulary)? file\b",
     )),
     # Memory exhausted, by any allocator (ROCm's, Metal's, ggml's, XLA's), when no rule above
     # named the host.
@@ -399,6 +411,7 @@ NATIVE_FAILURE = _any(
     r"\b(?:HIP|CUDA|cuDNN|cuBLAS|CUBLAS|XLA|MIOpen|ROCm) error\b",
     r"\berror \d+ at \S+:\d+",
     r"\*\*\* SIG\w+ received",
+    r"^Abort was called at \d+ line in file:",  # Intel's compute runtime aborting
     r"\bexitcode\s*:\s*-?[1-9]\d*",
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",
@@ -462,8 +475,8 @@ SPECIFICITY = [
     # a cluster manager saying why it killed (a shell's job line only saw the kill)
     (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
     (re.compile(r"LLVM ERROR\b"), 2),
-    # memory running out is the fault; a complaint about a size just before it is not
-    (MEMORY_RAN_OUT, 1),
+    # memory running out is the fault; a complaint about a size or a buffer beside it is not
+    (re.compile(r"\bout of memory\b"), 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),
