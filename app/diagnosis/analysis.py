@@ -470,7 +470,7 @@ def analyze(
         )
     root = _choose_root(entries)
     if root is not None:
-        root = _said_below(entries, root) or root
+        root = _said_below(entries, root) or _asserted(entries, root) or root
     # Lines after the last one kept (a newest-first log's unkept lines are its oldest).
     last_kept = max((e.line.number for e in entries), default=0)
     unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
@@ -605,6 +605,25 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
             entry.strength = max(entry.strength, 3)
             return entry
     return None
+
+
+_DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
+_KERNEL_ASSERTION = re.compile(r"\.(?:cu|cuh)(?::\d+)?: .*\bAssertion [`'].*[`'] failed")
+
+
+def _asserted(entries: list[Entry], root: Entry) -> Entry | None:
+    """"CUDA error: device-side assert triggered" only reports a kernel's assertion: the
+    kernel's own line ("IndexKernel.cu:402: ... Assertion `totalElements <= srcSize` failed.")
+    says which, wherever the asynchronous error surfaced (even in a request it had set aside)."""
+    if not _DEVICE_ASSERT.search(root.content):
+        return None
+    assertion = next(
+        (e for e in reversed(entries[: entries.index(root)]) if _KERNEL_ASSERTION.search(e.content)),
+        None,
+    )
+    if assertion is not None:
+        assertion.strength = max(assertion.strength, 3)
+    return assertion
 
 
 _IMPORT_FAILED = re.compile(
