@@ -53,6 +53,8 @@ _PREFIXES = [
     r"\[default\d+\]:\s?",
     # torch.distributed: "[rank1]: "
     r"\[rank\d+\]:\s?",
+    # Docker BuildKit: a step's number and its seconds, "#17 3.506 "
+    r"#\d+ \d+\.\d{3} ",
     # docker compose: "deepseek-v32-exp  | "
     r"[\w.-]+\s+\|\s",
     # Exception groups draw a margin: "  | KeyError: 12"

@@ -158,8 +158,16 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             if detail is not None and not detail.noise:
                 detail.strength, detail.detail = 3, True
         elif entry.strength and _REQUEST_REFUSED.search(entry.content):
-            entry.strength = 0
-            entry.set_aside = "a client's request refused: the server answers it and serves on"
+            refused = [entry]
+            if entry.in_traceback is not None and entry.in_traceback > 0:
+                # the handler's own word just above the traceback it logged ("Error in
+                # preprocessing prompt inputs") is about the same request
+                logged = entries[entry.in_traceback - 1]
+                if logged.strength == 2 and not logged.warning:
+                    refused.append(logged)
+            for line in refused:
+                line.strength = 0
+                line.set_aside = "a client's request refused: the server answers it and serves on"
         elif entry.strength == 2 and not entry.warning:
             following = entries[index : index + 4]
             if any(rules.RECOVERED.search(e.content) for e in following):

@@ -220,4 +220,12 @@ REQUEST_REFUSED = (
         "sglang's tokenizer manager (python/sglang/srt/managers/tokenizer_manager.py) refusing "
         "a request longer than the context",
     ),
+    Fact(
+        r"\bsession \d+ finished, reason \"error\"",
+        ("lmdeploy",),
+        '2025-05-17 17:09:51,337 - lmdeploy - ERROR - async_engine.py:791 - session 3 finished, '
+        'reason "error"',
+        "LMDeploy's async engine (lmdeploy/serve/async_engine.py) ending one request's session "
+        "that the engine refused (a prompt over session_len); observed in corpus case H056",
+    ),
 )

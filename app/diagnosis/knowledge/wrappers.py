@@ -308,6 +308,14 @@ WRAPPERS = (
         "did not start, quoting its error; observed in corpus case 042",
     ),
     Wrapper(
+        r"\bERROR: (?:failed to (?:build|solve): )*process \".*\" did not complete successfully",
+        ("docker",),
+        "#17 ERROR: process \"/bin/sh -c python3 -c 'import vllm'\" did not complete "
+        "successfully: exit code: 1",
+        "Docker BuildKit: a RUN step whose command failed, after that command's own output; "
+        "observed in corpus case H062",
+    ),
+    Wrapper(
         r"\bNVRTCError: NVRTC_ERROR_COMPILATION\b",
         ("cupy",),
         "cupy_backends.cuda.libs.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION (6)",
