@@ -480,8 +480,12 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
     [
         ("NotImplementedError: FP8 block GEMM is not supported on SM 120", "unsupported_arch"),
         ("RuntimeError: Triton Error [CUDA]: device kernel image is invalid", "unsupported_arch"),
-        ("OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
+        # the CUDA runtime of another toolkit version is missing: a version mismatch; the
+        # driver's own library missing is the environment (a container without its GPUs)
+        ("OSError: libcudart.so.13: cannot open shared object file: No such file or directory",
          "import_or_version"),
+        ("OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
+         "config_or_args"),
         ("ValueError: The checkpoint you are trying to load has model type `qwen3_next` but "
          "Transformers does not recognize this architecture.", "import_or_version"),
         ("OSError: You are trying to access a gated repo.", "model_loading"),

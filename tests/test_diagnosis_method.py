@@ -467,3 +467,166 @@ def test_generation_requests_answered_after_an_error_mean_the_server_lived() -> 
     found = diagnose(*QUIET, *caught, answered, answered, answered)
     assert found.crashed is False and found.root_cause is None
     assert "went on serving" in found.crashed_reason
+
+
+def test_a_wrapper_yields_to_its_logger_s_line_just_before_it() -> None:
+    died = (
+        "ERROR 11-08 11:01:29 [multiproc_executor.py:135] Worker proc VllmWorker-3 died "
+        "unexpectedly, shutting down executor."
+    )
+    found = diagnose(
+        'INFO:     127.0.0.1:48802 - "GET /health HTTP/1.1" 200 OK', died,
+        "ERROR 11-08 11:01:30 [core.py:502] EngineCore encountered a fatal error.",
+        "ERROR 11-08 11:01:30 [core.py:502] Traceback (most recent call last):",
+        'ERROR 11-08 11:01:30 [core.py:502]   File "/srv/vllm/v1/engine/core.py", line 493, in '
+        "run_engine_core",
+    )  # fmt: skip
+    assert found.root_cause == died and found.crashed is True
+    # A line of another logger, or an INFO one, is not what the wrapper reports.
+    quiet = "INFO 11-08 11:01:29 [loggers.py:87] Engine 000: Running: 0 reqs"
+    fatal = "ERROR 11-08 11:01:30 [core.py:502] EngineCore encountered a fatal error."
+    assert diagnose(quiet, fatal).root_cause == fatal
+
+
+def test_what_failed_before_a_launch_that_failed_later_was_lived_through() -> None:
+    banner = "ERROR: This container was built for NVIDIA Driver Release 595.58 or later, but"
+    earlier = "RuntimeError: could not reach the metrics endpoint"
+    failure = "TypeError: plan() got an unexpected keyword argument 'k_data_type'"
+    launch = "[2026-03-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=1)"
+    found = diagnose(earlier, *QUIET, launch, *QUIET, *TB, failure)
+    assert found.root_cause == failure
+    # The NGC banner is benign wherever it is; an earlier failure with no later one stays.
+    assert diagnose(banner, *QUIET, *TB, failure).root_cause == failure
+    assert diagnose(earlier, *QUIET, launch, *QUIET).root_cause == earlier
+
+
+def test_a_terse_exception_yields_to_the_chained_one_that_explains_it() -> None:
+    terse = "KeyError: 'gemma4_unified'"
+    explains = (
+        "ValueError: The checkpoint you are trying to load has model type `gemma4_unified` but "
+        "Transformers does not recognize this architecture."
+    )
+    during = "During handling of the above exception, another exception occurred:"
+    found = diagnose(*QUIET, *TB, terse, "", during, "", *TB, explains)
+    assert found.root_cause == explains and found.error_class == "import_or_version"
+    # One that does not quote the terse value, or that says as little, leaves it first.
+    unrelated = "ValueError: the server could not be started because of the error above it"
+    assert diagnose(*QUIET, *TB, terse, during, *TB, unrelated).root_cause == terse
+    assert diagnose(*QUIET, *TB, terse, during, *TB, "KeyError: gemma4_unified").root_cause == terse
+
+
+def test_a_message_ending_in_a_colon_yields_to_the_failure_it_quotes() -> None:
+    ptxas = "ptxas fatal   : Value 'sm_100' is not defined for option 'gpu-name'"
+    found = diagnose(
+        *(f"0000-steps/0 [default6]:[rank6]: {line}" for line in (
+            *QUIET, *TB, "RuntimeError: Internal Triton PTX codegen error:", ptxas,
+        ))
+    )  # fmt: skip
+    assert found.root_cause is not None and found.root_cause.endswith(ptxas)
+    assert found.error_class == "unsupported_arch" and found.crashed is True
+
+
+def test_a_logged_error_the_process_went_on_past_yields_to_the_failure_after_it() -> None:
+    fallback = (
+        "ERROR 04-26 12:03:57 [fa_utils.py:145] Cannot use FA version 2 is not supported due to "
+        "FA2 is only supported on devices with compute capability >= 8"
+    )
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB."
+    went_on = [f"INFO 04-26 12:04:{n:02d} [gpu.py:1] {line}" for n, line in enumerate(QUIET)]
+    found = diagnose(fallback, *went_on, *TB, oom)
+    assert found.root_cause == oom and found.crashed is True and found.error_class == "oom_gpu"
+    # With no failure after it, it is the only one there is, fatal or not.
+    alone = diagnose(fallback, *went_on)
+    assert alone.root_cause == fallback and alone.crashed is None
+
+
+def test_out_of_memory_is_the_telling_line_of_an_allocation_incident() -> None:
+    oom = (
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9866.00 MiB on device 1: "
+        "cudaMalloc failed: out of memory"
+    )
+    found = diagnose(
+        *QUIET, "llama_kv_cache_update_impl: failed to allocate compute buffers", oom,
+        "ggml_gallocr_reserve_n: failed to allocate CUDA1 buffer of size 10345253120",
+    )  # fmt: skip
+    assert found.root_cause == oom and found.error_class == "oom_gpu"
+
+
+def test_a_device_side_assert_is_named_by_the_kernel_s_assertion() -> None:
+    assertion = (
+        "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:402: masked_scatter_size_check: "
+        "block: [0,0,0], thread: [0,0,0] Assertion `totalElements <= srcSize` failed."
+    )
+    found = diagnose(
+        *QUIET, assertion, *TB, "torch.AcceleratorError: CUDA error: device-side assert triggered",
+        "terminate called after throwing an instance of 'c10::AcceleratorError'",
+        "  what():  CUDA error: device-side assert triggered",
+    )  # fmt: skip
+    assert found.root_cause == assertion and found.error_class == "cuda_runtime"
+    assert found.crashed is True
+
+
+def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with_it() -> None:
+    found = diagnose(
+        *QUIET,
+        "ERROR 08-18 19:58:43 [serving_chat.py:203] Error in preprocessing prompt inputs",
+        "ERROR 08-18 19:58:43 [serving_chat.py:203] Traceback (most recent call last):",
+        'ERROR 08-18 19:58:43 [serving_chat.py:203]   File "/srv/serving_chat.py", line 1, in f',
+        "ERROR 08-18 19:58:43 [serving_chat.py:203]     f()",
+        "ERROR 08-18 19:58:43 [serving_chat.py:203] ValueError: This model's maximum context "
+        "length is 2048 tokens. However, you requested 5418 tokens (4918 in the messages, 500 "
+        "in the completion).",
+        *QUIET,
+    )
+    assert found.crashed is False and found.root_cause is None
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("Error: No such option: --dataset", "config_or_args"),
+        (
+            "AttributeError: 'Namespace' object has no attribute 'deepspeed_config_dict'",
+            "config_or_args",
+        ),
+        (
+            "AssertionError: Gemma4 only supports ('triton', 'intel_xpu') attention backend, got "
+            "prefill=flashinfer",
+            "config_or_args",
+        ),
+        ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: cuSolver internal error", "cuda_runtime"),
+        (
+            "RuntimeError: NVFP4 KV cache global scales must be calibrated before CUDA graph "
+            "capture. Run an eager prefill first or provide checkpoint k_scale/v_scale values.",
+            "cuda_graph",
+        ),
+        (
+            "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory",
+            "config_or_args",
+        ),
+        (
+            "openai_harmony.HarmonyError: invalid tiktoken vocab file: expected token and rank",
+            "model_loading",
+        ),
+        (
+            "ValueError: Free memory on device (16.01/93.0 GiB) on startup is less than desired "
+            "GPU memory utilization (0.8, 74.4 GiB).",
+            "oom_gpu",
+        ),
+    ],
+)
+def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
+    found = diagnose(*QUIET, *TB, line)
+    assert found.root_cause == line and found.error_class == error_class
+
+
+def test_buildkit_s_step_prefix_is_peeled_and_its_failed_step_is_a_wrapper() -> None:
+    failure = "#17 3.506 ImportError: libcuda.so.1: cannot open shared object file: No such file"
+    found = diagnose(
+        "#17 [13/14] RUN python3 -c 'import vllm'",
+        "#17 3.506 Traceback (most recent call last):",
+        '#17 3.506   File "<string>", line 1, in <module>', failure,
+        "#17 ERROR: process \"/bin/sh -c python3 -c 'import vllm'\" did not complete "
+        "successfully: exit code: 1",
+    )  # fmt: skip
+    assert found.root_cause == failure and found.crashed is True

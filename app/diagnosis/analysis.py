@@ -127,7 +127,8 @@ def _host_prefixes(lines: list[Line]) -> frozenset[str]:
     node of a multi-node job its own)."""
     counts: dict[str, int] = {}
     for line in lines:
-        host = host_prefix(line.text)
+        # (after a viewer's own stamp, if any: "E 2026-02-27T13:00:00Z 10.0.0.2: ...")
+        host = host_prefix(line.text) or host_prefix(strip_prefixes(line.text))
         if host:
             counts[host] = counts.get(host, 0) + 1
     hosts = {h: n for h, n in counts.items() if n >= 2}
@@ -251,6 +252,8 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
     """What the same logger said just before a wrapper ("Worker proc VllmWorker-3 died
     unexpectedly", then "EngineCore encountered a fatal error."): the wrapper reports that."""
     wrapper = entries[index]
+    if all(e.level == "error" for e in entries if e.content):
+        return None  # every line stamped alike: a viewer's stamp, not the logger's word
     for entry in reversed(entries[max(0, index - INCIDENT_LINES) : index]):
         if entry.noise or entry.in_traceback is not None:
             return None
@@ -423,13 +426,14 @@ def analyze(
         entries.reverse()
     mark(entries)
     launches = [e for e in entries if rules.LAUNCH.search(e.text)]
-    if len(launches) > 1 or (launches and _fails_after(entries, launches[-1])):
+    if launches and (len(launches) > 1 or _fails_after(entries, launches[-1])):
         # Several launches in one file: the story is the last one's; what failed before it
         # belongs to a run that is over (and its readiness too). One launch the same, once
         # something fails after it: what it lived through before starting (a container's
         # banner) is not why it stopped.
         last_launch = launches[-1]
-        ready_lines = [r for r in ready_lines if not _before(r, last_launch.line, newest_first)]
+        if len(launches) > 1:
+            ready_lines = [r for r in ready_lines if not _before(r, last_launch.line, newest_first)]
         for entry in entries:
             if _before(entry.line, last_launch.line, newest_first):
                 entry.strength = min(entry.strength, 0)
@@ -612,15 +616,13 @@ _KERNEL_ASSERTION = re.compile(r"\.(?:cu|cuh)(?::\d+)?: .*\bAssertion [`'].*[`']
 
 
 def _asserted(entries: list[Entry], root: Entry) -> Entry | None:
-    """"CUDA error: device-side assert triggered" only reports a kernel's assertion: the
+    """ "CUDA error: device-side assert triggered" only reports a kernel's assertion: the
     kernel's own line ("IndexKernel.cu:402: ... Assertion `totalElements <= srcSize` failed.")
     says which, wherever the asynchronous error surfaced (even in a request it had set aside)."""
     if not _DEVICE_ASSERT.search(root.content):
         return None
-    assertion = next(
-        (e for e in reversed(entries[: entries.index(root)]) if _KERNEL_ASSERTION.search(e.content)),
-        None,
-    )
+    before = reversed(entries[: entries.index(root)])
+    assertion = next((e for e in before if _KERNEL_ASSERTION.search(e.content)), None)
     if assertion is not None:
         assertion.strength = max(assertion.strength, 3)
     return assertion

@@ -157,7 +157,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             detail = next((e for e in entries[index + 1 : index + 3] if e.content), None)
             if detail is not None and not detail.noise:
                 detail.strength, detail.detail = 3, True
-        elif entry.strength and _REQUEST_REFUSED.search(entry.content):
+        elif _REQUEST_REFUSED.search(entry.content):
             refused = [entry]
             if entry.in_traceback is not None and entry.in_traceback > 0:
                 # the handler's own word just above the traceback it logged ("Error in

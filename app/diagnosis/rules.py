@@ -50,6 +50,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
         r"\bcudaErrorMemoryAllocation\b",
+        # too little free on the device for what it was told to take (others hold the rest)
+        r"\b[Ff]ree (?:GPU |device )?memory\b.*\bis less than\b",
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -411,7 +413,6 @@ NATIVE_FAILURE = _any(
     r"\b(?:HIP|CUDA|cuDNN|cuBLAS|CUBLAS|XLA|MIOpen|ROCm) error\b",
     r"\berror \d+ at \S+:\d+",
     r"\*\*\* SIG\w+ received",
-    r"^Abort was called at \d+ line in file:",  # Intel's compute runtime aborting
     r"\bexitcode\s*:\s*-?[1-9]\d*",
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",

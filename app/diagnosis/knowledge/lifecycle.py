@@ -223,9 +223,10 @@ REQUEST_REFUSED = (
     Fact(
         r"\bsession \d+ finished, reason \"error\"",
         ("lmdeploy",),
-        '2025-05-17 17:09:51,337 - lmdeploy - ERROR - async_engine.py:791 - session 3 finished, '
+        "2025-05-17 17:09:51,337 - lmdeploy - ERROR - async_engine.py:791 - session 3 finished, "
         'reason "error"',
         "LMDeploy's async engine (lmdeploy/serve/async_engine.py) ending one request's session "
-        "that the engine refused (a prompt over session_len); observed in corpus case H056",
+        "that the engine refused (a prompt over session_len); corpus case H056 has one under "
+        "journald's prefix",
     ),
 )

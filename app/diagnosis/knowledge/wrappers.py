@@ -312,8 +312,8 @@ WRAPPERS = (
         ("docker",),
         "#17 ERROR: process \"/bin/sh -c python3 -c 'import vllm'\" did not complete "
         "successfully: exit code: 1",
-        "Docker BuildKit: a RUN step whose command failed, after that command's own output; "
-        "observed in corpus case H062",
+        "Docker BuildKit: a RUN step whose command failed, after that command's own output "
+        "(corpus case H062 has one, its command a whole script)",
     ),
     Wrapper(
         r"\bNVRTCError: NVRTC_ERROR_COMPILATION\b",
