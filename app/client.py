@@ -6,19 +6,30 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
-import httpx
 
 from app import runtime
 
+if TYPE_CHECKING:
+    import httpx
+
+# httpx (60 ms to import) is imported where a request is made: `diagnose` never needs it.
+
 DEFAULT_URL = "http://127.0.0.1:8000"  # serve's default address
 EXIT_ERROR = 2  # as `try` and `diagnose` say a refusal or bad usage
-# Idle connections are let go of before the dashboard closes them (its keep-alive is 5 s):
-# one reused just as the server closes it fails the request with a reset.
-LIMITS = httpx.Limits(keepalive_expiry=2.0)
+
+
+def limits() -> httpx.Limits:
+    """Idle connections are let go of before the dashboard closes them (its keep-alive is
+    5 s): one reused just as the server closes it fails the request with a reset."""
+    import httpx
+
+    return httpx.Limits(keepalive_expiry=2.0)
+
+
 START_ONE = "start one with `campaign-dash serve`, or give --url URL with CAMPAIGN_DASH_TOKEN set"
 
 
@@ -109,10 +120,12 @@ class Api:
     """One dashboard's API: each answer's JSON, or a DashboardError saying why not."""
 
     def __init__(self, found: Found, *, timeout: float = 30.0) -> None:
+        import httpx
+
         self.url = found.url
         self.http = httpx.Client(
             base_url=found.url, headers={"Authorization": f"Bearer {found.token}"},
-            timeout=timeout, limits=LIMITS,
+            timeout=timeout, limits=limits(),
         )  # fmt: skip
 
     def __enter__(self) -> Api:
@@ -125,6 +138,8 @@ class Api:
         self.http.close()
 
     def request(self, method: str, path: str, **options: Any) -> httpx.Response:
+        import httpx
+
         try:
             response = self.http.request(method, path, **options)
         except httpx.TransportError as error:

@@ -172,6 +172,6 @@ def test_our_clients_let_go_of_an_idle_connection_before_the_dashboard_does() ->
     # tests' clients and the CLI's (`try`, the verbs, `mcp`) must expire theirs first (a GET
     # failed so in CI).
     server_keeps = Settings(_env_file=None).keep_alive_seconds  # type: ignore[call-arg]
-    for limits in (CLIENT_LIMITS, client.LIMITS):
+    for limits in (CLIENT_LIMITS, client.limits()):
         assert limits.keepalive_expiry is not None
         assert limits.keepalive_expiry < server_keeps / 2

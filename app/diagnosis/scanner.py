@@ -10,13 +10,18 @@ as its first `MAX_LINE_BYTES` bytes, however it arrives.
 Everything here depends on the bytes alone, never on how they were split into chunks.
 """
 
+import contextlib
 import functools
+import hashlib
 import math
+import os
 import re
+import tempfile
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import hyperscan
 
@@ -185,12 +190,42 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
             add(kind.anchor or re.escape(kind.literal), _FIGURE_ID + index, 0)
     if ready_pattern:
         add(ready_pattern.encode(), _CUSTOM_READY_ID, 0)
+    key = hashlib.sha256(
+        repr((getattr(hyperscan, "__version__", ""), expressions, ids, flags)).encode()
+    )
+    cached = _cache_dir() / f"scan-{key.hexdigest()[:32]}.hsdb"
+    with contextlib.suppress(*_CACHE_ERRORS):
+        return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
         database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
     except hyperscan.error as error:
         raise ValueError(f"readiness pattern {ready_pattern!r} cannot be used: {error}") from None
+    with contextlib.suppress(*_CACHE_ERRORS):
+        _write_atomically(cached, hyperscan.dumpb(database))
     return database
+
+
+def _cache_dir() -> Path:
+    """Where compiled databases are kept between runs: a compile takes longer than a
+    `campaign-dash diagnose` of most logs, loading one a fraction of a millisecond."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "campaign-dash"
+
+
+# A missing, unreadable, foreign (another CPU's) or unwritable cache only means a compile.
+_CACHE_ERRORS = (OSError, hyperscan.error, ValueError, TypeError)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, prefix=".scan-") as file:
+        file.write(data)
+    try:
+        os.replace(file.name, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(file.name)
 
 
 _SCRATCHES = threading.local()

@@ -65,7 +65,7 @@ FIGURE_KINDS = (
         serving=True,
     ),
     FigureKind(
-        b"Avg prompt throughput",
+        b"Avg prompt throughput: ",  # (": ": sglang's "gen throughput (" costs a confirm)
         re.compile(
             rb"(?P<label>Avg \w+ throughput): " + _NUMBER + rb" (?P<unit>tokens/s|tok/s|token/s)"
         ),

@@ -1,0 +1,63 @@
+"""The compiled Hyperscan database is kept between runs (a compile takes longer than most
+diagnoses): a cache that is missing, foreign, corrupt or unwritable only costs a compile."""
+
+from pathlib import Path
+
+import pytest
+
+from app.diagnosis import diagnose_bytes, scanner
+
+CRASH = b'Traceback (most recent call last):\n  File "x.py", line 1\nKeyError: 12\n'
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "campaign-dash"
+
+
+def compile_uncached(ready_pattern: str | None = None) -> object:
+    return scanner.compile_database.__wrapped__(ready_pattern)
+
+
+def finds_the_crash(database: object) -> bool:
+    hits: list[int] = []
+    database.scan(  # type: ignore[attr-defined]
+        CRASH, match_event_handler=lambda ident, *_: hits.append(ident),
+        scratch=scanner.hyperscan.Scratch(database),
+    )  # fmt: skip
+    return bool(hits)
+
+
+def test_a_compiled_database_is_stored_and_loaded_by_the_next_run(cache_home: Path) -> None:
+    first = compile_uncached()
+    stored = list(cache_home.glob("scan-*.hsdb"))
+    assert len(stored) == 1 and stored[0].stat().st_size > 0
+    written = stored[0].stat().st_mtime_ns
+    second = compile_uncached()
+    assert second is not first and finds_the_crash(second)
+    assert stored[0].stat().st_mtime_ns == written  # read, not compiled and written again
+    # No temporary file is left beside it.
+    assert [p.name for p in cache_home.iterdir()] == [stored[0].name]
+
+
+def test_a_readiness_pattern_has_a_database_of_its_own(cache_home: Path) -> None:
+    compile_uncached()
+    compile_uncached("listening on port")
+    assert len(list(cache_home.glob("scan-*.hsdb"))) == 2
+
+
+def test_a_corrupt_cache_is_compiled_over(cache_home: Path) -> None:
+    compile_uncached()
+    (stored,) = cache_home.glob("scan-*.hsdb")
+    stored.write_bytes(b"not a database")
+    database = compile_uncached()
+    assert finds_the_crash(database)
+    assert stored.read_bytes() != b"not a database"
+
+
+def test_an_unwritable_cache_path_only_costs_a_compile(cache_home: Path) -> None:
+    cache_home.parent.mkdir(parents=True, exist_ok=True)
+    cache_home.write_text("a file where the folder would be")
+    assert finds_the_crash(compile_uncached())
+    assert diagnose_bytes(CRASH).root_cause == "KeyError: 12"
