@@ -40,6 +40,22 @@ def test_human_output_names_the_root_cause_class_and_excerpt() -> None:
     assert "\x1b[" not in text  # no colours when not writing to a terminal
 
 
+def test_a_hang_reads_as_stalled_on_its_failure_not_as_nothing_seen() -> None:
+    waiting = b"[rank3]:[W CUDAFunctions.cpp:108] Waiting in store based barrier to initialize "
+    hang = b"".join(
+        waiting + b"process group for rank: 3, key: store_based_barrier_key:1 "
+        b"(world_size=8, num_workers_joined=7, timeout=0:30:00)\n"
+        for _ in range(3)
+    )
+    result = run("-", stdin=b"step 1 done\n" + hang)
+    assert result.returncode == 0, result.stderr  # no crash
+    text = result.stdout.decode()
+    assert "State: no crash, stalled on a failure" in text
+    assert "Class: timeout_or_hang" in text
+    healthy = run("-", stdin=HEALTHY).stdout.decode()
+    assert "State: ready" in healthy and "stalled" not in healthy
+
+
 def test_json_output_is_one_object_with_the_contract_fields() -> None:
     result = run(str(SEED), "--json")
     assert result.returncode == 1  # crashed, and the JSON says so

@@ -115,7 +115,7 @@ def no_proc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 @pytest.mark.parametrize(
     ("failure", "said", "shown"),
     [
-        (WARN, False, "no crash seen"),
+        (WARN, False, "no crash, stalled on a failure"),
         (WENT_ON, None, "crashed or not, the log does not tell"),
     ],
     ids=["warning", "error-then-more"],
