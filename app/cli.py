@@ -580,7 +580,7 @@ def describe(result: Diagnosis, *, color: bool) -> str:
         state = "ready, then crashed"
     elif result.crashed is None:
         state = "crashed or not, the log does not tell"
-    elif result.root_cause:  # a hang, or a warning nothing fatal followed
+    elif result.crashed is False and result.root_cause:  # a hang, or a warning alone
         state = "no crash, stalled on a failure"
     lines = [f"{bold('State:')} {state} ({result.lines_read:,} lines, {result.bytes_read:,} bytes)"]
     if result.crashed_reason:
