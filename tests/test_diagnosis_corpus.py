@@ -142,23 +142,14 @@ def _split_by_hash(source: str) -> str:
 # the figures), so a regression fails; the validation floors are at or above the goal.
 GOAL = {"root_cause": THRESHOLD, "top3": 0.99, "error_class": THRESHOLD, "crashed": THRESHOLD}
 FLOORS = {
-    # Since issue 23's fourth round, F061-F128, G001-G014 and H001-H079 (the second and third
-    # rounds' fresh parts) are tuning too.
+    # Since issue 23's fifth round, F061-F128, G001-G014, H001-H079 and I001-I192 (the second
+    # to fourth rounds' fresh parts) are tuning too.
     "tuning": {
         "root_cause": 0.94,
         "top3": 0.95,
-        "error_class": 0.91,
-        "crashed": 0.98,
-        "ready": 0.80,
-    },
-    # Scored once, as the estimate on unseen logs of issue 23's fourth round (bench/README.md):
-    # I001-I192 (104 cases) from threads, pages and committed log files never used before.
-    "fresh": {
-        "root_cause": 0.89,
-        "top3": 0.91,
-        "error_class": 0.75,
-        "crashed": 0.93,
-        "ready": 0.70,
+        "error_class": 0.89,
+        "crashed": 0.97,
+        "ready": 0.78,
     },
     "validation": {
         "root_cause": 1.0,

@@ -613,6 +613,29 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
             "GPU memory utilization (0.8, 74.4 GiB).",
             "oom_gpu",
         ),
+        (
+            "[rank0]: RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+            "config_or_args",
+        ),
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: No visible GPU devices.",
+            "config_or_args",
+        ),
+        (
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+            "local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE",
+            "config_or_args",
+        ),
+        (
+            "AssertionError: KV4 MHA expects attention_backend to be one of ['triton', "
+            "'flex_attention'], but got flashinfer",
+            "config_or_args",
+        ),
+        (
+            "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'",
+            "nccl_comm",
+        ),
+        ("nixl._bindings.nixlNotFoundError: NIXL_ERR_NOT_FOUND", "other"),
     ],
 )
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -630,3 +653,31 @@ def test_buildkit_s_step_prefix_is_peeled_and_its_failed_step_is_a_wrapper() -> 
         "successfully: exit code: 1",
     )  # fmt: skip
     assert found.root_cause == failure and found.crashed is True
+
+
+def test_a_linker_s_own_line_is_why_the_build_failed() -> None:
+    missing = "/usr/bin/ld: cannot find -lcurand: No such file or directory"
+    found = diagnose(
+        *QUIET, "[2/3] c++ cpu_adam.o -shared -lcurand -o cpu_adam.so", "FAILED: cpu_adam.so",
+        missing, "collect2: error: ld returned 1 exit status",
+        "ninja: build stopped: subcommand failed.",
+    )  # fmt: skip
+    assert found.root_cause == missing and found.error_class == "import_or_version"
+    assert found.crashed is True
+
+
+def test_a_device_allocator_s_refusal_is_a_failure_unless_it_says_it_retried() -> None:
+    refused = "ggml_vulkan: Device memory allocation of size 118497280 failed."
+    found = diagnose(
+        *QUIET, refused, "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory"
+    )
+    assert found.root_cause == refused and found.error_class == "oom_gpu" and found.crashed is True
+    retried = diagnose(
+        "1.06.520.077 E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 51748.72 MiB on "
+        "device 1: cudaMalloc failed: out of memory",
+        "1.06.520.086 E graph_reserve: failed to allocate compute buffers",
+        "1.06.520.107 W sched_reserve: compute buffer allocation failed, retrying without "
+        "pipeline parallelism",
+        "1.07.304.130 I srv    load_model: initializing, n_slots = 1, n_ctx_slot = 50176",
+    )
+    assert retried.crashed is False and retried.root_cause is None

@@ -168,7 +168,8 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             for line in refused:
                 line.strength = 0
                 line.set_aside = "a client's request refused: the server answers it and serves on"
-        elif entry.strength == 2 and not entry.warning:
+        elif entry.strength >= 2 and not entry.warning and entry.in_traceback is None:
+            # (a native allocator's failure too: "... failed, retrying without ...")
             following = entries[index : index + 4]
             if any(rules.RECOVERED.search(e.content) for e in following):
                 entry.strength = 0

@@ -50,6 +50,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
         r"\bcudaErrorMemoryAllocation\b",
+        r"\bDevice memory allocation of size \d+ failed", r"\bErrorOutOfDeviceMemory\b",
         # too little free on the device for what it was told to take (others hold the rest)
         r"\b[Ff]ree (?:GPU |device )?memory\b.*\bis less than\b",
     )),
@@ -79,6 +80,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a port another process holds, or a network the host does not have
         r"\bcouldn't bind\b", r"\b(?:failed|unable) to bind\b", r"\blisten tcp\b.*\bbind\b",
         r"\bOnly one usage of each socket address\b", r"Address family not supported",
+        # GPUs held by another process in exclusive mode, or none visible to the runtime
+        r"device\(s\) is/are busy or unavailable", r"\bNo visible GPU devices\b",
+        # a store or server that cannot listen where it was told to (a port another holds)
+        r"socket has failed to (?:listen|bind)",
+        # a serving backend the model's configuration names that this install lacks
+        r"\bunable to find backend library\b",
         # the driver's library not visible (a container started without its GPUs)
         r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
     )),
@@ -89,7 +96,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'")
         r"\bCuda failure\b",
     )),
-    # A collective timing out in NCCL's watchdog is a communication fault, not a hang.
+    # A collective timing out in NCCL's watchdog is a communication fault, not a hang; vLLM's
+    # custom all-reduce (its own collective over CUDA IPC) failing is one too.
     # NCCL's own warnings name a transport fault even when they say "timed out".
     ("nccl_comm", _any(
         r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
@@ -103,6 +111,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a collective's watchdog or heartbeat monitor giving up
         r"\bNCCL watchdog\b", r"ProcessGroupNCCL.*(?:[Ww]atchdog|[Hh]eartbeat)",
         r"[Hh]eartbeat monitor timed out", r"\bcollective operation timeout\b",
+        r"\bcustom_all_reduce\.cuh?:\d+",
     )),
     # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
     ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
@@ -213,7 +222,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a JIT helper or an extension that fails to build
         r"\b(?:gcc|g\+\+|cc1plus|c\+\+|clang|nvcc|ninja|cmake)\b"
         r".*(?:non-zero exit status|failed|error)",
-        r"Error building extension", r"[Ff]ailed to build\b",
+        r"Error building extension", r"[Ff]ailed to build\b", r"\bld(?:\.\w+)?: cannot find -l",
         r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error:",  # a compiler's
         r"\.(?:cu|cuh|cpp|h)\(\d+\): (?:catastrophic )?error:",  # nvcc's
         r"\berrors? detected in the compilation of\b",
@@ -246,6 +255,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"unexpected keyword argument", r"is not a valid(?! model identifier)",
         # a command line's own refusal (click's), arguments a script expected and was not given
         r"\bNo such option\b", r"'Namespace' object has no attribute",
+        r"\bexpects? .*\bbut got\b",
         # a choice the model or the kernel does not take ("only supports (...) backend, got X")
         r"\bonly supports?\b.*\bgot\b",
         r"must be (?:one of|a|an|between|greater|less)",
@@ -367,7 +377,10 @@ EXCEPTION_LINE = re.compile(
 )
 # An exception named by its module path, whatever its name ends in ("triton.runtime.errors.
 # OutOfResources: out of resource: shared memory, ...").
-QUALIFIED_EXCEPTION = re.compile(r"^(?:[a-z_]\w*\.)+[A-Z][A-Za-z]+: \S")
+# (a binding's own, lower-case: "nixl._bindings.nixlNotFoundError: NIXL_ERR_NOT_FOUND")
+QUALIFIED_EXCEPTION = re.compile(
+    r"^(?:[a-z_]\w*\.)+(?:[A-Z][A-Za-z]+|[a-z]\w*(?:Error|Exception)): \S"
+)
 # Whatever a traceback ends in is its exception, named like one or not (Triton's
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").
 TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$")
@@ -413,6 +426,10 @@ NATIVE_FAILURE = _any(
     r"\b(?:HIP|CUDA|cuDNN|cuBLAS|CUBLAS|XLA|MIOpen|ROCm) error\b",
     r"\berror \d+ at \S+:\d+",
     r"\*\*\* SIG\w+ received",
+    # a linker that cannot find a library it was told to link ("ld: cannot find -lcurand")
+    r"\bld(?:\.\w+)?: cannot find -l",
+    # a device allocator refusing ("ggml_vulkan: Device memory allocation of size N failed.")
+    r"\b[Dd]evice memory allocation of size \d+ failed",
     r"\bexitcode\s*:\s*-?[1-9]\d*",
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",

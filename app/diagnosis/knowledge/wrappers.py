@@ -316,6 +316,28 @@ WRAPPERS = (
         "(corpus case H062 has one, its command a whole script)",
     ),
     Wrapper(
+        r"\bcollect2: error: ld returned \d+ exit status",
+        ("gcc",),
+        "collect2: error: ld returned 1 exit status",
+        "GCC's driver after the linker failed: the linker's own line above says why",
+    ),
+    Wrapper(
+        r"[Ss]ee (?:the )?stack trace above",
+        ("vllm",),
+        "CRITICAL 05-07 19:18:17 [core_client.py:359] Got fatal signal from worker processes, "
+        "shutting down. See stack trace above for root cause issue.",
+        "vLLM V1's engine client (vllm/v1/engine/core_client.py) when a worker process died",
+        strong=True,
+    ),
+    Wrapper(
+        r"Unhandled error \(suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'\)",
+        ("ray",),
+        "2026-05-06 11:03:10,805 ERROR worker.py:438 -- Unhandled error (suppress with "
+        "'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::RayWorkerWrapper.warmup() (pid=2432)",
+        "Ray's driver (python/ray/_private/worker.py) reporting an actor task's exception that "
+        "nobody awaited: the task's own traceback says what it was",
+    ),
+    Wrapper(
         r"\bNVRTCError: NVRTC_ERROR_COMPILATION\b",
         ("cupy",),
         "cupy_backends.cuda.libs.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION (6)",
