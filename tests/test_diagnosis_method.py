@@ -681,3 +681,26 @@ def test_a_device_allocator_s_refusal_is_a_failure_unless_it_says_it_retried() -
         "1.07.304.130 I srv    load_model: initializing, n_slots = 1, n_ctx_slot = 50176",
     )
     assert retried.crashed is False and retried.root_cause is None
+
+
+def test_a_failed_write_is_explained_by_a_full_disk_before_or_after_it() -> None:
+    full = "tee: /runs/exp1/train.log: No space left on device"
+    failed = (
+        "[rank0]: RuntimeError: [enforce fail at inline_container.cc:858] . PytorchStreamWriter "
+        "failed writing file data/5: file write failed"
+    )
+    for lines in ([failed, *QUIET, full], [full, *QUIET, failed]):
+        found = diagnose(*QUIET, "saving checkpoint at iteration 20", *TB, *lines)
+        assert found.root_cause == full and found.crashed is True, lines
+    # A failure that is no write keeps its own line.
+    other = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert diagnose(*QUIET, *TB, other, *QUIET, full).root_cause == other
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["double free or corruption (out)", "Signal (11) received."],
+)
+def test_a_native_abort_in_its_own_words_is_a_crash(line: str) -> None:
+    found = diagnose(*QUIET, line, "0# 0x000055d5c1c4a1f9 in /opt/tritonserver/bin/tritonserver")
+    assert found.root_cause == line and found.crashed is True

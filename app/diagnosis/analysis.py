@@ -474,7 +474,12 @@ def analyze(
         )
     root = _choose_root(entries)
     if root is not None:
-        root = _said_below(entries, root) or _asserted(entries, root) or root
+        root = (
+            _said_below(entries, root)
+            or _asserted(entries, root)
+            or _disk_full(entries, root)
+            or root
+        )
     # Lines after the last one kept (a newest-first log's unkept lines are its oldest).
     last_kept = max((e.line.number for e in entries), default=0)
     unseen_after = 0 if newest_first else max(0, lines_total - last_kept)
@@ -626,6 +631,18 @@ def _asserted(entries: list[Entry], root: Entry) -> Entry | None:
     if assertion is not None:
         assertion.strength = max(assertion.strength, 3)
     return assertion
+
+
+_WRITE_FAILED = re.compile(r"\b(?:[Ww]rit\w*|save|saving)\b.*\bfail|\bfail\w* (?:to )?(?:writ|sav)")
+_DISK_FULL = re.compile(r"\bNo space left on device\b")
+
+
+def _disk_full(entries: list[Entry], root: Entry) -> Entry | None:
+    """A write that failed ("PytorchStreamWriter failed writing file data/5") is explained by
+    a full disk anywhere in the log, before or after it (tee's own write failing too)."""
+    if not _WRITE_FAILED.search(root.content) or _DISK_FULL.search(root.content):
+        return None
+    return next((e for e in entries if e.strength >= 2 and _DISK_FULL.search(e.content)), None)
 
 
 _IMPORT_FAILED = re.compile(

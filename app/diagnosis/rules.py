@@ -426,6 +426,11 @@ NATIVE_FAILURE = _any(
     r"\b(?:HIP|CUDA|cuDNN|cuBLAS|CUBLAS|XLA|MIOpen|ROCm) error\b",
     r"\berror \d+ at \S+:\d+",
     r"\*\*\* SIG\w+ received",
+    # a full disk, whoever was writing ("tee: run.log: No space left on device")
+    r"\bNo space left on device\b",
+    # glibc's heap check aborting, and Triton Inference Server's own signal handler
+    r"^double free or corruption\b",
+    r"^Signal \(\d+\) received\.?$",
     # a linker that cannot find a library it was told to link ("ld: cannot find -lcurand")
     r"\bld(?:\.\w+)?: cannot find -l",
     # a device allocator refusing ("ggml_vulkan: Device memory allocation of size N failed.")
@@ -493,6 +498,8 @@ SPECIFICITY = [
     # a cluster manager saying why it killed (a shell's job line only saw the kill)
     (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
     (re.compile(r"LLVM ERROR\b"), 2),
+    # a full disk says why a write failed
+    (re.compile(r"\bNo space left on device\b"), 2),
     # memory running out is the fault; a complaint about a size or a buffer beside it is not
     (re.compile(r"\bout of memory\b"), 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
