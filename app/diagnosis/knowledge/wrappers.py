@@ -316,6 +316,15 @@ WRAPPERS = (
         "(corpus case H062 has one, its command a whole script)",
     ),
     Wrapper(
+        # (only where it says no more than how the runner ended: its reason may be the cause)
+        r"\bllama runner process has terminated: (?:exit status \w+|signal: \w+)",
+        ("ollama",),
+        'time=2025-07-16T20:07:57.610+02:00 level=ERROR source=sched.go:489 msg="error loading '
+        'llama server" error="llama runner process has terminated: exit status 2"',
+        "Ollama's scheduler (server/sched.go) relaying its runner's death, and the CLI relaying "
+        "that; the runner's own lines say why; observed in corpus case 505",
+    ),
+    Wrapper(
         r"\bcollect2: error: ld returned \d+ exit status",
         ("gcc",),
         "collect2: error: ld returned 1 exit status",
