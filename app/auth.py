@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from app import repo
 from app.db import session_scope
+from app.runtime import new_token
 
 OWNER_TOKEN_HASH = "owner_token_sha256"
 SIGNING_KEY = "signing_key"
@@ -32,10 +33,6 @@ log = logging.getLogger(__name__)
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
 
 
 class OwnerAuth:
