@@ -26,6 +26,7 @@ class Collector:
         self.installed = False
         self.frozen_at_thaw = 0
         self.thawed_at = time.monotonic()
+        self._walking = False  # thawed by the clock: the next full collection walks it all
 
     def install(self) -> None:
         """From now on, survivors of each full collection are frozen (`serve` only: it
@@ -58,8 +59,12 @@ class Collector:
         if time.monotonic() - self.thawed_at >= THAW_EVERY_S:
             gc.unfreeze()  # the next full collection walks everything, then freezes again
             self.thawed_at = time.monotonic()
+            self._walking = True
         else:
             gc.freeze()
+            if self._walking:  # what is frozen now is the base the next thaw counts from
+                self.frozen_at_thaw = gc.get_freeze_count()
+                self._walking = False
 
 
 COLLECTOR = Collector()

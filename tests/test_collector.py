@@ -124,3 +124,19 @@ def test_with_readers_always_there_a_full_collection_now_and_then_walks_everythi
     gc.collect()
     assert gone() is None
     assert gc.get_freeze_count() > 0  # and the survivors are frozen again
+
+
+def test_after_the_clock_s_walk_a_thaw_counts_only_what_was_frozen_since(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collector.install()
+    kept = [Node() for _ in range(1000)]
+    gc.collect()
+    grown = gc.get_freeze_count()
+    assert grown - collector.frozen_at_thaw >= 1000
+    monkeypatch.setattr(collector_module, "THAW_EVERY_S", 0.0)
+    gc.collect()  # the clock's thaw
+    monkeypatch.setattr(collector_module, "THAW_EVERY_S", 600.0)
+    gc.collect()  # walks everything, freezes the survivors: the new base
+    assert collector.frozen_at_thaw == gc.get_freeze_count() >= grown
+    del kept
