@@ -704,3 +704,112 @@ def test_a_failed_write_is_explained_by_a_full_disk_before_or_after_it() -> None
 def test_a_native_abort_in_its_own_words_is_a_crash(line: str) -> None:
     found = diagnose(*QUIET, line, "0# 0x000055d5c1c4a1f9 in /opt/tritonserver/bin/tritonserver")
     assert found.root_cause == line and found.crashed is True
+
+
+def test_a_fatal_c10_line_after_its_error_lines_is_a_crash_never_silence() -> None:
+    found = diagnose(
+        "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! "
+        "Process will be terminated after dumping debug info. workMetaList_.size()=103",
+        "[rank1]:[E ProcessGroupNCCL.cpp:1153] [PG 0 Rank 1] ProcessGroupNCCL preparing to dump "
+        "debug info.",
+        "[rank1]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] ProcessGroupNCCL's watchdog got "
+        "stuck for 600 seconds without making progress in monitoring enqueued collectives.",
+    )
+    assert found.crashed is True and found.error_class == "nccl_comm"
+    assert found.root_cause is not None and "Rank 1" in found.root_cause
+
+
+@pytest.mark.parametrize(
+    "lines,root_cause,error_class",
+    [
+        (
+            ["[sgl_kernel] CRITICAL: Could not load any common_ops library!",
+             "Attempted locations:", "  /srv/sgl_kernel/sm90/common_ops.abi3.so"],
+            "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
+            "import_or_version",
+        ),
+        (
+            ["[2025-10-09 11:58:17][DEBUG] llama.cpp abort:1852: GGML_ASSERT(addr <= base + size) "
+             "failed"],
+            "[2025-10-09 11:58:17][DEBUG] llama.cpp abort:1852: GGML_ASSERT(addr <= base + size) "
+            "failed",
+            "other",
+        ),
+        (
+            ["FAILED: /srv/DeepEP/build/lib/deep_ep_cpp.so",
+             "nvlink error   : Undefined reference to 'nvshmemi_ibgda_device_state_d' in "
+             "'internode_ll.o'", "ninja: build stopped: subcommand failed."],
+            "nvlink error   : Undefined reference to 'nvshmemi_ibgda_device_state_d' in "
+            "'internode_ll.o'",
+            "import_or_version",
+        ),
+        (
+            ["*** An error occurred in MPI_Init_thread", "*** on a NULL communicator",
+             "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,"],
+            "*** An error occurred in MPI_Init_thread",
+            "nccl_comm",
+        ),
+        (
+            ["#  Rank  0 Group  0 Pid  42 on host-1 device  0 [0x18] NVIDIA H100 80GB HBM3",
+             "host-1: Test NCCL failure common.cu:401 'remote process exited or there was a "
+             "network error / '", " .. host-1 pid 42: Test failure common.cu:1234"],
+            "host-1: Test NCCL failure common.cu:401 'remote process exited or there was a "
+            "network error / '",
+            "nccl_comm",
+        ),
+        (
+            ["mmv.cu:51: ERROR: CUDA kernel mul_mat_vec has no device code compatible with CUDA "
+             "arch 520. ggml-cuda.cu was compiled for: 610,700,750"],
+            "mmv.cu:51: ERROR: CUDA kernel mul_mat_vec has no device code compatible with CUDA "
+            "arch 520. ggml-cuda.cu was compiled for: 610,700,750",
+            "unsupported_arch",
+        ),
+    ],
+)  # fmt: skip
+def test_failures_that_say_so_in_their_own_tool_s_words(
+    lines: list[str], root_cause: str, error_class: str
+) -> None:
+    found = diagnose(*QUIET, *lines)
+    assert found.root_cause == root_cause and found.error_class == error_class
+    assert found.crashed is True
+
+
+def test_tensorflow_s_plugin_registration_noise_is_no_failure() -> None:
+    noise = (
+        "2025-08-21 01:35:53.031618: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:"
+        "9261] Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN "
+        "when one has already been registered"
+    )
+    failure = (
+        "    ValueError: Length of absolute_action_mask (14) does not match action dimension (7)."
+    )
+    found = diagnose(noise, *QUIET, *TB, "ValueError: in user code:", "", '    File "/srv/d.py", '
+                     "line 9, in f  *", "        raise ValueError()", "", failure)  # fmt: skip
+    assert found.root_cause == failure  # the line as the log shows it, indented
+    assert silent(diagnose(noise, *QUIET))
+
+
+def test_ollama_s_runner_exit_yields_to_the_reason_its_scheduler_relays() -> None:
+    reason = (
+        'time=2025-02-28T13:08:38.052-08:00 level=ERROR source=sched.go:456 msg="error loading '
+        'llama server" error="llama runner process has terminated: error loading model: missing '
+        "tensor 'output.weight'\""
+    )
+    found = diagnose(
+        *QUIET,
+        'time=2025-02-28T13:08:37.862-08:00 level=ERROR source=server.go:421 msg="llama runner '
+        'terminated" error="exit status 2"',
+        reason,
+    )
+    assert found.root_cause == reason and found.error_class == "model_loading"
+
+
+def test_a_llama_cpp_server_back_to_idle_after_failed_requests_did_not_crash() -> None:
+    found = diagnose(
+        "llama_decode: failed to decode, ret = -1",
+        "srv  update_slots: Invalid input batch. i = 0, n_batch = 2048, ret = -1",
+        "srv    send_error: task id = 327, error: Invalid input batch.",
+        *["srv  update_slots: all slots are idle"] * 3,
+    )
+    assert found.crashed is False and found.root_cause is None
+    assert "went on serving" in found.crashed_reason

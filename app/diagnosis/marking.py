@@ -15,7 +15,7 @@ _INFO_LEVEL = re.compile(
     r"|(?:^|[\s:>])[IW]\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
 )
 _ERROR_LEVEL = re.compile(
-    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
+    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|\[F\s|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
     r"|:\s[EF]\s[\w/.-]+:\d+\]"
 )
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
@@ -23,6 +23,8 @@ _ERROR_LEVEL = re.compile(
 # llama.cpp's logger the same: "0.00.065.436 E srv  start: ...".
 _GLOG = re.compile(
     r"(?:^|[\s:>|])[EF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$"
+    # PyTorch's c10 logging: "[rank1]:[E ProcessGroupNCCL.cpp:1316] ", "[F217 ... f.cpp:9] "
+    r"|\[[EF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s*$"
     r"|^\d+\.\d\d\.\d{3}\.\d{3}\s[EF]\s*$"
 )
 _LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
@@ -121,6 +123,8 @@ def mark(entries: list[Entry]) -> None:
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
             traceback_start, chain_pending, framed, logging_raised = None, False, False, False
+        elif rules.ASSERTION_MACRO.search(content):
+            entry.strength = 3  # an assert that aborts, whatever severity the logger gave it
         elif level == "info" and rules.MEMORY_RAN_OUT.search(content):
             # an allocator's warning, sometimes the only trace of an OOM: the process may live
             entry.strength, entry.warning = 2, True

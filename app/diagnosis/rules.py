@@ -121,6 +121,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
+        r"\bno device code compatible with CUDA arch\b",
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -196,6 +197,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"ncclSystemError", r"ncclInternalError", r"ncclInvalidUsage", r"DistBackendError",
         r"DistNetworkError", r"ProcessGroupNCCL", r"NCCL (?:WARN|failure|communicator)",
         r"ncclComm\w* failed", r"ncclUniqueId",
+        # nccl-tests' check of an NCCL call, and MPI failing to set up its communicator
+        r"\bTest NCCL failure\b", r"\bMPI_Init\w*\b",
         # NVSHMEM (DeepEP's symmetric memory) failing to bootstrap or connect its transports
         r"nvshmem\w*/src/host/(?:transport|init|bootstrap)/", r"\bnvshmem setup connections",
     )),
@@ -214,6 +217,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\btype '[\w.]+' is not subscriptable", r"'type' object is not subscriptable",
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
+        r"\b[Cc]ould not load any \w+ library\b",
+        r"\b(?:nvlink|nvcc|fatbinary|cicc)\s+(?:fatal|error)\s*: ",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
         r"not compiled with CUDA", r"cannot open shared object file",
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
@@ -361,7 +366,11 @@ HARD_NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if line.h
 NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if not line.hard))
 
 # A logger's bracketed error tag after its name tags: TensorRT's "[TRT] [E] 6: ...".
-TAGGED_ERROR = re.compile(r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|F|ERROR|FATAL|CRITICAL)\]\s")
+TAGGED_ERROR = re.compile(
+    r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|F|ERROR|FATAL|CRITICAL)\]\s"
+    # a library's own tag, then a severity that is itself the failure ("[sgl_kernel] CRITICAL: ")
+    r"|(?:\[[\w .-]+\]\s*){1,3}(?:CRITICAL|FATAL):\s"
+)
 # Leading bracketed tags of a line: two records with the same ones come from one logger.
 TAGS = re.compile(r"(?:\[[^\]]*\]\s*)+")
 SEVERITY_ERROR = re.compile(
@@ -384,6 +393,9 @@ QUALIFIED_EXCEPTION = re.compile(
 # Whatever a traceback ends in is its exception, named like one or not (Triton's
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").
 TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$")
+# C assert macros and llama.cpp's abort ("llama.cpp abort:1852: GGML_ASSERT(...) failed"):
+# fatal even where a logger stamped them DEBUG.
+ASSERTION_MACRO = re.compile(r"\b[A-Z_]*ASSERT\w*\(.*\) failed")
 # Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
 NATIVE_FAILURE = _any(
     r"\bwhat\(\):",
@@ -431,6 +443,11 @@ NATIVE_FAILURE = _any(
     # glibc's heap check aborting, and Triton Inference Server's own signal handler
     r"^double free or corruption\b",
     r"^Signal \(\d+\) received\.?$",
+    # NVIDIA's toolchain in its own words ("nvlink error   : Undefined reference to ...")
+    r"\b(?:nvlink|ptxas|nvcc|fatbinary|cicc)\s+(?:fatal|error)\s*: ",
+    # Open MPI's error block, and nccl-tests' own check ("Test NCCL failure common.cu:401 ...")
+    r"^\*\*\* An error occurred in MPI_\w+",
+    r"\bTest (?:NCCL |CUDA )?failure \S+\.cu:\d+",
     # a linker that cannot find a library it was told to link ("ld: cannot find -lcurand")
     r"\bld(?:\.\w+)?: cannot find -l",
     # a device allocator refusing ("ggml_vulkan: Device memory allocation of size N failed.")
@@ -444,7 +461,7 @@ NATIVE_FAILURE = _any(
     r"\bthread '[^']*' panicked at\b",  # Rust
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom-kill event",  # cluster managers
-    r"\b[A-Z_]*ASSERT\w*\(.*\) failed",  # C assert macros: GGML_ASSERT(x) failed
+    ASSERTION_MACRO.pattern,
     r"\bCheck failed: ",  # glog's CHECK
     r"^panic: ",  # Go
     # systemd on a service it supervises

@@ -116,6 +116,16 @@ BENIGN = (
         "command runs (which fails on its own words if the driver is too old for it); "
         "observed in corpus case H041",
     ),
+    Benign(
+        r"Unable to register (?:cuDNN|cuFFT|cuBLAS) factory: Attempting to register factory",
+        ("tensorflow", "jax"),
+        "2025-08-21 01:35:53.031618: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:"
+        "9261] Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN "
+        "when one has already been registered",
+        "XLA's stream executor when TensorFlow and JAX (or two copies of one) both load their CUDA "
+        "plugins: logged at E at every start, harmless",
+        hard=True,
+    ),
     # Advice printed around a real error, which is never the error itself.
     Benign(
         r"CUDA kernel errors might be asynchronously reported",

@@ -90,6 +90,13 @@ SERVING = (
         "observed in corpus case F112",
     ),
     Fact(
+        r"\bupdate_slots: all slots are idle\b",
+        ("llama.cpp",),
+        "srv  update_slots: all slots are idle",
+        "llama.cpp's server (tools/server/server.cpp) back in its loop with no work left, after "
+        "each batch of requests it answered; observed in corpus case J048",
+    ),
+    Fact(
         r"^\s*(?:prompt )?eval time =\s+[\d.]+ ms /\s+\d+ tokens",
         ("llama.cpp",),
         "prompt eval time =    1062.68 ms /   551 tokens (    1.93 ms per token,   518.50 tokens "

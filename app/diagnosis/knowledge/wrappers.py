@@ -317,12 +317,50 @@ WRAPPERS = (
     ),
     Wrapper(
         # (only where it says no more than how the runner ended: its reason may be the cause)
-        r"\bllama runner process has terminated: (?:exit status \w+|signal: \w+)",
+        r"\bllama runner (?:process has )?terminated\b(?::|\" error=\")\s*(?:exit status \w+"
+        r"|signal: \w+)",
         ("ollama",),
         'time=2025-07-16T20:07:57.610+02:00 level=ERROR source=sched.go:489 msg="error loading '
         'llama server" error="llama runner process has terminated: exit status 2"',
         "Ollama's scheduler (server/sched.go) relaying its runner's death, and the CLI relaying "
         "that; the runner's own lines say why; observed in corpus case 505",
+    ),
+    Wrapper(
+        r"\bray\.exceptions\.RayTaskError\(\w+\): ",
+        ("ray",),
+        "ray.exceptions.RayTaskError(NotImplementedError): ray::main_task() (pid=19443, "
+        "ip=10.0.0.1)",
+        "Ray (python/ray/exceptions.py): the header of a remote task's failure, re-raised where "
+        "it was awaited; the task's own traceback and exception follow",
+    ),
+    Wrapper(
+        r"^\w+: in user code:\s*$",
+        ("tensorflow",),
+        "ValueError: in user code:",
+        "TensorFlow's autograph: the header of an error raised inside a traced function; the "
+        "frames and the exception itself follow, indented",
+    ),
+    Wrapper(
+        r"\bfailed to import on the worker\b",
+        ("ray",),
+        "RuntimeError: The actor with name WorkerDict failed to import on the worker. This may be "
+        "because needed library dependencies are not installed in the worker environment:",
+        "Ray's function manager (python/ray/_private/function_manager.py) when an actor's class "
+        "cannot be imported; the import's own error follows",
+    ),
+    Wrapper(
+        r"because of the following error \(look up to see its traceback\)",
+        ("transformers",),
+        "RuntimeError: Failed to import transformers.models.mistral.modeling_mistral because of "
+        "the following error (look up to see its traceback):",
+        "transformers' lazy module (utils/import_utils.py) re-raising the import error above it",
+    ),
+    Wrapper(
+        r"\bCaught \w+ in replica \d+ on device \d+",
+        ("pytorch",),
+        "torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.",
+        "PyTorch's DataParallel (torch/_utils.py ExceptionWrapper) re-raising a replica's "
+        "exception; its 'Original Traceback' ends in the exception itself",
     ),
     Wrapper(
         r"\bcollect2: error: ld returned \d+ exit status",
