@@ -171,7 +171,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             if gap > SURVIVED_GAP_LINES:
                 burst_start = index
         failures = failures[burst_start:]
-        failures = _lived_through(entries, failures, position) or failures
+        failures = _lived_through(entries, failures, position)
         first = failures[0]
         if first.peer_gone:
             # "Connection closed by peer": the peer failed first, and says why if it is here.
@@ -271,15 +271,14 @@ def _lived_through(
 ) -> list[Entry]:
     """The failures from the first one the process did not go on past: a logged error (an
     "ERROR ... Cannot use FA version 2 ..." it fell back from) followed by ordinary work and
-    then by an exception is not why it stopped. Empty when the last failure was lived through."""
-    for index, failure in enumerate(failures):
-        if failure.strength != 2 or failure.warning or index + 1 == len(failures):
+    then by an exception is not why it stopped."""
+    for index, (failure, following) in enumerate(itertools.pairwise(failures)):
+        if failure.strength != 2 or failure.warning:
             return failures[index:]
-        following = failures[index + 1]
         between = entries[position[id(failure)] + 1 : position[id(following)]]
         if len(_went_on(between, failure)) < WENT_ON_LINES:
             return failures[index:]
-    return []
+    return failures[-1:]
 
 
 def _went_on(later: list[Entry], root: Entry) -> list[Entry]:
@@ -319,6 +318,7 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
 
 
 def _fails_after(entries: list[Entry], launch: Entry) -> bool:
+    """Whether anything failed from the launch line on."""
     after = False
     for entry in entries:
         after = after or entry is launch
