@@ -1,6 +1,7 @@
 """The compiled Hyperscan database is kept between runs (a compile takes longer than most
 diagnoses): a cache that is missing, foreign, corrupt or unwritable only costs a compile."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,18 @@ def test_an_unwritable_cache_path_only_costs_a_compile(cache_home: Path) -> None
     cache_home.write_text("a file where the folder would be")
     assert finds_the_crash(compile_uncached())
     assert diagnose_bytes(CRASH).root_cause == "KeyError: 12"
+
+
+def test_only_the_latest_databases_are_kept(cache_home: Path) -> None:
+    cache_home.mkdir(parents=True)
+    for n in range(scanner.KEPT_DATABASES + 3):
+        old = cache_home / f"scan-{n:032x}.hsdb"
+        old.write_bytes(b"an older release's database")
+        os.utime(old, (1_000_000 + n, 1_000_000 + n))
+    compile_uncached()
+    kept = sorted(cache_home.glob("scan-*.hsdb"))
+    assert len(kept) == scanner.KEPT_DATABASES
+    # The new one and the most recent old ones stay; the oldest went.
+    assert not (cache_home / f"scan-{0:032x}.hsdb").exists()
+    assert (cache_home / f"scan-{scanner.KEPT_DATABASES + 2:032x}.hsdb").exists()
+    assert finds_the_crash(compile_uncached())

@@ -204,6 +204,7 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
         raise ValueError(f"readiness pattern {ready_pattern!r} cannot be used: {error}") from None
     with contextlib.suppress(*_CACHE_ERRORS):
         _write_atomically(cached, hyperscan.dumpb(database))
+        _forget_stale(cached.parent)
     return database
 
 
@@ -216,6 +217,16 @@ def _cache_dir() -> Path:
 
 # A missing, unreadable, foreign (another CPU's) or unwritable cache only means a compile.
 _CACHE_ERRORS = (OSError, hyperscan.error, ValueError, TypeError)
+
+
+KEPT_DATABASES = 8  # each release's patterns, and custom readiness patterns, make a new one
+
+
+def _forget_stale(folder: Path) -> None:
+    """Only the most recently written databases stay: older releases' never load again."""
+    stored = sorted(folder.glob("scan-*.hsdb"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in stored[KEPT_DATABASES:]:
+        stale.unlink(missing_ok=True)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
