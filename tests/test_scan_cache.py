@@ -77,3 +77,13 @@ def test_only_the_latest_databases_are_kept(cache_home: Path) -> None:
     assert not (cache_home / f"scan-{0:032x}.hsdb").exists()
     assert (cache_home / f"scan-{scanner.KEPT_DATABASES + 2:032x}.hsdb").exists()
     assert finds_the_crash(compile_uncached())
+
+
+def test_no_home_to_keep_a_cache_in_only_costs_a_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(scanner.Path, "home", staticmethod(no_home))
+    assert finds_the_crash(compile_uncached())

@@ -194,8 +194,8 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
     key = hashlib.sha256(
         repr((getattr(hyperscan, "__version__", ""), expressions, ids, flags)).encode()
     )
-    cached = _cache_dir() / f"scan-{key.hexdigest()[:32]}.hsdb"
     with contextlib.suppress(*_CACHE_ERRORS):
+        cached = _cache_dir() / f"scan-{key.hexdigest()[:32]}.hsdb"
         return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
@@ -203,6 +203,7 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
     except hyperscan.error as error:
         raise ValueError(f"readiness pattern {ready_pattern!r} cannot be used: {error}") from None
     with contextlib.suppress(*_CACHE_ERRORS):
+        cached = _cache_dir() / f"scan-{key.hexdigest()[:32]}.hsdb"
         _write_atomically(cached, hyperscan.dumpb(database))
         _forget_stale(cached.parent)
     return database
@@ -215,8 +216,9 @@ def _cache_dir() -> Path:
     return Path(base) / "campaign-dash"
 
 
-# A missing, unreadable, foreign (another CPU's) or unwritable cache only means a compile.
-_CACHE_ERRORS = (OSError, hyperscan.error, ValueError, TypeError)
+# A missing, unreadable, foreign (another CPU's) or unwritable cache, or no home to keep it
+# in, only means a compile.
+_CACHE_ERRORS = (OSError, RuntimeError, hyperscan.error, ValueError, TypeError)
 
 
 KEPT_DATABASES = 8  # each release's patterns, and custom readiness patterns, make a new one
