@@ -147,7 +147,7 @@ FLOORS = {
     "tuning": {
         "root_cause": 0.94,
         "top3": 0.95,
-        "error_class": 0.87,
+        "error_class": 0.89,
         "crashed": 0.96,
         "ready": 0.78,
     },

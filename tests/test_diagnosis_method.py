@@ -635,7 +635,40 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
             "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'",
             "nccl_comm",
         ),
-        ("nixl._bindings.nixlNotFoundError: NIXL_ERR_NOT_FOUND", "other"),
+        ("nixl._bindings.nixlNotFoundError: NIXL_ERR_NOT_FOUND", "nccl_comm"),
+        ("RuntimeError: Failed to infer device type", "config_or_args"),
+        (
+            "RuntimeError: CUDA error: peer access is not supported between these two devices",
+            "nccl_comm",
+        ),
+        (
+            "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error",
+            "unsupported_arch",
+        ),
+        (
+            "E0515 10:03:24.130426 19611 cuda_dnn.cc:534] Could not create cudnn handle: "
+            "CUDNN_STATUS_INTERNAL_ERROR",
+            "import_or_version",
+        ),
+        (
+            "NotImplementedError: The given huggingface model architecture DeepseekV3ForCausalLM "
+            "is not supported in TRT-LLM yet",
+            "import_or_version",
+        ),
+        (
+            "AssertionError: Attention sinks are only supported for TRTLLM backend.",
+            "config_or_args",
+        ),
+        (
+            "pydantic_core._pydantic_core.ValidationError: Extra inputs are not permitted",
+            "config_or_args",
+        ),
+        (
+            "OSError: Can't load tokenizer for 'qwen2llama'. Make sure that 'qwen2llama' is the "
+            "correct path to a directory containing all relevant files for a LlamaTokenizerFast "
+            "tokenizer.",
+            "model_loading",
+        ),
     ],
 )
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

@@ -82,6 +82,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bOnly one usage of each socket address\b", r"Address family not supported",
         # GPUs held by another process in exclusive mode, or none visible to the runtime
         r"device\(s\) is/are busy or unavailable", r"\bNo visible GPU devices\b",
+        r"\bFailed to infer device type\b",
         # a store or server that cannot listen where it was told to (a port another holds)
         r"socket has failed to (?:listen|bind)",
         # a serving backend the model's configuration names that this install lacks
@@ -112,6 +113,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNCCL watchdog\b", r"ProcessGroupNCCL.*(?:[Ww]atchdog|[Hh]eartbeat)",
         r"[Hh]eartbeat monitor timed out", r"\bcollective operation timeout\b",
         r"\bcustom_all_reduce\.cuh?:\d+",
+        # GPUs that cannot map each other's memory (peer-to-peer), and NIXL's KV transfers
+        r"\bpeer access is not supported\b", r"\bpeer mapping resources exhausted\b",
+        r"\bNIXL_ERR_\w+",
     )),
     # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
     ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
@@ -122,6 +126,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
         r"\bno device code compatible with CUDA arch\b",
+        # Triton's bundled ptxas failing to generate code for this GPU
+        r"\bPTXAS error\b", r"\bPTX codegen error\b",
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -218,6 +224,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"\b[Cc]ould not load any \w+ library\b",
+        # cuDNN that cannot start under this framework's build (XLA's "cudnn handle")
+        r"\bCould not create cudnn handle\b",
+        r"\barchitecture \w+ is not supported\b",
         r"\b(?:nvlink|nvcc|fatbinary|cicc)\s+(?:fatal|error)\s*: ",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
         r"not compiled with CUDA", r"cannot open shared object file",
@@ -261,6 +270,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a command line's own refusal (click's), arguments a script expected and was not given
         r"\bNo such option\b", r"'Namespace' object has no attribute",
         r"\bexpects? .*\bbut got\b",
+        r"\bonly supported (?:for|with|by) (?:the )?\w+ backend\b",
+        r"\bExtra inputs are not permitted\b",  # pydantic's refusal of an unknown field
         # a choice the model or the kernel does not take ("only supports (...) backend, got X")
         r"\bonly supports?\b.*\bgot\b",
         r"must be (?:one of|a|an|between|greater|less)",
@@ -292,6 +303,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bTypeError: not a string\b",
         # a tokenizer's vocabulary that cannot be parsed (a corrupt or HTML download)
         r"\binvalid (?:\w+ )?vocab(?:ulary)? file\b",
+        r"\bfiles for a \w+ tokenizer\b",
     )),
     # Memory exhausted, by any allocator (ROCm's, Metal's, ggml's, XLA's), when no rule above
     # named the host.
