@@ -121,14 +121,14 @@ def _message(entries: list[Entry], index: int) -> str:
     return text
 
 
-def _host_prefixes(lines: list[Line]) -> frozenset[str]:
+def _host_prefixes(lines: list[Line], stripped: list[str]) -> frozenset[str]:
     """The names a launcher puts before each line (pdsh's and DeepSpeed's "10.0.0.2: ", a
     job's "B-nemo-ft3/0 "): those of several lines, where most lines carry one of them (each
     node of a multi-node job its own)."""
     counts: dict[str, int] = {}
-    for line in lines:
+    for line, plain in zip(lines, stripped, strict=True):
         # (after a viewer's own stamp, if any: "E 2026-02-27T13:00:00Z 10.0.0.2: ...")
-        host = host_prefix(line.text) or host_prefix(strip_prefixes(line.text))
+        host = host_prefix(line.text) or host_prefix(plain)
         if host:
             counts[host] = counts.get(host, 0) + 1
     hosts = {h: n for h, n in counts.items() if n >= 2}
@@ -419,8 +419,11 @@ def analyze(
     lines_total: int = 0,
 ) -> Analysis:
     lines = [virtual for line in kept for virtual in _virtual_lines(line)]
-    hosts = _host_prefixes(lines)
-    entries = [Entry(line, line.text, strip_prefixes(line.text, hosts)) for line in lines]
+    stripped = [strip_prefixes(line.text) for line in lines]
+    hosts = _host_prefixes(lines, stripped)
+    if hosts:  # peeled again, launchers' names too
+        stripped = [strip_prefixes(line.text, hosts) for line in lines]
+    entries = [Entry(line, line.text, plain) for line, plain in zip(lines, stripped, strict=True)]
     newest_first = _newest_first(entries)
     if newest_first:
         entries.reverse()
@@ -634,7 +637,7 @@ def _asserted(entries: list[Entry], root: Entry) -> Entry | None:
 
 
 _WRITE_FAILED = re.compile(r"\b(?:[Ww]rit\w*|save|saving)\b.*\bfail|\bfail\w* (?:to )?(?:writ|sav)")
-_DISK_FULL = re.compile(r"\bNo space left on device\b")
+_DISK_FULL = re.compile(rules.DISK_FULL)
 
 
 def _disk_full(entries: list[Entry], root: Entry) -> Entry | None:

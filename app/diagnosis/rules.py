@@ -40,6 +40,11 @@ def _any(*patterns: str) -> Alternatives:
     return Alternatives(patterns)
 
 
+# Lines read both as failures (marking) and for their class, written once.
+DISK_FULL = r"\bNo space left on device\b"
+LIBRARY_NOT_FOUND = r"\bld(?:\.\w+)?: cannot find -l"  # "ld: cannot find -lcurand"
+DEVICE_ALLOCATION_REFUSED = r"\b[Dd]evice memory allocation of size \d+ failed"  # Vulkan's
+
 # Ordered: the first class whose pattern matches the root-cause line wins.
 # fmt: off
 CLASS_RULES: list[tuple[str, Alternatives]] = [
@@ -50,7 +55,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
         r"\bcudaErrorMemoryAllocation\b",
-        r"\bDevice memory allocation of size \d+ failed", r"\bErrorOutOfDeviceMemory\b",
+        DEVICE_ALLOCATION_REFUSED, r"\bErrorOutOfDeviceMemory\b",
         # too little free on the device for what it was told to take (others hold the rest)
         r"\b[Ff]ree (?:GPU |device )?memory\b.*\bis less than\b",
     )),
@@ -236,7 +241,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a JIT helper or an extension that fails to build
         r"\b(?:gcc|g\+\+|cc1plus|c\+\+|clang|nvcc|ninja|cmake)\b"
         r".*(?:non-zero exit status|failed|error)",
-        r"Error building extension", r"[Ff]ailed to build\b", r"\bld(?:\.\w+)?: cannot find -l",
+        r"Error building extension", r"[Ff]ailed to build\b", LIBRARY_NOT_FOUND,
         r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error:",  # a compiler's
         r"\.(?:cu|cuh|cpp|h)\(\d+\): (?:catastrophic )?error:",  # nvcc's
         r"\berrors? detected in the compilation of\b",
@@ -451,7 +456,7 @@ NATIVE_FAILURE = _any(
     r"\berror \d+ at \S+:\d+",
     r"\*\*\* SIG\w+ received",
     # a full disk, whoever was writing ("tee: run.log: No space left on device")
-    r"\bNo space left on device\b",
+    DISK_FULL,
     # glibc's heap check aborting, and Triton Inference Server's own signal handler
     r"^double free or corruption\b",
     r"^Signal \(\d+\) received\.?$",
@@ -460,10 +465,9 @@ NATIVE_FAILURE = _any(
     # Open MPI's error block, and nccl-tests' own check ("Test NCCL failure common.cu:401 ...")
     r"^\*\*\* An error occurred in MPI_\w+",
     r"\bTest (?:NCCL |CUDA )?failure \S+\.cu:\d+",
-    # a linker that cannot find a library it was told to link ("ld: cannot find -lcurand")
-    r"\bld(?:\.\w+)?: cannot find -l",
-    # a device allocator refusing ("ggml_vulkan: Device memory allocation of size N failed.")
-    r"\b[Dd]evice memory allocation of size \d+ failed",
+    # a linker that cannot find a library it was told to link, a device allocator refusing
+    LIBRARY_NOT_FOUND,
+    DEVICE_ALLOCATION_REFUSED,
     r"\bexitcode\s*:\s*-?[1-9]\d*",
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",
@@ -473,7 +477,6 @@ NATIVE_FAILURE = _any(
     r"\bthread '[^']*' panicked at\b",  # Rust
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom-kill event",  # cluster managers
-    ASSERTION_MACRO.pattern,
     r"\bCheck failed: ",  # glog's CHECK
     r"^panic: ",  # Go
     # systemd on a service it supervises
@@ -528,7 +531,7 @@ SPECIFICITY = [
     (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
     (re.compile(r"LLVM ERROR\b"), 2),
     # a full disk says why a write failed
-    (re.compile(r"\bNo space left on device\b"), 2),
+    (re.compile(DISK_FULL), 2),
     # memory running out is the fault; a complaint about a size or a buffer beside it is not
     (re.compile(r"\bout of memory\b"), 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),

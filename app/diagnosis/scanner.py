@@ -194,16 +194,16 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
     key = hashlib.sha256(
         repr((getattr(hyperscan, "__version__", ""), expressions, ids, flags)).encode()
     )
+    name = f"scan-{key.hexdigest()[:32]}.hsdb"
     with contextlib.suppress(*_CACHE_ERRORS):
-        cached = _cache_dir() / f"scan-{key.hexdigest()[:32]}.hsdb"
-        return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        return hyperscan.loadb((_cache_dir() / name).read_bytes(), hyperscan.HS_MODE_BLOCK)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
         database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
     except hyperscan.error as error:
         raise ValueError(f"readiness pattern {ready_pattern!r} cannot be used: {error}") from None
     with contextlib.suppress(*_CACHE_ERRORS):
-        cached = _cache_dir() / f"scan-{key.hexdigest()[:32]}.hsdb"
+        cached = _cache_dir() / name
         _write_atomically(cached, hyperscan.dumpb(database))
         _forget_stale(cached.parent)
     return database
