@@ -669,8 +669,42 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
             "tokenizer.",
             "model_loading",
         ),
+        # the seventh round's, from the sixth round's fresh part folded into tuning
+        (
+            "AssertionError: num_layers should be divisible by pipeline_model_parallel_size",
+            "config_or_args",
+        ),
+        ("RuntimeError: rocBLAS error from hip error code: 'hipErrorInvalidImage':200",
+         "unsupported_arch"),
+        (
+            "OSError: [WinError 1114] The dynamic layout library initialization program has "
+            "failed. (DLL)",
+            "import_or_version",
+        ),
+        ("RuntimeError: operator torchvision::nms does not exist", "import_or_version"),
+        (
+            "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'",
+            "import_or_version",
+        ),
+        ("openai.NotFoundError: 404 page not found", "config_or_args"),
+        (
+            "AssertionError: Error in memory profiling. Initial free memory 43.4 GiB, current "
+            "free memory 43.9 GiB. This happens when other processes sharing the same container "
+            "release GPU memory while vLLM is profiling during initialization.",
+            "config_or_args",
+        ),
+        (
+            "E0605 10:48:27.885119 10136 rdma_context.cpp:203] Failed to register memory "
+            "0x7b375b400000: Invalid argument [22]",
+            "nccl_comm",
+        ),
+        (
+            "Memory access fault by GPU node-1 (Agent handle: 0x58935a90) on address "
+            "0x7fbe6a804000. Reason: Page not present or supervisor privilege.",
+            "cuda_runtime",
+        ),
     ],
-)
+)  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
     found = diagnose(*QUIET, *TB, line)
     assert found.root_cause == line and found.error_class == error_class
@@ -846,3 +880,98 @@ def test_a_llama_cpp_server_back_to_idle_after_failed_requests_did_not_crash() -
     )
     assert found.crashed is False and found.root_cause is None
     assert "went on serving" in found.crashed_reason
+
+
+def test_a_rust_panic_s_header_is_the_root_cause_and_its_message_the_runner_up() -> None:
+    header = "thread '<unnamed>' (1004759) panicked at src/block_engine.rs:148:44:"
+    found = diagnose(*QUIET, header, "called `Option::unwrap()` on a `None` value",
+                     "stack backtrace:", "   0: __rustc::rust_begin_unwind")  # fmt: skip
+    assert found.crashed is True and found.root_cause == header
+    assert found.candidates[1].line == "called `Option::unwrap()` on a `None` value"
+
+
+def test_a_panic_on_a_closed_channel_yields_to_the_error_that_closed_it() -> None:
+    error = (
+        "2025-02-06T20:17:04.634171Z ERROR mistralrs_core::engine: step - Model failed with "
+        'error: DeviceMismatchBinaryOp { lhs: Cuda { gpu_id: 0 }, rhs: Cpu, op: "add" }'
+    )
+    found = diagnose(*QUIET, error, "thread '<unnamed>' panicked at src/engine/mod.rs:413:25:",
+                     "called `Result::unwrap()` on an `Err` value: SendError { .. }")  # fmt: skip
+    assert found.root_cause == error
+
+
+def test_a_bare_exception_name_yields_to_the_same_exception_with_its_message() -> None:
+    said = "ImportError: cannot import name '_get_submodules' from 'transformers.modeling_utils'"
+    found = diagnose(*QUIET, *TB, "ImportError", ": ImportErrorcannot import name", *TB, said)
+    assert found.root_cause == said and found.error_class == "import_or_version"
+
+
+def test_a_shell_s_abort_yields_to_the_gpu_memory_fault_before_it() -> None:
+    fault = (
+        "Memory access fault by GPU node-1 (Agent handle: 0x58935a90) on address 0x7fbe6a804000."
+        " Reason: Page not present or supervisor privilege."
+    )
+    found = diagnose(*QUIET, fault, "HW Exception by GPU node-1 (Agent handle: 0x5b522e50) "
+                     "reason :GPU Hang", "./start.sh: line 22:  5255 Aborted   (core dumped) "
+                     "vllm serve m")  # fmt: skip
+    assert found.root_cause == fault and found.error_class == "cuda_runtime"
+
+
+def test_a_tool_s_error_about_a_quoted_argument_is_the_failure() -> None:
+    refused = (
+        'llama-swap-1  | error while handling argument "--flash-attn": error: unkown value for '
+        "--flash-attn: '--ctx-size'"
+    )
+    exit_ = "llama-swap-1  | [WARN] <m> ExitError >> exit status 1, exit code: 1"
+    found = diagnose(*QUIET, refused, "llama-swap-1  | usage:", exit_)
+    assert found.root_cause == refused and found.error_class == "config_or_args"
+
+
+def test_a_segfault_beside_the_call_that_failed_yields_to_it() -> None:
+    failed = "/nvshmem/src/modules/transport/ibrc/ibrc.cpp:304: NULL value cq creation failed"
+    found = diagnose(*QUIET, "[host-1:5489 :0:5489] Caught signal 11 (Segmentation fault: "
+                     "address not mapped to object at address 0x38)", failed)  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "nccl_comm"
+
+
+def test_ray_s_actor_death_is_explained_by_the_reason_below_it() -> None:
+    reason = (
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
+        "Worker exit detail: Worker exits unexpectedly. Worker exits with an exit code None. "
+        "The worker may have exceeded K8s pod memory limits."
+    )
+    found = diagnose(*QUIET, *TB, "ray.exceptions.ActorDiedError: The actor died unexpectedly "
+                     "before finishing this task.", "        class_name: TaskRunner",
+                     "        pid: 319017", reason)  # fmt: skip
+    assert found.root_cause == reason and found.error_class == "oom_host_killed"
+
+
+@pytest.mark.parametrize(
+    "stop",
+    ["KeyboardInterrupt", "RuntimeError: DataLoader worker (pid 139941) is killed by signal: "
+     "Terminated."],
+)  # fmt: skip
+def test_a_ctrl_c_or_a_sigterm_echoed_by_wrappers_is_no_crash(stop: str) -> None:
+    echo = [f'(APIServer pid=1)   File "/srv/vllm/utils.py", line {n}, in f' for n in range(60)]
+    found = diagnose(*QUIET, *TB, stop, *TB, *echo,
+                     "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root "
+                     "cause above. Failed core proc(s): {}")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+    assert "stopped by an operator" in found.crashed_reason
+
+
+def test_a_logger_s_prefix_with_no_message_is_no_failure() -> None:
+    assert silent(diagnose(*QUIET, "2026-04-29 22:56:18,893 - ERROR - ", *QUIET))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'",
+        "ggml_cuda_host_malloc: failed to allocate 16408.00 MiB of pinned memory: out of memory",
+    ],
+)
+def test_errors_a_library_prints_and_goes_on_past_are_no_failure(line: str) -> None:
+    went_on = "llama_kv_cache_init:        CPU KV buffer size = 16408.00 MiB"
+    found = diagnose(*QUIET, line, line, went_on, *QUIET)
+    assert found.crashed is False and found.root_cause is None

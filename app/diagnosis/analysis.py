@@ -599,13 +599,25 @@ def analyze(
 
 
 _EMPTY_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*$")
+_BARE_EXCEPTION = re.compile(r"^((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception))\s*$")
 _LISTED = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 SAID_BELOW_LINES = 20
 
 
 def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
     """An exception with no message on its line ("ImportError: ") whose message, lines
-    below, lists what failed: the first exception line of that list says it."""
+    below, lists what failed: the first exception line of that list says it. A bare name
+    ("ImportError", ranks' tracebacks interleaved) yields to the same exception with its message."""
+    bare = _BARE_EXCEPTION.match(root.content)
+    if bare is not None:
+        named = f"{bare.group(1)}: "
+        for entry in entries[entries.index(root) + 1 :]:
+            if entry.line.number - root.line.number > SAID_BELOW_LINES:
+                break
+            if entry.content.startswith(named) and entry.content[len(named) :].strip():
+                entry.strength = max(entry.strength, 3)
+                return entry
+        return None
     if not _EMPTY_EXCEPTION.match(root.content):
         return None
     for entry in entries[entries.index(root) + 1 :]:

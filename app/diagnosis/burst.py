@@ -44,6 +44,7 @@ FATAL_SHAPE = rules.Alternatives(
 )
 _OOM = re.compile(r"\bout of memory\b")
 _STOPPED = rules.Alternatives(tuple(row.pattern for row in STOPPED))
+_BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt$")
 
 
 def fatal(entry: Entry) -> bool:
@@ -64,8 +65,8 @@ def burst_start(entries: list[Entry], lines_total: int, progress_line: int | Non
 def error_shaped(entry: Entry) -> bool:
     """Whether a line has an error or fatal shape, a known-benign line (a config dump, an
     access log) aside."""
-    if rules.HARD_NOISE.search(entry.content):
-        return False
+    if not entry.content or rules.HARD_NOISE.search(entry.content):
+        return False  # (a logger's prefix with no message says nothing)
     if entry.level == "info":
         # an INFO or WARNING record counts only where it says the process is gone or out of memory
         return (
@@ -93,10 +94,17 @@ def unexplained(entries: list[Entry], start: int) -> Entry | None:
 
 def stopped_at(entries: list[Entry], start: int) -> Entry | None:
     """The line where an operator or a scheduler stopped the process, when it is in the last
-    burst and no failure came just before it (a launcher stopping the other ranks after one
-    failed stops them because of that failure)."""
-    stop = next((e for e in entries if e.line.number >= start and _STOPPED.search(e.content)), None)
-    if stop is None:
+    burst (or only wrappers follow it) and no failure came just before it (a launcher
+    stopping the other ranks after one failed stops them because of that failure)."""
+    stops = [e for e in entries if _STOPPED.search(e.content)]
+    stop = next((e for e in stops if e.line.number >= start), None)
+    if stop is None and stops and not _fails_after(entries, stops[-1]):
+        # Earlier, where nothing after it failed but wrappers saying that it did (vLLM's API
+        # server echoing a Ctrl-C of its engine core with a long traceback of its own).
+        stop = stops[-1]
+    if stop is None or (_BARE_INTERRUPT.match(stop.content) and _fails_after(entries, stop)):
+        # (a bare KeyboardInterrupt with a failure after it: a launcher stopping its children
+        # because of that failure)
         return None
     for entry in entries:
         if entry is stop:
@@ -109,3 +117,8 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
         ):
             return None
     return stop
+
+
+def _fails_after(entries: list[Entry], line: Entry) -> bool:
+    after = entries[entries.index(line) + 1 :]
+    return any(e.strength >= 2 and not e.noise and not e.consequence for e in after)

@@ -19,7 +19,9 @@ _PREFIXES = [
     rf"(?:{_SEVERITY}\s+|[DIWEFC]\s+)?\d{{4}}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
     r"(?:\s?(?:Z|UTC|GMT|[+-]\d\d:?\d\d))?"
     # (a severity followed by vLLM's own "06-16 10:03:14" is vLLM's prefix, peeled next)
+    # ("... - ERROR - message": logging's "%(asctime)s - %(levelname)s - %(message)s")
     rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+-\s+[\w.]+\s+-\s+{_SEVERITY}\s+-"
+    rf"|\s+-\s+{_SEVERITY}\s+-(?=\s|$)"
     rf"|\s+{_SEVERITY}\b:?(?!\s+\d\d-\d\d\s))?\s+",
     # [2026-02-27 13:21:27 TP3], [2026-02-27 13:21:27 DP1 TP0], [2025-11-06T02:10:00.702Z]
     r"\[\d{4}-\d\d-\d\d[ T][\d:.,]+Z?(?:\s+[A-Z]+\d+)*\]\s?",

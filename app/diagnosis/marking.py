@@ -58,9 +58,21 @@ def mark(entries: list[Entry]) -> None:
     chain_pending = False
     framed = False  # a frame of the current traceback was seen: its exception comes next
     source_next = False  # the line after a frame quotes its source
+    panic_message_next = False  # a Rust panic's header, its message on the next line
     for index, entry in enumerate(entries):
         content = entry.content
         entry.level = levels[index]
+        if panic_message_next and content:
+            # A Rust panic's message, under its header (the root cause, as the corpus reads
+            # it): the runner-up. A channel found closed only says that the thread on its
+            # other end died first: both lines are that failure's consequence.
+            panic_message_next = False
+            entry.strength = 2
+            if rules.CHANNEL_CLOSED.search(content):
+                entry.consequence = entries[index - 1].consequence = True
+            continue
+        # "thread 'main' panicked at src/main.rs:406:19:", its message on the next line
+        panic_message_next = rules.PANIC_HEADER.search(content) is not None
         if rules.LOGGING_ERROR in content:
             logging_block, traceback_start = True, None
             entry.noise = True
@@ -106,6 +118,8 @@ def mark(entries: list[Entry]) -> None:
             continue
         source_next = False
         level = levels[index]
+        if not content:
+            continue  # a logger's prefix with no message ("... - ERROR - ") says nothing
         if rules.HARD_NOISE.search(content):
             entry.noise = True
             continue
@@ -161,6 +175,8 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             detail = next((e for e in entries[index + 1 : index + 3] if e.content), None)
             if detail is not None and not detail.noise:
                 detail.strength, detail.detail = 3, True
+        elif rules.DETAIL_BELOW.search(entry.content):
+            entry.strength, entry.detail = 3, True
         elif _REQUEST_REFUSED.search(entry.content):
             refused = [entry]
             if entry.in_traceback is not None and entry.in_traceback > 0:

@@ -101,6 +101,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
         # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'")
         r"\bCuda failure\b",
+        # ROCm's runtime on a kernel's page fault, and on the hang that follows
+        r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
     )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang; vLLM's
     # custom all-reduce (its own collective over CUDA IPC) failing is one too.
@@ -121,6 +123,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # GPUs that cannot map each other's memory (peer-to-peer), and NIXL's KV transfers
         r"\bpeer access is not supported\b", r"\bpeer mapping resources exhausted\b",
         r"\bNIXL_ERR_\w+",
+        # an RDMA transport (a KV-transfer engine's, NVSHMEM's) failing to set up: verbs,
+        # memory registration, completion queues
+        r"\b(?:rdma|ibverbs|ibrc|ibgda)\w*\.(?:cpp|cc|c|cu):\d+", r"\bibv_\w+\b.*\bfail",
+        r"\bFailed to register memory\b",
     )),
     # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
     ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
@@ -135,6 +141,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bPTXAS error\b", r"\bPTX codegen error\b",
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
+        r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
         r"NoBinaryForGpu", r"Unable to find code object",
         r"Unknown recipe", r"compute capability.*(?:not supported|at least|or (?:higher|newer))",
@@ -192,6 +199,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # cluster managers and cgroups killing for memory
         r"oom-kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
         r"memory pressure",
+        # a worker Ray suspects a pod's memory limit killed
+        r"\bexceeded (?:the )?(?:\w+ )?(?:pod )?memory limits?\b",
     )),
     ("cuda_graph", _any(
         r"stream is capturing", r"during CUDA graph capture", r"StreamCaptureUnsupported",
@@ -247,7 +256,13 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\berrors? detected in the compilation of\b",
         # one library calling another with the signature of another version
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
-        r"|takes \d+ positional arguments? but \d+ (?:were|was) given)",
+        r"|takes \d+ positional arguments? but \d+ (?:were|was) given"
+        r"|got\san\sunexpected\skeyword\sargument)",
+        # a native library that Windows cannot load or start
+        r"\bDLL load failed\b", r"\[WinError (?:126|127|193|1114)\]",
+        # an operator the installed build of a library does not register (torchvision built
+        # for another torch: "operator torchvision::nms does not exist")
+        r"\boperator \w+::\w+ does not exist\b",
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
@@ -269,8 +284,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
-        r"larger than the maximum number of tokens", r"max_model_len", r"must be divisible",
-        r"not divisible by", r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
+        r"larger than the maximum number of tokens", r"max_model_len",
+        r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by",
+        r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
         r"unexpected keyword argument", r"is not a valid(?! model identifier)",
         # a command line's own refusal (click's), arguments a script expected and was not given
         r"\bNo such option\b", r"'Namespace' object has no attribute",
@@ -290,6 +306,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b(?:mpi|world)_?[Ss]ize\b\s*(?:==|!=)",
         # ONNX Runtime's and absl's status for a bad input or attribute
         r"\bINVALID_ARGUMENT\b",
+        # a command line's value the parser refuses (llama.cpp's "error while handling argument")
+        r"\berror while (?:handling|parsing) (?:argument|option)",
+        # a URL with nothing behind it: a client's 404 from the server it was pointed at
+        r"\bNotFoundError: (?:Error code: )?404\b", r"(?i:\b404 (?:page )?not found\b)",
+        # another process on the GPU changing its memory while the engine measured it
+        r"\bError in memory profiling\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -439,7 +461,8 @@ NATIVE_FAILURE = _any(
     r"Cuda failure",
     r"cudaMalloc\w* failed",
     r"\[TensorRT-LLM\]\[ERROR\]",
-    r"(?:^|[^\w./-])[\w./-]+: error: ",  # a tool's error, even glued after a progress bar
+    # a tool's error, even glued after a progress bar, or about a quoted name
+    r"(?:^|[^\w./-])[\w./-]+[\"']?: error: ",
     r"[Ss]ignal \d+ \(SIG\w+\) received",
     r"^error: ",
     r"\berror loading model\b",
@@ -474,7 +497,7 @@ NATIVE_FAILURE = _any(
     r"^FATAL\b|\bFATAL:|\bfatal error\b",
     r"^[\w.+-]+\s+fatal\s*: ",  # a toolchain's own: "ptxas fatal   : Value 'sm_100' is ..."
     r"^Error: ",  # command-line tools (Go's, Rust's)
-    r"\bthread '[^']*' panicked at\b",  # Rust
+    r"\bthread '[^']*'(?: \(\d+\))? panicked at\b",  # Rust's, with the thread's id or not
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom-kill event",  # cluster managers
     r"\bCheck failed: ",  # glog's CHECK
@@ -487,7 +510,7 @@ NATIVE_FAILURE = _any(
     r"fallen off the bus|\bNVRM: Xid\b",  # the NVIDIA driver on a GPU it lost
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
     # NVSHMEM's error macro: "src/host/transport/transport.cpp:416: non-zero status: 7 ..."
-    r"\.(?:cpp|cu|cc|c):\d+: non-zero status: -?\d+",
+    r"\.(?:cpp|cu|cc|c):\d+: (?:non-zero status: -?\d+|NULL value\b)",
     # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
     r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing|failed to|cannot"
     r"|could not|couldn't|unable to)\b",
@@ -510,12 +533,17 @@ NATIVE_FAILURE = _any(
     # ROCm's runtime aborting a queue on a hardware exception (the HIP error that follows
     # only reports it)
     r"\baborting with error\b.*\bHSA_STATUS_ERROR_",
+    r"\bMemory access fault by GPU\b",
+    r"\bHW Exception by GPU\b",
     # NCCL refusing to start: two ranks on one GPU (ncclInvalidUsage, whatever its severity)
     r"\bDuplicate GPU detected\b",
     # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
     r"^(?:UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED"
     r"|NOT_FOUND|UNKNOWN|ABORTED|DATA_LOSS|UNIMPLEMENTED): ",
 )
+# Rust's panic since 1.73: the location ends the line, the message is the next one.
+PANIC_HEADER = re.compile(r"\bthread '[^']*'(?: \(\d+\))? panicked at [^\s']+:\d+:\d+:$")
+CHANNEL_CLOSED = re.compile(r"\b(?:SendError|RecvError|PoisonError)\b")
 # A shell's report on a child it ran: "line 28:  7 Killed   cmd" (the command is not the fault).
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
@@ -542,6 +570,9 @@ SPECIFICITY = [
     # An exit status says less than the signal or the message beside it.
     (re.compile(r"\bexit(?:code| status)\b|\bexited with (?:code|status)\b"), -1),
     (re.compile(r"[Ss]ignal \d+ \(SIG\w+\) received"), 1),
+    # UCX's handler saying a process died of a signal: a line beside it that names a failed
+    # call says why
+    (re.compile(r"\bCaught signal \d+ \("), -1),
 ]
 
 # An error by its shape that the process may well survive: alone, it explains a hang, not a crash.
@@ -568,6 +599,10 @@ PROCESS = [
         r"\[\d+,(\d+)\]<std",
     )
 ]
+# The part of an exception's message that says why, lines below its first: Ray's ActorDiedError
+# ("The actor died unexpectedly ...", then the actor's fields, then "The actor is dead because
+# its worker process has died. ... may have exceeded K8s pod memory limits").
+DETAIL_BELOW = _any(r"^The actor is dead because\b")
 # "Last error:" then the line that says what it was (NCCL's last error, in a c10d exception).
 LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
 # What a program prints when it lives through an error it just logged.

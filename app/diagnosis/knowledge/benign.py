@@ -126,6 +126,23 @@ BENIGN = (
         "plugins: logged at E at every start, harmless",
         hard=True,
     ),
+    Benign(
+        r"^AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'$",
+        ("tensorflow", "protobuf"),
+        "AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'",
+        "protobuf 5's C extension (upb) printing, once per message type, an error it ignores "
+        "while TensorFlow's generated code registers its types at import; the program goes on; "
+        "observed in corpus case K095",
+        hard=True,
+    ),
+    Benign(
+        r"\bggml_cuda_host_malloc: failed to allocate [\d.]+ MiB of pinned memory\b",
+        ("llama.cpp", "ollama", "koboldcpp"),
+        "ggml_cuda_host_malloc: failed to allocate 16408.00 MiB of pinned memory: out of memory",
+        "llama.cpp's CUDA backend (ggml/src/ggml-cuda/ggml-cuda.cu): page-locked host memory "
+        "refused, after which the buffer is allocated as ordinary host memory and loading goes "
+        "on; observed in corpus case K058",
+    ),
     # Advice printed around a real error, which is never the error itself.
     Benign(
         r"CUDA kernel errors might be asynchronously reported",

@@ -172,6 +172,22 @@ STOPPED = (
         "server logs after it (EngineDeadError) is the stop's echo; observed in corpus case F063",
     ),
     Fact(
+        r"(?:^|\bpid=\d+\) )KeyboardInterrupt$",
+        ("python", "vllm"),
+        "(EngineCore pid=3408798) KeyboardInterrupt",
+        "Python's default SIGINT handler (an operator's Ctrl-C): a bare KeyboardInterrupt ends "
+        "the traceback of whatever was running (with a failure after it, a launcher stopping "
+        "its children because of that failure); observed in corpus case K086",
+    ),
+    Fact(
+        r"\bDataLoader worker \(pid \d+\) is killed by signal: Terminated\b",
+        ("pytorch",),
+        "RuntimeError: DataLoader worker (pid 139941) is killed by signal: Terminated.",
+        "PyTorch's DataLoader (torch/utils/data/_utils/signal_handling.py) when a worker got "
+        "SIGTERM, as everything in the job's process group does when it is stopped (a host OOM "
+        "reads 'Killed'); observed in corpus case K098",
+    ),
+    Fact(
         r"\bSignalException: Process \d+ got signal: (?:15|2|1)\b",
         ("torchrun",),
         "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4321 got "
