@@ -144,7 +144,35 @@ def prepare_database(
         engine.dispose()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# The campaign's verbs (app/verbs.py), by name: their module and the HTTP client it imports
+# are loaded only when one is run or listed, so that `diagnose` starts without them.
+VERB_NAMES = (
+    "campaigns", "attempts", "show", "eliminate", "adopt", "note", "search", "seen", "compare",
+    "export",
+)  # fmt: skip
+
+
+class CommandsWithLazyVerbs(click.Group):
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in VERB_NAMES:
+            _add_verbs(self)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _add_verbs(self)
+        return super().list_commands(ctx)
+
+
+def _add_verbs(group: click.Group) -> None:
+    if VERB_NAMES[0] in group.commands:
+        return
+    from app.verbs import VERBS
+
+    for verb in VERBS:
+        group.add_command(verb)
+
+
+@click.group(cls=CommandsWithLazyVerbs, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """A live dashboard for GPU inference-server optimization campaigns.
 
@@ -632,13 +660,3 @@ def mcp(url: str | None) -> None:
     from app.mcp_server import serve_stdio
 
     serve_stdio(url)
-
-
-def _add_verbs() -> None:
-    from app.verbs import VERBS
-
-    for verb in VERBS:
-        main.add_command(verb)
-
-
-_add_verbs()

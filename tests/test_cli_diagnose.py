@@ -212,3 +212,31 @@ def test_help_states_the_exit_statuses() -> None:
     assert "0 no crash found" in help_text
     assert "1 the log shows a crash" in help_text
     assert "2 the log could not be read, or bad usage" in help_text
+
+
+def test_diagnose_starts_without_the_verbs_the_http_client_or_the_web_stack() -> None:
+    """Start-up is most of `diagnose` on a small log (bench/diagnose.py): the campaign's verbs,
+    their HTTP client and the web stack are imported only by the commands that use them."""
+    probe = (
+        "import atexit, sys\n"
+        "heavy = ('app.verbs', 'app.client', 'httpx', 'fastapi', 'pydantic', 'sqlalchemy')\n"
+        "atexit.register(lambda: print(sorted(m for m in heavy if m in sys.modules), "
+        "file=sys.stderr))\n"
+        "from app.cli import main\n"
+        f"main(['diagnose', {str(SEED)!r}], prog_name='campaign-dash')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode == 1, result.stderr  # the seed's log crashed
+    assert result.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_the_verbs_are_still_listed_and_run() -> None:
+    assert COMMAND
+    listed = subprocess.run([COMMAND, "--help"], capture_output=True, timeout=60, check=True)
+    assert all(verb in listed.stdout.decode() for verb in ("note", "compare", "export", "seen"))
+    helped = subprocess.run(
+        [COMMAND, "compare", "--help"], capture_output=True, timeout=60, check=True
+    )
+    assert b"side by side" in helped.stdout

@@ -211,3 +211,21 @@ def test_a_server_that_says_it_never_started_was_not_ready(row: Fact) -> None:
     result = diagnose(*TRACEBACK, row.example)
     assert result.root_cause == FAILURE and result.ready is False, _named(row)
     assert diagnose(*TRACEBACK).ready is None
+
+
+def test_every_pattern_of_the_engine_compiles() -> None:
+    """The engine's patterns are compiled when first tried (app/diagnosis/rules.py): each must
+    compile, whether or not a log has reached it yet."""
+    from app.diagnosis import analysis, burst, marking, rules
+
+    alternatives = [
+        value
+        for module in (rules, analysis, burst, marking)
+        for value in vars(module).values()
+        if isinstance(value, rules.Alternatives)
+    ]
+    alternatives += [pattern for _, pattern in (*rules.CLASS_RULES, *rules.CONTEXT_RULES)]
+    assert len(alternatives) > 20
+    for each in alternatives:
+        for source in each.sources:
+            re.compile(source)

@@ -142,7 +142,7 @@ def mark(entries: list[Entry]) -> None:
         elif level == "info" and rules.MEMORY_RAN_OUT.search(content):
             # an allocator's warning, sometimes the only trace of an OOM: the process may live
             entry.strength, entry.warning = 2, True
-        elif level == "info" or rules.NOISE.search(content):
+        elif level == "info" or rules.SERVING.search(content) or rules.NOISE.search(content):
             entry.noise = True
             continue
         elif rules.NATIVE_FAILURE.search(content):

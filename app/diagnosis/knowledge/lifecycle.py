@@ -172,7 +172,7 @@ STOPPED = (
         "server logs after it (EngineDeadError) is the stop's echo; observed in corpus case F063",
     ),
     Fact(
-        r"(?:^|\bpid=\d+\) )KeyboardInterrupt$",
+        r"^(?:\([\w.-]+ pid=\d+\) )?KeyboardInterrupt$",
         ("python", "vllm"),
         "(EngineCore pid=3408798) KeyboardInterrupt",
         "Python's default SIGINT handler (an operator's Ctrl-C): a bare KeyboardInterrupt ends "
