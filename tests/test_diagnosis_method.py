@@ -975,3 +975,42 @@ def test_errors_a_library_prints_and_goes_on_past_are_no_failure(line: str) -> N
     went_on = "llama_kv_cache_init:        CPU KV buffer size = 16408.00 MiB"
     found = diagnose(*QUIET, line, line, went_on, *QUIET)
     assert found.crashed is False and found.root_cause is None
+
+
+def test_vllm_s_executor_failed_yields_to_the_worker_s_death_before_it() -> None:
+    died = (
+        "(EngineCore_DP0 pid=478560) ERROR 01-18 22:19:25 [multiproc_executor.py:231] Worker "
+        "proc VllmWorker-0 died unexpectedly, shutting down executor."
+    )
+    prefix = "(EngineCore_DP0 pid=478560) ERROR 01-18 22:19:26 [core.py:868] "
+    wrapper = [prefix + line for line in (*TB, "RuntimeError: Executor failed.")]
+    found = diagnose(*QUIET, died, *wrapper)
+    assert found.root_cause == died
+
+
+def test_ollama_relaying_its_runner_s_error_yields_to_the_runner_s_own_line() -> None:
+    runner = "ggml_gallocr_reserve_n: failed to allocate Metal buffer of size 34681522080"
+    relayed = (
+        "Error: 500 Internal Server Error: llama runner process has terminated: error:failed to "
+        "allocate buffer, size = 33074.89 MiB"
+    )
+    assert diagnose(relayed, *QUIET, runner).root_cause == runner
+    assert diagnose(*QUIET, relayed).root_cause == relayed  # alone, it says the most
+
+
+def test_ggml_s_abort_with_its_source_location_is_the_failure() -> None:
+    abort = "llama.cpp:11968: The current context does not support K-shift"
+    found = diagnose(*QUIET, abort, "SIGSEGV: segmentation violation", "PC=0x7f1e3 m=4 sigcode=1")
+    assert found.root_cause == abort and found.crashed is True
+    warning = "ggml.c:12: warning: unused variable"
+    assert diagnose(*QUIET, warning).root_cause is None
+
+
+def test_a_cuda_check_s_failure_counts_at_any_severity() -> None:
+    failed = (
+        "2025-04-23T03:35:43.390Z  INFO dynamo_engine_vllm::worker: VLLM: Failed: "
+        "/workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'"
+    )
+    found = diagnose(*QUIET, failed)
+    assert found.root_cause == failed and found.error_class == "nccl_comm"
+    assert found.crashed is True

@@ -137,7 +137,7 @@ def mark(entries: list[Entry]) -> None:
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
             traceback_start, chain_pending, framed, logging_raised = None, False, False, False
-        elif rules.ASSERTION_MACRO.search(content):
+        elif rules.ASSERTION_MACRO.search(content) or rules.CHECK_MACRO.search(content):
             entry.strength = 3  # an assert that aborts, whatever severity the logger gave it
         elif level == "info" and rules.MEMORY_RAN_OUT.search(content):
             # an allocator's warning, sometimes the only trace of an OOM: the process may live

@@ -444,6 +444,10 @@ QUALIFIED_EXCEPTION = re.compile(
 # Whatever a traceback ends in is its exception, named like one or not (Triton's
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").
 TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$")
+# A CUDA check macro's failure with its source location and the runtime's error string, at any
+# severity ("Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", logged at
+# INFO by a server relaying its engine's output).
+CHECK_MACRO = re.compile(r"(?:^|:\s)Failed: (?:Cuda error )?\S+\.(?:cu|cuh|cpp|cc|h):\d+ '")
 # C assert macros and llama.cpp's abort ("llama.cpp abort:1852: GGML_ASSERT(...) failed"):
 # fatal even where a logger stamped them DEBUG.
 ASSERTION_MACRO = re.compile(r"\b[A-Z_]*ASSERT\w*\(.*\) failed")
@@ -547,6 +551,9 @@ NATIVE_FAILURE = _any(
     r"\baborting with error\b.*\bHSA_STATUS_ERROR_",
     r"\bMemory access fault by GPU\b",
     r"\bHW Exception by GPU\b",
+    # ggml's GGML_ABORT: a source location, then what is wrong ("llama.cpp:11968: The current
+    # context does not support K-shift")
+    r"^[\w./-]+\.(?:cpp|cc|cu|c):\d+: (?!warning\b|note\b)[A-Z]",
     # NCCL refusing to start: two ranks on one GPU (ncclInvalidUsage, whatever its severity)
     r"\bDuplicate GPU detected\b",
     # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them

@@ -90,6 +90,14 @@ WRAPPERS = (
         "vLLM V1: vllm/v1/engine/exceptions.py, raised to every request once the engine core died",
     ),
     Wrapper(
+        r"\bRuntimeError: Executor failed\.?$",
+        ("vllm",),
+        "(EngineCore_DP0 pid=478560) ERROR 01-18 22:19:26 [core.py:868] RuntimeError: Executor "
+        "failed.",
+        "vLLM V1's engine core (vllm/v1/engine/core.py) when its executor's monitor found a "
+        "worker dead: the executor's own line before it says which; observed in corpus case K082",
+    ),
+    Wrapper(
         r"Worker failed with error",
         ("vllm",),
         "(EngineCore_DP0 pid=9164) RuntimeError: Worker failed with error 'size_k must divisible "
@@ -318,7 +326,7 @@ WRAPPERS = (
     Wrapper(
         # (only where it says no more than how the runner ended: its reason may be the cause)
         r"\bllama runner (?:process has )?terminated\b(?::|\" error=\")\s*(?:exit status \w+"
-        r"|signal: \w+)",
+        r"|signal: \w+|error:)",
         ("ollama",),
         'time=2025-07-16T20:07:57.610+02:00 level=ERROR source=sched.go:489 msg="error loading '
         'llama server" error="llama runner process has terminated: exit status 2"',
