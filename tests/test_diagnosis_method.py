@@ -703,6 +703,22 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
             "0x7fbe6a804000. Reason: Page not present or supervisor privilege.",
             "cuda_runtime",
         ),
+        (
+            "host-1:33207:33207 [0] allocator.cc:79 NCCL WARN Cuda failure 711 'peer mapping "
+            "resources exhausted'",
+            "nccl_comm",
+        ),
+        ("RuntimeError: Device string must not be empty", "config_or_args"),
+        ("RuntimeError: No backend type associated with device type cpu", "config_or_args"),
+        (
+            "gguf_init_from_file: failed to open GGUF file '/home/user/models/gemma-3-12b.gguf'",
+            "config_or_args",
+        ),
+        (
+            "AssertionError: The max KV cache length of input sequences (3646) exceeds the KV "
+            "cache manager's maximum supported length (2049).",
+            "config_or_args",
+        ),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

@@ -99,7 +99,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bOnly one usage of each socket address\b", r"Address family not supported",
         # GPUs held by another process in exclusive mode, or none visible to the runtime
         r"device\(s\) is/are busy or unavailable", r"\bNo visible GPU devices\b",
-        r"\bFailed to infer device type\b",
+        r"\bFailed to infer device type\b", r"\bDevice string must not be empty\b",
+        # a collective on tensors of a device no backend was set up for (gloo for the CPU)
+        r"\bNo backend type associated with device type\b",
+        # a file named where there is none ("failed to open GGUF file '/models/x.gguf'")
+        r"\bfailed to open (?:\w+ )?file\b",
         # a store or server that cannot listen where it was told to (a port another holds)
         r"socket has failed to (?:listen|bind)",
         # a serving backend the model's configuration names that this install lacks
@@ -111,8 +115,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
         r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
-        # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'")
-        r"\bCuda failure\b",
+        # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'") or
+        # peer mappings (nccl_comm's, below)
+        r"\bCuda failure\b(?!.*\bpeer (?:access|mapping))",
         # ROCm's runtime on a kernel's page fault, and on the hang that follows
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
     )),
@@ -297,6 +302,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
         r"larger than the maximum number of tokens", r"max_model_len",
+        r"\bexceeds\b.*\bmaximum supported (?:length|sequence|context)",
         r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by",
         r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
         r"unexpected keyword argument", r"is not a valid(?! model identifier)",
