@@ -719,6 +719,34 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
             "cache manager's maximum supported length (2049).",
             "config_or_args",
         ),
+        # the eighth round's, from the seventh round's fresh part folded into tuning
+        ("RuntimeError: level_zero backend failed with error: 40 "
+         "(UR_RESULT_ERROR_OUT_OF_RESOURCES)", "oom_gpu"),
+        ("error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)",
+         "oom_gpu"),
+        ("RuntimeError: ACL stream synchronize failed, error code:507035", "cuda_runtime"),
+        ("[1784273406.684686] [host-1:994396:0]      ib_mlx5_dv.c:452  UCX  ERROR   "
+         "mlx5dv_devx_obj_create(CQ) failed on mlx5_1, syndrome 0x2aac7c: Remote I/O error",
+         "nccl_comm"),
+        ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+         "multiprocessing, you must use the 'spawn' start method", "config_or_args"),
+        ("AssertionError: Check batch related parameters. train_batch_size is not equal to "
+         "micro_batch_per_gpu * gradient_acc_step * world_size 64 != 4 * 8 * 1",
+         "config_or_args"),
+        ("[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration "
+         "before starting a new one.", "config_or_args"),
+        ("NotImplementedError: \"linalg_eigh_cuda\" not implemented for 'BFloat16'",
+         "config_or_args"),
+        ("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Shared memory size limit exceeded: "
+         "requested 524288, available: 232448, context: []", "unsupported_arch"),
+        ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling "
+         "`cublasLtMatmulAlgoGetHeuristic(ltHandle, computeDesc.descriptor())`",
+         "unsupported_arch"),
+        ("F1204 19:18:28.973474     531 client.h:86] Terminating process because the JAX "
+         "distributed service detected fatal errors. absl::Status: DEADLINE_EXCEEDED: Deadline "
+         "Exceeded", "timeout_or_hang"),
+        ("host-1:56890:56890 [0] enqueue.cc:267 NCCL WARN Cuda failure 'dependency created on "
+         "uncaptured work in another stream'", "cuda_graph"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1030,3 +1058,86 @@ def test_a_cuda_check_s_failure_counts_at_any_severity() -> None:
     found = diagnose(*QUIET, failed)
     assert found.root_cause == failed and found.error_class == "nccl_comm"
     assert found.crashed is True
+
+
+@pytest.mark.parametrize(
+    "lines,root_cause,error_class",
+    [
+        (
+            ["RuntimeError: Failed to import trl.trainer.gkd_trainer because of the following "
+             "error (look up to see its traceback):",
+             "/usr/lib/python3/dist-packages/flash_attn_2_cuda.so: undefined symbol: "
+             "_ZN3c105ErrorC2ENS_14SourceLocationE"],
+            "/usr/lib/python3/dist-packages/flash_attn_2_cuda.so: undefined symbol: "
+            "_ZN3c105ErrorC2ENS_14SourceLocationE",
+            "import_or_version",
+        ),
+        (
+            ["/usr/bin/ld: libggml.a(mmq.cu.o): in function `ggml_cuda_mul_mat_q':",
+             "tmpxft_0000f476-7_mmq.cudafe1.cpp:(.text+0x120): undefined reference to "
+             "`mul_mat_q_case<(ggml_type)152>'",
+             "collect2: error: ld returned 1 exit status"],
+            "tmpxft_0000f476-7_mmq.cudafe1.cpp:(.text+0x120): undefined reference to "
+            "`mul_mat_q_case<(ggml_type)152>'",
+            "import_or_version",
+        ),
+        (
+            [":1:hip_fatbin.cpp           :687 : 114369963532 us:  No compatible code objects "
+             "found for: gfx1152, value of HIP_FORCE_SPIRV_CODEOBJECT: 0",
+             "zsh: segmentation fault  ./llama-server -m model.gguf"],
+            ":1:hip_fatbin.cpp           :687 : 114369963532 us:  No compatible code objects "
+            "found for: gfx1152, value of HIP_FORCE_SPIRV_CODEOBJECT: 0",
+            "unsupported_arch",
+        ),
+        (
+            ["It looks like orte_init failed for some reason; your parallel process is",
+             "likely to abort.  There are many reasons that a parallel process can"],
+            "It looks like orte_init failed for some reason; your parallel process is",
+            "config_or_args",
+        ),
+    ],
+)  # fmt: skip
+def test_native_failures_of_this_round_s_shapes(
+    lines: list[str], root_cause: str, error_class: str
+) -> None:
+    found = diagnose(*QUIET, *lines)
+    assert found.root_cause == root_cause and found.error_class == error_class
+    assert found.crashed is True
+
+
+def test_a_dataloader_worker_s_error_is_read_under_its_wrapper() -> None:
+    cause = (
+        "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+        "multiprocessing, you must use the 'spawn' start method"
+    )
+    found = diagnose(*QUIET, *TB, "RuntimeError: Caught RuntimeError in DataLoader worker "
+                     "process 0.", "Original Traceback (most recent call last):",
+                     '  File "/srv/w.py", line 3, in f', "    x.cuda()", cause)  # fmt: skip
+    assert found.root_cause == cause and found.error_class == "config_or_args"
+
+
+def test_an_exception_its_logger_reported_as_a_warning_was_lived_through() -> None:
+    fatal = (
+        "(EngineCore pid=15) ERROR 06-23 15:43:19 [core.py:1195] RuntimeError: Could not find "
+        "nvcc and default cuda_home='/usr/local/cuda' doesn't exist"
+    )
+    warned = [f"(EngineCore pid=15) WARNING 06-23 15:43:18 [import_utils.py:408] {line}"
+              for line in (*TB, "AssertionError")]  # fmt: skip
+    info = [f"(EngineCore pid=15) INFO 06-23 15:43:18 [gpu.py:1] step {n}" for n in range(8)]
+    assert diagnose(*warned, *info, fatal).root_cause == fatal
+    # A viewer that stamps every line alike says nothing by it.
+    stamped = [f"INFO 2026-02-27 13:00:0{n}.000 UTC {line}" for n, line in enumerate(TB)]
+    found = diagnose(*stamped, "INFO 2026-02-27 13:00:05.000 UTC AssertionError")
+    assert found.crashed is True and found.root_cause is not None
+
+
+def test_an_allocator_s_warning_yields_to_the_failure_it_caused() -> None:
+    failed = (
+        "2023-06-21 19:38:15.227864: E external/xla/pjrt/pjrt_stream_executor_client.cc:2036] "
+        "Execution of replica 0 failed: Resource exhausted: Out of memory while trying to "
+        "allocate 1477187472 bytes."
+    )
+    found = diagnose(*QUIET, "2023-06-21 19:38:15.226954: W external/tsl/bfc_allocator.cc:457] "
+                     "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.38GiB", failed,
+                     *TB)  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "oom_gpu"

@@ -83,6 +83,7 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 _WAITING = _alternation(row.pattern for row in WAITING)
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
+_OUT_OF_MEMORY = re.compile(r"(?i)\bout of memory\b")
 _NAMES_A_VALUE = re.compile(r"\d")
 
 
@@ -182,6 +183,19 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             origin = next((e for e in first_of.values() if not e.peer_gone), None)
             if origin is not None:
                 first = origin
+        if first.warning and rules.MEMORY_RAN_OUT.search(first.content):
+            # An allocator's warning that it ran out, then the failure it caused, in its own
+            # words ("Execution of replica 0 failed: Resource exhausted: Out of memory ..."):
+            # the failure is the line to read, the warning its detail.
+            failed = next(
+                (
+                    e for e in failures
+                    if not e.warning and _OUT_OF_MEMORY.search(e.content)
+                    and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
+                ),
+                None,
+            )  # fmt: skip
+            first = failed or first
         if first.strength == 2 and not first.warning:
             # A logged "X failed" is usually followed by the exception that says why, unless
             # that exception only sends the reader elsewhere ("See inner exception"). NCCL's

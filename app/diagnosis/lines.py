@@ -35,6 +35,7 @@ _PREFIXES = [
     # llama.cpp's logger with timestamps: "0.00.065.436 E srv  start: ..."
     r"\d+\.\d\d\.\d{3}\.\d{3}\s[IWEDN]\s",
     # glog: "E1103 02:59:01.152656 81041 backend_model.cc:553] "
+    # (PyTorch's own: "E0716 18:21:22.792000 132331 torch/_inductor/runtime/x.py:874] ")
     r"[IWEF]\d{4}\s+[\d:.]+\s+\d+\s+[\w.-]+:\d+\]\s?",
     # PyTorch's c10 logging: "[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ", and
     # before torch 2.3 "[E ProcessGroupNCCL.cpp:458] "
@@ -56,7 +57,7 @@ _PREFIXES = [
     # torch.distributed: "[rank1]: "
     r"\[rank\d+\]:\s?",
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 "
-    r"#\d+ \d+\.\d{3} ",
+    r"#\d+ \d+\.\d{1,3} ",
     # docker compose: "deepseek-v32-exp  | "
     r"[\w.-]+\s+\|\s",
     # Exception groups draw a margin: "  | KeyError: 12"

@@ -50,6 +50,9 @@ def mark(entries: list[Entry]) -> None:
     def informs(stamps: int) -> bool:
         return stamps > 0 and 2 * sum(n for k, n in stamped.items() if k >= stamps) < len(by_line)
 
+    # Loggers that stamp ERROR on some lines and less on others say by it what was fatal; a
+    # viewer that stamps every line alike says nothing.
+    severities_inform = "error" in levels and "info" in levels
     traceback_start: int | None = None
     logging_block = False
     # The current traceback's innermost frame is logging's: logging's own failure (a record
@@ -136,6 +139,10 @@ def mark(entries: list[Entry]) -> None:
                     noise.noise = True
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
+            if level == "info" and severities_inform:
+                # a traceback the logger itself put at WARNING or below: lived through
+                entry.strength = 0
+                entry.set_aside = "an exception its logger reported as a warning"
             traceback_start, chain_pending, framed, logging_raised = None, False, False, False
         elif rules.ASSERTION_MACRO.search(content) or rules.CHECK_MACRO.search(content):
             entry.strength = 3  # an assert that aborts, whatever severity the logger gave it

@@ -67,6 +67,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
         r"\bcudaErrorMemoryAllocation\b",
+        # Level Zero's and Metal's words for a device out of memory
+        r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
+        r"\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
         DEVICE_ALLOCATION_REFUSED, r"\bErrorOutOfDeviceMemory\b",
         # too little free on the device for what it was told to take (others hold the rest)
         r"\b[Ff]ree (?:GPU |device )?memory\b.*\bis less than\b",
@@ -76,6 +79,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("oom_host_killed", _any(
         r"[Kk]illed\b.*\bdue to (?:the node running low on memory|memory|OOM)",
         r"\bnode running low on memory", r"\bOOMKilled\b",
+    )),
+    # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
+    # not permitted when stream is capturing'").
+    ("cuda_graph", _any(
+        r"\bdependency created on uncaptured work\b", r"\bnot permitted when stream is capturing",
     )),
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
     ("config_or_args", _any(
@@ -102,6 +110,16 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bFailed to infer device type\b", r"\bDevice string must not be empty\b",
         # a collective on tensors of a device no backend was set up for (gloo for the CPU)
         r"\bNo backend type associated with device type\b",
+        # CUDA touched in a forked child (a DataLoader worker): the start method is the setting
+        r"\bCannot re-initialize CUDA in forked subprocess\b",
+        # DeepSpeed's batch sizes that do not multiply out; DDP's unused parameters
+        r"\bCheck batch related parameters\b",
+        r"\bExpected to have finished reduction in the prior iteration\b",
+        # an operation with no kernel for the dtype it was given ("not implemented for
+        # 'BFloat16'"): the precision chosen is the setting
+        r"\bnot implemented for '\w+'",
+        # Open MPI's runtime that cannot start in this environment
+        r"\b(?:orte_init|opal_init) failed\b",
         # a file named where there is none ("failed to open GGUF file '/models/x.gguf'")
         r"\bfailed to open (?:\w+ )?file\b",
         # a store or server that cannot listen where it was told to (a port another holds)
@@ -115,9 +133,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
         r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
-        # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'") or
-        # peer mappings (nccl_comm's, below)
-        r"\bCuda failure\b(?!.*\bpeer (?:access|mapping))",
+        # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'"), peer
+        # mappings (nccl_comm's, below) or a graph capture (cuda_graph's)
+        r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur))",
         # ROCm's runtime on a kernel's page fault, and on the hang that follows
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
     )),
@@ -144,12 +162,15 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # memory registration, completion queues
         r"\b(?:rdma|ibverbs|ibrc|ibgda)\w*\.(?:cpp|cc|c|cu):\d+", r"\bibv_\w+\b.*\bfail",
         r"\bFailed to register memory\b",
+        # UCX, the transport under NIXL and others
+        r"\bUCX\s+ERROR\b",
     )),
     # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
     ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b", r"\bCANCELLED AT\b",  # a scheduler ending a job that overran
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
+        r"\bDEADLINE_EXCEEDED\b",
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
@@ -170,6 +191,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a JIT's backend that cannot lower the kernel for this target
         r"LLVM ERROR\b",
         r"out of resource: shared memory.*Hardware limit",
+        r"[Ss]hared memory size limit exceeded", r"\bCUBLAS_STATUS_NOT_SUPPORTED\b",
+        r"\bNo compatible code objects found for\b",
         r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
         r".*\b(?:limit|maximum)",
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
@@ -253,6 +276,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # code written for a newer Python than the one running it ("list[int]" on 3.8)
         r"\btype '[\w.]+' is not subscriptable", r"'type' object is not subscriptable",
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
+        r": undefined reference to [`']",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"\b[Cc]ould not load any \w+ library\b",
         # cuDNN that cannot start under this framework's build (XLA's "cudnn handle")
@@ -295,6 +319,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's CUDA check ("Cuda failure 999 'unknown error'"), other accelerators' runtimes,
         # and ROCm's runtime on a hardware exception
         r"\bNPU function error\b", r"\bHSA_STATUS_ERROR_\w+",
+        r"\bACL stream synchronize failed\b",
         # a GEMM or kernel runner reporting that its kernel failed
         r"\b(?:GEMM|[Gg]emm|kernel)\b.*\b(?:failed|error)",
         r"(?i)\berror\b.*\brunning (?:GEMM|kernel)",
@@ -557,6 +582,13 @@ NATIVE_FAILURE = _any(
     r"\baborting with error\b.*\bHSA_STATUS_ERROR_",
     r"\bMemory access fault by GPU\b",
     r"\bHW Exception by GPU\b",
+    # a shared library built against another version of what it links ("x.so: undefined
+    # symbol: _ZN3c105Error..."), a linker's unresolved symbol, HIP's fat binary lacking this GPU
+    r"\.so(?:\.[\d.]+)?: undefined symbol: ",
+    r": undefined reference to [`']",
+    r"\bNo compatible code objects found for\b",
+    # Open MPI's runtime failing to start ("It looks like orte_init failed for some reason")
+    r"\bIt looks like (?:orte_init|opal_init|MPI_INIT|ompi_mpi_init) failed\b",
     # ggml's GGML_ABORT: a source location, then what is wrong ("llama.cpp:11968: The current
     # context does not support K-shift")
     r"^[\w./-]+\.(?:cpp|cc|cu|c):\d+: (?!warning\b|note\b)[A-Z]",
@@ -586,7 +618,7 @@ SPECIFICITY = [
     # a full disk says why a write failed
     (re.compile(DISK_FULL), 2),
     # memory running out is the fault; a complaint about a size or a buffer beside it is not
-    (re.compile(r"\bout of memory\b"), 1),
+    (re.compile(r"(?i)\bout of memory\b|OutOfMemory\b|\bInsufficient Memory\b"), 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),

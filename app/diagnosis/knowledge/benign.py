@@ -143,6 +143,15 @@ BENIGN = (
         "refused, after which the buffer is allocated as ordinary host memory and loading goes "
         "on; observed in corpus case K058",
     ),
+    Benign(
+        r"\bfrom LD_PRELOAD cannot be preloaded\b.*: ignored\.?$",
+        ("glibc",),
+        "ERROR: ld.so: object '../libtcmalloc.so.4.5.3' from LD_PRELOAD cannot be preloaded "
+        "(cannot open shared object file): ignored.",
+        "glibc's dynamic loader on an LD_PRELOAD entry it cannot open: it says itself that it "
+        "ignored it and the program runs; observed in corpus case N142",
+        hard=True,
+    ),
     # Advice printed around a real error, which is never the error itself.
     Benign(
         r"CUDA kernel errors might be asynchronously reported",

@@ -149,19 +149,21 @@ NEVER_STARTED = (
 # An operator or a scheduler stopping the process: no crash, whatever its launcher prints next.
 STOPPED = (
     Fact(
-        r"\bCANCELLED AT \S+ DUE TO (?:TIME LIMIT|PREEMPTION)\b",
+        r"\bCANCELLED AT \S+ DUE [Tt][Oo] (?:TIME LIMIT|PREEMPTION|SIGNAL \w+)",
         ("slurm",),
         "slurmstepd: error: *** JOB 4242 ON host-1 CANCELLED AT 2024-04-23T12:18:08 DUE TO TIME "
         "LIMIT ***",
         "Slurm's slurmstepd (src/slurmd/slurmstepd/req.c) when the job ran past its time limit "
-        "or was preempted ('... CANCELLED AT %s DUE TO TIME LIMIT ***')",
+        "or was preempted ('... CANCELLED AT %s DUE TO TIME LIMIT ***'), and when scancel "
+        "signalled it ('DUE to SIGNAL Terminated'; corpus case N176)",
     ),
     Fact(
-        r"^KeyboardInterrupt: terminated$",
+        r"^KeyboardInterrupt: (?:MQLLMEngine )?terminated$",
         ("vllm",),
         "KeyboardInterrupt: terminated",
         "vLLM's OpenAI server (vllm/entrypoints/openai/api_server.py): its SIGTERM handler "
-        "raises KeyboardInterrupt('terminated')",
+        "raises KeyboardInterrupt('terminated'); before V1 its MQLLMEngine's the same "
+        "('MQLLMEngine terminated', corpus case N161)",
     ),
     Fact(
         r"\[shutdown\] (?:EngineCore|API server): (?:trigger )?received signal=SIG(?:TERM|INT)\b",
@@ -242,6 +244,14 @@ REQUEST_REFUSED = (
         "context length (32768 tokens).",
         "sglang's tokenizer manager (python/sglang/srt/managers/tokenizer_manager.py) refusing "
         "a request longer than the context",
+    ),
+    Fact(
+        r"\bexceeds the available context size\b",
+        ("llama.cpp",),
+        "13.44.247.850 E srv    send_error: task id = 1588, error: request (8805 tokens) exceeds "
+        "the available context size (8192 tokens), try increasing it",
+        "llama.cpp's server (tools/server/server.cpp) answering a request longer than a slot's "
+        "context with an error; observed in corpus case N167",
     ),
     Fact(
         r"\bsession \d+ finished, reason \"error\"",

@@ -90,6 +90,14 @@ WRAPPERS = (
         "vLLM V1: vllm/v1/engine/exceptions.py, raised to every request once the engine core died",
     ),
     Wrapper(
+        r"\bCaught \w+ in DataLoader worker process \d+",
+        ("pytorch",),
+        "RuntimeError: Caught RuntimeError in DataLoader worker process 0.",
+        "PyTorch's DataLoader (torch/_utils.py, ExceptionWrapper) re-raising a worker's "
+        "exception; the worker's own traceback follows under 'Original Traceback'; observed in "
+        "corpus case N216",
+    ),
+    Wrapper(
         r"\bRuntimeError: Executor failed\.?$",
         ("vllm",),
         "(EngineCore_DP0 pid=478560) ERROR 01-18 22:19:26 [core.py:868] RuntimeError: Executor "
