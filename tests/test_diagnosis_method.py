@@ -1141,3 +1141,36 @@ def test_an_allocator_s_warning_yields_to_the_failure_it_caused() -> None:
                      "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.38GiB", failed,
                      *TB)  # fmt: skip
     assert found.root_cause == failed and found.error_class == "oom_gpu"
+
+
+def test_pytorch_s_glog_prefix_with_a_path_is_peeled() -> None:
+    prefix = (
+        "[rank2]:E0716 18:21:22.792000 132331 torch/_inductor/runtime/triton_heuristics.py:874] "
+    )
+    quota = (
+        "OSError: [Errno 122] Disk quota exceeded: '/home/user/.cache/vllm/torch_compile_cache/x'"
+    )
+    found = diagnose(*QUIET, *[prefix + line for line in (*TB, quota)])
+    assert found.root_cause == prefix + quota and found.error_class == "config_or_args"
+
+
+def test_an_exception_that_goes_on_to_quote_a_tool_yields_to_the_tool_s_failure() -> None:
+    prefix = "E0303 11:40:40.742000 713 site-packages/torch/_inductor/runtime/x.py:533] "
+    ptxas = prefix + "ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'"
+    lines = ("RuntimeError: Internal Triton PTX codegen error", "`ptxas` stderr:")
+    found = diagnose(*QUIET, *[prefix + line for line in lines], ptxas, prefix + "Repro command: x")
+    assert found.root_cause == ptxas and found.error_class == "unsupported_arch"
+
+
+def test_threads_writing_one_failure_into_each_other_yield_to_a_clean_copy() -> None:
+    where = "/src/ggml/iqk/fa/iqk_fa_templates.h:1146: "
+    clean = where + "GGML_ASSERT(fms.S[j] > 0) failed"
+    garbled = where + where + "GGML_ASSERT(fms.S[j] > 0) failed" + where + "GGML_ASSERT(fms."
+    assert diagnose(*QUIET, garbled, clean, clean).root_cause == clean
+
+
+def test_mesa_s_amdgpu_out_of_memory_is_why_the_device_was_lost() -> None:
+    oom = ".radv/amdgpu: Not enough memory for command submission."
+    found = diagnose(*QUIET, oom, "llama_model_load: error loading model: vk::Queue::submit: "
+                     "ErrorDeviceLost", "main: exiting due to model loading error")  # fmt: skip
+    assert found.root_cause == oom and found.error_class == "oom_gpu"

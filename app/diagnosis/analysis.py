@@ -219,9 +219,10 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         if details:
             # "Last error:" then the line an exception's summary was made of.
             first = details[0]
-        if _GOES_ON.search(first.content):
-            # "RuntimeError: Internal Triton PTX codegen error:": the failure it goes on to
-            # quote ("ptxas fatal : Value 'sm_100' is not defined ...") says what it was.
+        if _GOES_ON.search(first.content) or _introduces_a_quote(entries, position[id(first)]):
+            # "RuntimeError: Internal Triton PTX codegen error:" (or its next line "`ptxas`
+            # stderr:"): the failure it goes on to quote ("ptxas fatal : Value 'sm_100' is not
+            # defined ...") says what it was.
             quoted = [
                 e for e in failures
                 if 0 < position[id(e)] - position[id(first)] <= INCIDENT_LINES and e.strength == 3
@@ -260,6 +261,20 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     if not chosen:
         return None
     return _logged_just_before(entries, position[id(chosen[0])]) or chosen[0]
+
+
+def _introduces_a_quote(entries: list[Entry], index: int) -> bool:
+    """Whether the line after an exception's goes on with its message by introducing another
+    program's output ("`ptxas` stderr:")."""
+    if index + 1 >= len(entries) or not rules.EXCEPTION_LINE.match(entries[index].content):
+        return False
+    following = entries[index + 1]
+    return (
+        following.line.number == entries[index].line.number + 1
+        and following.strength < 3  # (an error-severity line, not a failure of its own)
+        and _GOES_ON.search(following.content) is not None
+        and not rules.LAST_ERROR.match(following.content)
+    )
 
 
 def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:

@@ -162,6 +162,8 @@ def mark(entries: list[Entry]) -> None:
             or rules.TAGGED_ERROR.match(content)
         ):
             entry.strength = 2
+        if entry.strength >= 2 and rules.INTERLEAVED.search(content):
+            entry.consequence = True  # a garbled copy: the clean one says the same
         if rules.SHELL_JOB.search(content):
             entry.strength = 3  # the shell saw its child die: a fact, not a wrapper
         elif rules.WRAPPERS.search(content):

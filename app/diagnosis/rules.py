@@ -69,6 +69,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bcudaErrorMemoryAllocation\b",
         # Level Zero's and Metal's words for a device out of memory
         r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
+        r"\bNot enough memory for command submission\b",  # Mesa's amdgpu winsys (RADV)
         r"\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
         DEVICE_ALLOCATION_REFUSED, r"\bErrorOutOfDeviceMemory\b",
         # too little free on the device for what it was told to take (others hold the rest)
@@ -112,6 +113,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNo backend type associated with device type\b",
         # CUDA touched in a forked child (a DataLoader worker): the start method is the setting
         r"\bCannot re-initialize CUDA in forked subprocess\b",
+        # a user's disk quota (a cache under $HOME): the setting is where it writes
+        r"\bDisk quota exceeded\b",
         # DeepSpeed's batch sizes that do not multiply out; DDP's unused parameters
         r"\bCheck batch related parameters\b",
         r"\bExpected to have finished reduction in the prior iteration\b",
@@ -479,6 +482,9 @@ TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$")
 # severity ("Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", logged at
 # INFO by a server relaying its engine's output).
 CHECK_MACRO = re.compile(r"(?:^|:\s)Failed: (?:Cuda error )?\S+\.(?:cu|cuh|cpp|cc|h):\d+ '")
+# One source location twice in a line: several threads' copies of one failure written into
+# each other ("x.h:1146: x.h:1146: GGML_ASSERT(...) failed/home/..."); a clean copy is nearby.
+INTERLEAVED = re.compile(r"(\S+\.\w+:\d+: ).*\1")
 # C assert macros and llama.cpp's abort ("llama.cpp abort:1852: GGML_ASSERT(...) failed"):
 # fatal even where a logger stamped them DEBUG.
 ASSERTION_MACRO = re.compile(r"\b[A-Z_]*ASSERT\w*\(.*\) failed")
@@ -582,6 +588,7 @@ NATIVE_FAILURE = _any(
     r"\baborting with error\b.*\bHSA_STATUS_ERROR_",
     r"\bMemory access fault by GPU\b",
     r"\bHW Exception by GPU\b",
+    r"\bNot enough memory for command submission\b",
     # a shared library built against another version of what it links ("x.so: undefined
     # symbol: _ZN3c105Error..."), a linker's unresolved symbol, HIP's fat binary lacking this GPU
     r"\.so(?:\.[\d.]+)?: undefined symbol: ",
