@@ -1,6 +1,7 @@
 """Every row of the engine's knowledge (app/diagnosis/knowledge/) read through the engine path
 that uses it: its example line must do there what the row says, and say where it comes from."""
 
+import gc
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -229,3 +230,26 @@ def test_every_pattern_of_the_engine_compiles() -> None:
     for each in alternatives:
         for source in each.sources:
             re.compile(source)
+
+
+def test_the_prefilter_reads_every_pattern_and_never_misses_a_match() -> None:
+    """Hyperscan's database of every pattern (rules.py's `_PREFILTER`) only narrows which
+    patterns `re` tries: on real lines every set answers as if each pattern were tried."""
+    from app.diagnosis import analysis, burst, marking, rules  # noqa: F401 (their sets too)
+
+    database, covered = rules._PREFILTER.database()
+    assert database is not None and covered == len(rules._PREFILTER.patterns)
+    sets = [value for value in gc.get_objects() if isinstance(value, rules.Alternatives)]
+    assert len(sets) > 40
+    lines = {
+        decode(raw)
+        for case in sorted(CASES.glob("*.log"))[::6]
+        for raw in case.read_bytes().split(b"\n")[:400]
+    }
+    lines |= {"Traceback ☃ (most recent call last):", "ÉRROR: CUDA error: out of memory"}
+    for each in sets:
+        patterns = [re.compile(source) for source in each.sources]
+        for line in lines:
+            found = each.search(line)
+            expected = next((m for p in patterns if (m := p.search(line))), None)
+            assert (found and found.span()) == (expected and expected.span()), (line, each.sources)

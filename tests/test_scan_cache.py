@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.diagnosis import diagnose_bytes, scanner
+from app.diagnosis import diagnose_bytes, hsdb, scanner
 
 CRASH = b'Traceback (most recent call last):\n  File "x.py", line 1\nKeyError: 12\n'
 
@@ -66,16 +66,16 @@ def test_an_unwritable_cache_path_only_costs_a_compile(cache_home: Path) -> None
 
 def test_only_the_latest_databases_are_kept(cache_home: Path) -> None:
     cache_home.mkdir(parents=True)
-    for n in range(scanner.KEPT_DATABASES + 3):
+    for n in range(hsdb.KEPT_DATABASES + 3):
         old = cache_home / f"scan-{n:032x}.hsdb"
         old.write_bytes(b"an older release's database")
         os.utime(old, (1_000_000 + n, 1_000_000 + n))
     compile_uncached()
     kept = sorted(cache_home.glob("scan-*.hsdb"))
-    assert len(kept) == scanner.KEPT_DATABASES
+    assert len(kept) == hsdb.KEPT_DATABASES
     # The new one and the most recent old ones stay; the oldest went.
     assert not (cache_home / f"scan-{0:032x}.hsdb").exists()
-    assert (cache_home / f"scan-{scanner.KEPT_DATABASES + 2:032x}.hsdb").exists()
+    assert (cache_home / f"scan-{hsdb.KEPT_DATABASES + 2:032x}.hsdb").exists()
     assert finds_the_crash(compile_uncached())
 
 
@@ -85,5 +85,5 @@ def test_no_home_to_keep_a_cache_in_only_costs_a_compile(monkeypatch: pytest.Mon
     def no_home() -> Path:
         raise RuntimeError("Could not determine home directory.")
 
-    monkeypatch.setattr(scanner.Path, "home", staticmethod(no_home))
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
     assert finds_the_crash(compile_uncached())

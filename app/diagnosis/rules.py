@@ -1,10 +1,16 @@
 """What a line means to an expert: noise, a wrapper around a failure, or a failure of
 some class, as ordered, named patterns; what each server prints is read from knowledge/."""
 
+import contextlib
+import functools
 import hashlib
 import re
 import threading
+from dataclasses import dataclass
 
+import hyperscan
+
+from app.diagnosis.hsdb import cached_database, scratch_for
 from app.diagnosis.knowledge import benign, lifecycle, wrappers
 
 ERROR_CLASSES = (
@@ -22,20 +28,32 @@ ERROR_CLASSES = (
 )
 
 
+SEARCHES_REMEMBERED = 4096  # lines a pattern set remembers its answer for
+
+
 class Alternatives:
-    """Several patterns, any of which may match: searched one by one, since `re` finds each
-    one's literal prefix fast but tries every branch of one big alternation at every position
-    (2.5x slower on the kept lines of a GiB log). Each is compiled when first tried: the class
-    rules, read on one line, mostly stop early, and compiling them all would cost every run of
-    `diagnose` 10 ms at start-up."""
+    """Several patterns, any of which may match, tried in order. A line is first read once by
+    one Hyperscan database of every pattern of every set (`_PREFILTER`, which may over-report
+    but never misses); `re` then confirms only the patterns it reported, so a line that matches
+    none costs one scan instead of a `re` search per pattern (6x faster on the corpus). Each
+    `re` pattern is compiled when first tried, and a set remembers its answers for the lines it
+    read last: a growing log's kept lines are read again at every diagnosis."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
         self.sources = patterns
+        self._first_id = _PREFILTER.register(patterns)
         self._compiled: list[re.Pattern[str]] = []
         self._compiling = threading.Lock()
+        self._search = functools.lru_cache(maxsize=SEARCHES_REMEMBERED)(self._search_all)
 
     def search(self, text: str) -> re.Match[str] | None:
+        return self._search(text)
+
+    def _search_all(self, text: str) -> re.Match[str] | None:
+        candidates = _PREFILTER.candidates(text)
         for index in range(len(self.sources)):
+            if candidates is not None and not candidates.may_match(self._first_id + index):
+                continue
             if match := self._pattern(index).search(text):
                 return match
         return None
@@ -46,6 +64,70 @@ class Alternatives:
                 while len(self._compiled) <= index:
                     self._compiled.append(re.compile(self.sources[len(self._compiled)]))
         return self._compiled[index]
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    covered: int  # the patterns the database was built with: later ones are always tried
+    reported: frozenset[int]
+
+    def may_match(self, pattern_id: int) -> bool:
+        return pattern_id >= self.covered or pattern_id in self.reported
+
+
+class _Prefilter:
+    """Every registered pattern in one Hyperscan database, compiled in prefilter mode (a
+    superset of each pattern's matches: lookarounds and the like are approximated) and kept
+    on disk (app/diagnosis/hsdb.py). Only ASCII lines are read by it: `re` reads `\\w`, `\b`
+    and `\\s` by Unicode, Hyperscan's database by ASCII, and for an ASCII line they agree."""
+
+    FLAGS = (
+        hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY
+    )
+
+    def __init__(self) -> None:
+        self.patterns: list[str] = []
+        self._database: hyperscan.Database | None = None
+        self._covered = 0
+        self._building = threading.Lock()
+        self.candidates = functools.lru_cache(maxsize=SEARCHES_REMEMBERED)(self._scan)
+
+    def register(self, patterns: tuple[str, ...]) -> int:
+        first = len(self.patterns)
+        self.patterns.extend(patterns)
+        return first
+
+    def database(self) -> tuple[hyperscan.Database | None, int]:
+        """Built at the first line read, once every module's patterns are registered."""
+        with self._building:
+            if self._database is None and not self._covered:
+                patterns = list(self.patterns)
+                self._covered = len(patterns)
+                with contextlib.suppress(hyperscan.error):
+                    self._database = cached_database(
+                        "rules",
+                        [pattern.encode() for pattern in patterns],
+                        list(range(len(patterns))),
+                        [self.FLAGS] * len(patterns),
+                    )
+            return self._database, self._covered
+
+    def _scan(self, text: str) -> _Candidates | None:
+        if not text.isascii():
+            return None
+        database, covered = self.database()
+        if database is None:
+            return None  # (a pattern Hyperscan cannot read: every one is tried)
+        reported: set[int] = set()
+        database.scan(
+            text.encode(),
+            match_event_handler=lambda pattern_id, *_: reported.add(pattern_id),
+            scratch=scratch_for(database),
+        )
+        return _Candidates(covered, frozenset(reported))
+
+
+_PREFILTER = _Prefilter()
 
 
 def _any(*patterns: str) -> Alternatives:

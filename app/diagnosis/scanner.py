@@ -10,21 +10,16 @@ as its first `MAX_LINE_BYTES` bytes, however it arrives.
 Everything here depends on the bytes alone, never on how they were split into chunks.
 """
 
-import contextlib
 import functools
-import hashlib
 import math
-import os
 import re
-import tempfile
-import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import hyperscan
 
+from app.diagnosis.hsdb import cached_database, scratch_for
 from app.diagnosis.knowledge.figures import FIGURE_KINDS, FigureKind
 from app.diagnosis.knowledge.lifecycle import LAUNCHES
 from app.diagnosis.knowledge.ready import READY_LINES
@@ -191,69 +186,10 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
             add(kind.anchor or re.escape(kind.literal), _FIGURE_ID + index, 0)
     if ready_pattern:
         add(ready_pattern.encode(), _CUSTOM_READY_ID, 0)
-    key = hashlib.sha256(
-        repr((getattr(hyperscan, "__version__", ""), expressions, ids, flags)).encode()
-    )
-    name = f"scan-{key.hexdigest()[:32]}.hsdb"
-    with contextlib.suppress(*_CACHE_ERRORS):
-        return hyperscan.loadb((_cache_dir() / name).read_bytes(), hyperscan.HS_MODE_BLOCK)
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
-        database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
+        return cached_database("scan", expressions, ids, flags)
     except hyperscan.error as error:
         raise ValueError(f"readiness pattern {ready_pattern!r} cannot be used: {error}") from None
-    with contextlib.suppress(*_CACHE_ERRORS):
-        cached = _cache_dir() / name
-        _write_atomically(cached, hyperscan.dumpb(database))
-        _forget_stale(cached.parent)
-    return database
-
-
-def _cache_dir() -> Path:
-    """Where compiled databases are kept between runs: a compile takes longer than a
-    `campaign-dash diagnose` of most logs, loading one a fraction of a millisecond."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "campaign-dash"
-
-
-# A missing, unreadable, foreign (another CPU's) or unwritable cache, or no home to keep it
-# in, only means a compile.
-_CACHE_ERRORS = (OSError, RuntimeError, hyperscan.error, ValueError, TypeError)
-
-
-KEPT_DATABASES = 8  # each release's patterns, and custom readiness patterns, make a new one
-
-
-def _forget_stale(folder: Path) -> None:
-    """Only the most recently written databases stay: older releases' never load again."""
-    stored = sorted(folder.glob("scan-*.hsdb"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for stale in stored[KEPT_DATABASES:]:
-        stale.unlink(missing_ok=True)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, prefix=".scan-") as file:
-        file.write(data)
-    try:
-        os.replace(file.name, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(file.name)
-
-
-_SCRATCHES = threading.local()
-
-
-def _scratch_for(database: hyperscan.Database) -> hyperscan.Scratch:
-    """A scan writes to its scratch: each thread has its own for each database (held beside
-    it, so that the id names that database for as long as its scratch is kept)."""
-    kept: dict[int, tuple[hyperscan.Database, hyperscan.Scratch]]
-    kept = _SCRATCHES.__dict__.setdefault("by_database", {})
-    pair = kept.get(id(database))
-    if pair is None or pair[0] is not database:
-        pair = kept[id(database)] = (database, hyperscan.Scratch(database))
-    return pair[1]
 
 
 class Scanner:
@@ -349,7 +285,7 @@ class Scanner:
         self._database.scan(
             self._pending[:MAX_KEPT_CHARS],
             match_event_handler=on_match,
-            scratch=_scratch_for(self._database),
+            scratch=scratch_for(self._database),
         )
         return any(ident in (_READY_ID, _CUSTOM_READY_ID) for ident in hits)
 
@@ -380,7 +316,7 @@ class Scanner:
         self._database.scan(
             view,  # type: ignore[type-var]
             match_event_handler=self._on_match,
-            scratch=_scratch_for(self._database),
+            scratch=scratch_for(self._database),
         )
         return counted.result() if counted else count_newlines(buffer, start, end)
 
