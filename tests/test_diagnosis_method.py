@@ -747,6 +747,25 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "Exceeded", "timeout_or_hang"),
         ("host-1:56890:56890 [0] enqueue.cc:267 NCCL WARN Cuda failure 'dependency created on "
          "uncaptured work in another stream'", "cuda_graph"),
+        # the ninth round's, from the eighth round's fresh part folded into tuning
+        ("[TRT] [E] [virtualMemoryBuffer.cpp::resizePhysical::151] Error Code 2: OutOfMemory "
+         "(Requested size was 16654532608 bytes.)", "oom_gpu"),
+        ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:364 'uncorrectable ECC error "
+         "encountered'", "cuda_runtime"),
+        ("level_zero backend failed with error: 20 (UR_RESULT_ERROR_DEVICE_LOST)", "cuda_runtime"),
+        ("rocBLAS error from hip error code: 'hipErrorInvalidDeviceFunction':98",
+         "unsupported_arch"),
+        ("[TRT] [E] 9: [standardEngineBuilder.cpp::buildEngine::2266] Error Code 9: Internal "
+         "Error (Networks with FP8 precision require hardware with FP8 support.)",
+         "unsupported_arch"),
+        ("| tts_model | 1       | UNAVAILABLE: Internal: onnx runtime error 7: Load model from "
+         "/models/tts_model/1/model.onnx failed:Protobuf parsing failed. |", "model_loading"),
+        ("ERROR dynamo_runtime::worker: Application shutdown with error: Failed to connect to "
+         "etcd server with config ClientOptions { etcd_url: [\"http://localhost:2379\"] }",
+         "config_or_args"),
+        ("[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] "
+         "Exception (either an error or timeout) detected by watchdog at work: 32, last enqueued "
+         "NCCL work: 32, last completed NCCL work: 31.", "nccl_comm"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1174,3 +1193,33 @@ def test_mesa_s_amdgpu_out_of_memory_is_why_the_device_was_lost() -> None:
     found = diagnose(*QUIET, oom, "llama_model_load: error loading model: vk::Queue::submit: "
                      "ErrorDeviceLost", "main: exiting due to model loading error")  # fmt: skip
     assert found.root_cause == oom and found.error_class == "oom_gpu"
+
+
+def test_an_exception_a_raised_line_quotes_is_the_failure_whatever_its_name() -> None:
+    quoted = (
+        "OutOfResources: out of resource: shared memory, Required: 196608, Hardware limit: "
+        "65536. Reducing block sizes or `num_stages` may help."
+    )
+    found = diagnose(*QUIET, *TB, "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' "
+                     "raised:", quoted, "", "Set TORCH_LOGS=\"+dynamo\" for more")  # fmt: skip
+    assert found.root_cause == quoted and found.error_class == "unsupported_arch"
+
+
+def test_a_request_handler_s_exception_under_uvicorn_is_no_crash() -> None:
+    found = diagnose(
+        "INFO:     Application startup complete.",
+        'INFO:     127.0.0.1:5000 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error',
+        "ERROR:    Exception in ASGI application",
+        *TB,
+        "ValueError: Out of range float values are not JSON compliant",
+        *['INFO:     127.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK' for _ in range(3)],
+    )
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_a_severity_word_after_a_traceback_s_frames_is_no_exception() -> None:
+    dump = ["Fatal Python error: Segmentation fault", "", "Thread 0x00007f (most recent call "
+            "first):", '  File "/srv/a.py", line 9 in run']  # fmt: skip
+    warning = "[2025-03-07 11:53:29] WARNING:  Invalid HTTP request received."
+    found = diagnose(*QUIET, *dump, warning)
+    assert found.root_cause == "Fatal Python error: Segmentation fault"

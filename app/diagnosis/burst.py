@@ -84,7 +84,8 @@ def unexplained(entries: list[Entry], start: int) -> Entry | None:
         e
         for e in entries
         if e.line.number >= start
-        and (e.in_traceback is None or e.strength >= 2)  # a traceback's source lines are code
+        # (a traceback's source lines are code; its exception set aside still says why)
+        and (e.in_traceback is None or e.strength >= 2 or e.set_aside)
         and not rules.FRAME.search(e.content)
         and error_shaped(e)
     ]

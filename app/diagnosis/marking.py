@@ -33,6 +33,9 @@ _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
+# An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
+_ANSWERED_5XX = re.compile(r'" 5\d\d\b')
 
 
 def mark(entries: list[Entry]) -> None:
@@ -62,9 +65,18 @@ def mark(entries: list[Entry]) -> None:
     framed = False  # a frame of the current traceback was seen: its exception comes next
     source_next = False  # the line after a frame quotes its source
     panic_message_next = False  # a Rust panic's header, its message on the next line
+    quoted_next = False  # "... raised:", the exception it quotes on the next line
     for index, entry in enumerate(entries):
         content = entry.content
         entry.level = levels[index]
+        if quoted_next and content:
+            # the exception a "... raised:" line quotes, named like one or not
+            # ("OutOfResources: out of resource: shared memory, ...")
+            quoted_next = False
+            if rules.TRACEBACK_END.match(content) and not rules.HARD_NOISE.search(content):
+                entry.strength = 3
+                continue
+        quoted_next = rules.QUOTES_NEXT.search(content) is not None
         if panic_message_next and content:
             # A Rust panic's message, under its header (the root cause, as the corpus reads
             # it): the runner-up. A channel found closed only says that the thread on its
@@ -188,6 +200,22 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             entry.strength, entry.detail = 3, True
         elif _REQUEST_REFUSED.search(entry.content):
             refused = [entry]
+            if any(rules.TRACEBACK in e.content for e in entries[index + 1 : index + 3]):
+                # the failed handler's traceback below it (Uvicorn's "Exception in ASGI
+                # application"): its exception is that request's, once the server is seen
+                # going on after it
+                raised = next(
+                    (e for e in entries[index + 1 : index + HANDLER_TRACEBACK_LINES]
+                     if e.strength == 3 and e.in_traceback is not None),
+                    None,
+                )  # fmt: skip
+                answered = any(
+                    _ANSWERED_5XX.search(e.content) for e in entries[max(0, index - 2) : index]
+                )
+                if raised is not None and (
+                    answered or _goes_on_after(entries, entries.index(raised))
+                ):
+                    refused.append(raised)
             if entry.in_traceback is not None and entry.in_traceback > 0:
                 # the handler's own word just above the traceback it logged ("Error in
                 # preprocessing prompt inputs") is about the same request
@@ -203,6 +231,17 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             if any(rules.RECOVERED.search(e.content) for e in following):
                 entry.strength = 0
                 entry.set_aside = "an error the program says it lived through"
+
+
+def _goes_on_after(entries: list[Entry], index: int) -> bool:
+    """Whether ordinary records follow a line (a request answered, a statistic): the
+    process that logged it went on."""
+    later = (
+        e for e in entries[index + 1 : index + 1 + HANDLER_TRACEBACK_LINES]
+        if e.content and not e.strength and e.in_traceback is None
+        and not rules.TEARDOWN.search(e.content)
+    )  # fmt: skip
+    return next(later, None) is not None and next(later, None) is not None
 
 
 def _prefix(entry: Entry) -> str:

@@ -149,8 +149,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
         r"\bcudaErrorMemoryAllocation\b",
-        # Level Zero's and Metal's words for a device out of memory
+        # Level Zero's, Metal's and TensorRT's words for a device out of memory
         r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
+        r"\bError Code \d+: OutOfMemory\b",
         r"\bNot enough memory for command submission\b",  # Mesa's amdgpu winsys (RADV)
         r"\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
         DEVICE_ALLOCATION_REFUSED, r"\bErrorOutOfDeviceMemory\b",
@@ -197,6 +198,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCannot re-initialize CUDA in forked subprocess\b",
         # a user's disk quota (a cache under $HOME): the setting is where it writes
         r"\bDisk quota exceeded\b",
+        # a service the program needs that is not running (Dynamo's etcd and NATS)
+        r"\bFailed to connect to (?:etcd|nats|NATS)\b",
         # DeepSpeed's batch sizes that do not multiply out; DDP's unused parameters
         r"\bCheck batch related parameters\b",
         r"\bExpected to have finished reduction in the prior iteration\b",
@@ -223,6 +226,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur))",
         # ROCm's runtime on a kernel's page fault, and on the hang that follows
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
+        # the GPU's own memory failing, wherever it surfaced (a custom all-reduce kernel)
+        r"\buncorrectable ECC error\b",
+        # Level Zero's errors but running out (oom_gpu's, above): "UR_RESULT_ERROR_DEVICE_LOST"
+        r"\bUR_RESULT_ERROR_(?!OUT_OF_)\w+",
     )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang; vLLM's
     # custom all-reduce (its own collective over CUDA IPC) failing is one too.
@@ -238,6 +245,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b[Rr]endezvous\b.*\b[Ss]ymm(?:etric)?_?[Mm]em",
         # a collective's watchdog or heartbeat monitor giving up
         r"\bNCCL watchdog\b", r"ProcessGroupNCCL.*(?:[Ww]atchdog|[Hh]eartbeat)",
+        r"\bdetected by watchdog at work\b",
         r"[Hh]eartbeat monitor timed out", r"\bcollective operation timeout\b",
         r"\bcustom_all_reduce\.cuh?:\d+",
         # GPUs that cannot map each other's memory (peer-to-peer), and NIXL's KV transfers
@@ -265,6 +273,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
         r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
+        r"\bhipErrorInvalidDeviceFunction\b",
+        # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support")
+        r"\brequires? hardware with \w+ support\b",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
         r"NoBinaryForGpu", r"Unable to find code object",
         r"Unknown recipe", r"compute capability.*(?:not supported|at least|or (?:higher|newer))",
@@ -448,6 +459,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"not a valid model identifier", r"Repository ?Not ?Found", r"HFValidationError",
         r"GatedRepoError", r"gated repo", r"EntryNotFound", r"config\.json", r"checkpoint",
         r"Cannot find model", r"model weights",
+        # a model file its runtime cannot parse (ONNX Runtime under Triton)
+        r"\bLoad model from \S+ failed\b", r"\bProtobuf parsing failed\b",
         r"KeyError: '[\w.]+\.(?:weight|bias|scale)\w*'", r"failed to load model",
         r"\b[\w.]+\.(?:weight|bias|\w*scale)\b.*\b(?:does not exist|not found|is missing)",
         r"(?:[Ff]ailed|[Uu]nable) to load\b.*\bmodel", r"load failed for\b.*\bmodel",
@@ -559,7 +572,11 @@ QUALIFIED_EXCEPTION = re.compile(
 )
 # Whatever a traceback ends in is its exception, named like one or not (Triton's
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").
-TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$")
+# (a logger's severity is not one: uvicorn's "WARNING:  Invalid HTTP request received.")
+TRACEBACK_END = re.compile(
+    r"^(?!(?:WARNING|WARN|INFO|DEBUG|ERROR|CRITICAL|NOTICE|TRACE|FATAL)\b)"
+    r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$"
+)
 # A CUDA check macro's failure with its source location and the runtime's error string, at any
 # severity ("Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", logged at
 # INFO by a server relaying its engine's output).
@@ -671,6 +688,7 @@ NATIVE_FAILURE = _any(
     r"\bMemory access fault by GPU\b",
     r"\bHW Exception by GPU\b",
     r"\bNot enough memory for command submission\b",
+    r"\bNative API failed\b",  # SYCL's runtime (Level Zero) on a failed call
     # a shared library built against another version of what it links ("x.so: undefined
     # symbol: _ZN3c105Error..."), a linker's unresolved symbol, HIP's fat binary lacking this GPU
     r"\.so(?:\.[\d.]+)?: undefined symbol: ",
@@ -711,6 +729,8 @@ SPECIFICITY = [
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),
+    # which collective timed out, beside the watchdog's word that something did
+    (re.compile(r"Watchdog caught collective operation timeout"), 1),
     (re.compile(r"terminate called after throwing"), -2),
     (re.compile(r"^\s*(?:Last error:|ncclUnhandledCudaError: Call to CUDA function failed)"), -3),
     # An exit status says less than the signal or the message beside it.

@@ -190,6 +190,13 @@ STOPPED = (
         "reads 'Killed'); observed in corpus case K098",
     ),
     Fact(
+        r"^Signal \((?:15|2)\) received\.?$",
+        ("triton",),
+        "Signal (15) received.",
+        "Triton Inference Server's signal handler (src/main.cc) on SIGTERM or SIGINT, before "
+        "its graceful exit (a crash's signal, 11 or 6, is a failure); observed in corpus case P017",
+    ),
+    Fact(
         r"\bSignalException: Process \d+ got signal: (?:15|2|1)\b",
         ("torchrun",),
         "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4321 got "
@@ -244,6 +251,24 @@ REQUEST_REFUSED = (
         "context length (32768 tokens).",
         "sglang's tokenizer manager (python/sglang/srt/managers/tokenizer_manager.py) refusing "
         "a request longer than the context",
+    ),
+    Fact(
+        r"\bException in ASGI application\b",
+        ("uvicorn", "vllm", "sglang"),
+        "[2025-05-02 10:26:20] ERROR:    Exception in ASGI application",
+        "Uvicorn (uvicorn/protocols/http/) on one request its application failed, then that "
+        "handler's traceback: answered with a 500, and the server serves on (where the log "
+        "shows it going on, the handler's exception is that request's); observed in corpus "
+        "case P058",
+    ),
+    Fact(
+        r"\bwaiting for llama runner to start: context canceled\b",
+        ("ollama",),
+        'time=2024-12-09T03:41:20.513Z level=ERROR source=sched.go:455 msg="error loading llama '
+        'server" error="timed out waiting for llama runner to start: context canceled"',
+        "Ollama's scheduler (server/sched.go) when the client that asked for a model closed its "
+        "request while the runner loaded (GIN logs a 499): the load is dropped, the server "
+        "serves on; observed in corpus case P087",
     ),
     Fact(
         r"\bexceeds the available context size\b",

@@ -183,12 +183,6 @@ WRAPPERS = (
         "vLLM before V1: vllm/executor/multiproc_worker_utils.py, then the worker's traceback",
     ),
     Wrapper(
-        r"Exception in ASGI application",
-        ("uvicorn", "vllm", "sglang"),
-        "ERROR:    Exception in ASGI application",
-        "Uvicorn (uvicorn/protocols/http/) on a request its application failed, then the traceback",
-    ),
-    Wrapper(
         r"Error in atexit",
         ("python",),
         "Error in atexit._run_exitfuncs:",
