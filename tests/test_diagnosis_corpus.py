@@ -153,14 +153,16 @@ FLOORS = {
         "crashed": 0.96,
         "ready": 0.77,
     },
-    # Scored once, as the estimate on unseen logs of issue 23's eighth round (bench/README.md):
-    # P001-P179 (105 cases) from threads, pull requests and committed log files never used.
+    # Scored once, as the estimate on unseen logs of issue 23's ninth round (bench/README.md):
+    # Q001-Q091 (30 cases, mined when the search budget was nearly spent; the eighth round's
+    # 105, P, are the last part of the size the issue asks for) from threads, pull requests and
+    # committed log files never used.
     "fresh": {
-        "root_cause": 0.77,
-        "top3": 0.84,
+        "root_cause": 0.80,
+        "top3": 0.86,
         "error_class": 0.66,
-        "crashed": 0.90,
-        "ready": 0.81,
+        "crashed": 0.93,
+        "ready": 0.66,
     },
     "validation": {
         "root_cause": 1.0,
