@@ -253,3 +253,17 @@ def test_the_prefilter_reads_every_pattern_and_never_misses_a_match() -> None:
             found = each.search(line)
             expected = next((m for p in patterns if (m := p.search(line))), None)
             assert (found and found.span()) == (expected and expected.span()), (line, each.sources)
+
+
+def test_only_short_lines_are_remembered() -> None:
+    """A set remembers its answers for the lines it read last, but not for long ones: a log of
+    16 KiB lines must not hold thousands of them in memory."""
+    from app.diagnosis import rules
+
+    rules.NATIVE_FAILURE._search.cache_clear()  # (a full cache would evict as it adds)
+    before = rules.NATIVE_FAILURE._search.cache_info().currsize
+    long_line = "x" * (rules.REMEMBERED_LINE_CHARS + 1) + " Segmentation fault"
+    assert rules.NATIVE_FAILURE.search(long_line) is not None
+    assert rules.NATIVE_FAILURE._search.cache_info().currsize == before
+    assert rules.NATIVE_FAILURE.search("Segmentation fault (core dumped) x1") is not None
+    assert rules.NATIVE_FAILURE._search.cache_info().currsize == before + 1

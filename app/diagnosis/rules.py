@@ -29,6 +29,7 @@ ERROR_CLASSES = (
 
 
 SEARCHES_REMEMBERED = 4096  # lines a pattern set remembers its answer for
+REMEMBERED_LINE_CHARS = 1024  # longer lines are read afresh: the memory stays a few MiB
 
 
 class Alternatives:
@@ -47,10 +48,12 @@ class Alternatives:
         self._search = functools.lru_cache(maxsize=SEARCHES_REMEMBERED)(self._search_all)
 
     def search(self, text: str) -> re.Match[str] | None:
+        if len(text) > REMEMBERED_LINE_CHARS:
+            return self._search_all(text)
         return self._search(text)
 
     def _search_all(self, text: str) -> re.Match[str] | None:
-        candidates = _PREFILTER.candidates(text)
+        candidates = _PREFILTER.candidates_of(text)
         for index in range(len(self.sources)):
             if candidates is not None and not candidates.may_match(self._first_id + index):
                 continue
@@ -90,7 +93,12 @@ class _Prefilter:
         self._database: hyperscan.Database | None = None
         self._covered = 0
         self._building = threading.Lock()
-        self.candidates = functools.lru_cache(maxsize=SEARCHES_REMEMBERED)(self._scan)
+        self._remembered = functools.lru_cache(maxsize=SEARCHES_REMEMBERED)(self._scan)
+
+    def candidates_of(self, text: str) -> _Candidates | None:
+        if len(text) > REMEMBERED_LINE_CHARS:
+            return self._scan(text)
+        return self._remembered(text)
 
     def register(self, patterns: tuple[str, ...]) -> int:
         first = len(self.patterns)
