@@ -1,6 +1,7 @@
 """How strongly each kept line says "failed": tracebacks, chains, logging's own error blocks,
 loggers' severities (unless a viewer stamps every line), error shapes, wrappers and noise."""
 
+import itertools
 import re
 from collections import Counter
 
@@ -236,12 +237,12 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
 def _goes_on_after(entries: list[Entry], index: int) -> bool:
     """Whether ordinary records follow a line (a request answered, a statistic): the
     process that logged it went on."""
-    later = (
+    ordinary = (
         e for e in entries[index + 1 : index + 1 + HANDLER_TRACEBACK_LINES]
         if e.content and not e.strength and e.in_traceback is None
         and not rules.TEARDOWN.search(e.content)
     )  # fmt: skip
-    return next(later, None) is not None and next(later, None) is not None
+    return len(list(itertools.islice(ordinary, 2))) == 2
 
 
 def _prefix(entry: Entry) -> str:
