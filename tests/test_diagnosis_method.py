@@ -766,6 +766,17 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] "
          "Exception (either an error or timeout) detected by watchdog at work: 32, last enqueued "
          "NCCL work: 32, last completed NCCL work: 31.", "nccl_comm"),
+        ("4.45.745.058 E ggml_vulkan: device lost on Vulkan0", "cuda_runtime"),
+        ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 437944320",
+         "oom_host_killed"),
+        ("pydantic_core._pydantic_core.ValidationError: 2 validation errors for SFTTrainerConfig",
+         "config_or_args"),
+        ("ValueError: Size mismatch between saved torch.Size([6561, 512]) and current: "
+         "torch.Size([5533, 512]) for optimizer.state.embedding.word_embeddings.weight.exp_avg",
+         "model_loading"),
+        ("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "
+         "\"../c10/cuda/CUDACachingAllocator.cpp\":995, please report a bug to PyTorch.",
+         "oom_gpu"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1223,3 +1234,29 @@ def test_a_severity_word_after_a_traceback_s_frames_is_no_exception() -> None:
     warning = "[2025-03-07 11:53:29] WARNING:  Invalid HTTP request received."
     found = diagnose(*QUIET, *dump, warning)
     assert found.root_cause == "Fatal Python error: Segmentation fault"
+
+
+@pytest.mark.parametrize(
+    "killed,why",
+    [
+        ("/var/spool/slurmd/job8948752/slurm_script: line 47: 1613313 Killed    python train.py",
+         "slurmstepd: error: Detected 1 oom_kill event in StepId=8948752.batch. Some of the step "
+         "tasks have been OOM Killed."),
+        ("Mar 12 10:00:01 host-1 systemd[1]: llama.service: Failed with result 'oom-kill'.",
+         "Mar 12 10:00:01 host-1 systemd[1]: llama.service: A process of this unit has been "
+         "killed by the OOM killer."),
+    ],
+)  # fmt: skip
+def test_a_kill_yields_to_the_line_beside_it_that_says_the_oom_killer_did_it(
+    killed: str, why: str
+) -> None:
+    for lines in ([killed, why], [why, killed]):
+        found = diagnose(*QUIET, *lines)
+        assert found.root_cause == why and found.error_class == "oom_host_killed", lines
+
+
+def test_llama_cpp_s_refused_mlock_is_lived_through() -> None:
+    failed = " llama_model_load: error loading model: read error: Bad address"
+    found = diagnose(*QUIET, " warning: failed to mlock 1555828736-byte buffer (after previously "
+                     "locking 0 bytes): Cannot allocate memory", *QUIET[:3], failed)  # fmt: skip
+    assert found.root_cause == failed

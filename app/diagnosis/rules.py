@@ -160,6 +160,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # Level Zero's, Metal's and TensorRT's words for a device out of memory
         r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
         r"\bError Code \d+: OutOfMemory\b",
+        # PyTorch's allocator asking NVML why a cudaMalloc failed, and failing to ask
+        r"\bNVML_SUCCESS == r INTERNAL ASSERT FAILED\b.*CUDACachingAllocator",
         r"\bNot enough memory for command submission\b",  # Mesa's amdgpu winsys (RADV)
         r"\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
         DEVICE_ALLOCATION_REFUSED, r"\bErrorOutOfDeviceMemory\b",
@@ -171,6 +173,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("oom_host_killed", _any(
         r"[Kk]illed\b.*\bdue to (?:the node running low on memory|memory|OOM)",
         r"\bnode running low on memory", r"\bOOMKilled\b",
+        # ggml's host buffer ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate")
+        r"cpu_buffer\w*: failed to allocate\b",
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -236,6 +240,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
         # the GPU's own memory failing, wherever it surfaced (a custom all-reduce kernel)
         r"\buncorrectable ECC error\b",
+        # a GPU the driver lost (a Vulkan or Metal context reset): a fault, not its memory
+        r"\bdevice lost\b", r"\bErrorDeviceLost\b",
         # Level Zero's errors but running out (oom_gpu's, above): "UR_RESULT_ERROR_DEVICE_LOST"
         r"\bUR_RESULT_ERROR_(?!OUT_OF_)\w+",
     )),
@@ -341,7 +347,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bsignal: killed\b",
         r"died with <Signals\.SIGKILL", r"\bstatus=9/KILL\b",
         # cluster managers and cgroups killing for memory
-        r"oom-kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
+        r"oom[-_]kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
+        r"\bkilled by the OOM killer\b",  # systemd on a unit's process
         r"memory pressure",
         # a worker Ray suspects a pod's memory limit killed
         r"\bexceeded (?:the )?(?:\w+ )?(?:pod )?memory limits?\b",
@@ -428,6 +435,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b(?:GEMM|[Gg]emm|kernel)\b.*\b(?:failed|error)",
         r"(?i)\berror\b.*\brunning (?:GEMM|kernel)",
     )),
+    # A checkpoint whose tensors do not fit the model built (before ValueError's default below).
+    ("model_loading", _any(r"\bSize mismatch between saved\b")),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
         r"larger than the maximum number of tokens", r"max_model_len",
@@ -440,6 +449,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bexpects? .*\bbut got\b",
         r"\bonly supported (?:for|with|by) (?:the )?\w+ backend\b",
         r"\bExtra inputs are not permitted\b",  # pydantic's refusal of an unknown field
+        r"\bvalidation errors? for \w*Config\b",  # pydantic's, of a configuration's class
         # a choice the model or the kernel does not take ("only supports (...) backend, got X")
         r"\bonly supports?\b.*\bgot\b",
         r"must be (?:one of|a|an|between|greater|less)",
@@ -659,7 +669,8 @@ NATIVE_FAILURE = _any(
     r"^Error: ",  # command-line tools (Go's, Rust's)
     r"\bthread '[^']*'(?: \(\d+\))? panicked at\b",  # Rust's, with the thread's id or not
     r"\b[Ii]llegal instruction\b",
-    r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom-kill event",  # cluster managers
+    r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom[-_]kill event",  # cluster managers
+    r"\bkilled by the OOM killer\b",  # systemd
     r"\bCheck failed: ",  # glog's CHECK
     r"^panic: ",  # Go
     # systemd on a service it supervises
@@ -728,7 +739,13 @@ SPECIFICITY = [
     (re.compile(r"Out of memory: Kill"), 5),
     (re.compile(r"oom-kill:|invoked oom-killer"), -3),
     # a cluster manager saying why it killed (a shell's job line only saw the kill)
-    (re.compile(r"oom-kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"), 1),
+    (
+        re.compile(
+            r"oom[-_]kill event|out-of-memory handler|OOMKilled|\bdue to (?:memory|OOM)"
+            r"|\bkilled by the OOM killer\b"
+        ),
+        1,
+    ),
     (re.compile(r"LLVM ERROR\b"), 2),
     # a full disk says why a write failed
     (re.compile(DISK_FULL), 2),

@@ -152,6 +152,14 @@ BENIGN = (
         "ignored it and the program runs; observed in corpus case N142",
         hard=True,
     ),
+    Benign(
+        r"\bwarning: failed to mlock \d+-byte buffer\b",
+        ("llama.cpp", "lmstudio", "ollama"),
+        "warning: failed to mlock 1555828736-byte buffer (after previously locking 0 bytes): "
+        "Cannot allocate memory",
+        "llama.cpp's loader (src/llama-mmap.cpp) when a locked-memory limit refuses --mlock: "
+        "it warns and loads the model unlocked; observed in corpus case P092",
+    ),
     # Advice printed around a real error, which is never the error itself.
     Benign(
         r"CUDA kernel errors might be asynchronously reported",

@@ -139,7 +139,7 @@ WRAPPERS = (
         "error and the call; observed in corpus case 862",
     ),
     Wrapper(
-        r"\bKilled\b(?! process)",
+        r"(?<!OOM )\bKilled\b(?! process)",  # (not "... have been OOM Killed": that says why)
         ("shell",),
         "Killed",
         "a shell's report on a child that SIGKILL ended (the OOM killer's own line, 'Killed "
