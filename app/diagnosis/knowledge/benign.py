@@ -155,7 +155,7 @@ BENIGN = (
     Benign(
         r"\bwarning: failed to mlock \d+-byte buffer\b",
         ("llama.cpp", "lmstudio", "ollama"),
-        "warning: failed to mlock 1555828736-byte buffer (after previously locking 0 bytes): "
+        " warning: failed to mlock 1555828736-byte buffer (after previously locking 0 bytes): "
         "Cannot allocate memory",
         "llama.cpp's loader (src/llama-mmap.cpp) when a locked-memory limit refuses --mlock: "
         "it warns and loads the model unlocked; observed in corpus case P092",
