@@ -36,7 +36,8 @@ class Alternatives:
     """Several patterns, any of which may match, tried in order. A line is first read once by
     one Hyperscan database of every pattern of every set (`_PREFILTER`, which may over-report
     but never misses); `re` then confirms only the patterns it reported, so a line that matches
-    none costs one scan instead of a `re` search per pattern (6x faster on the corpus). Each
+    none costs one scan instead of a `re` search per pattern (7x fewer searches on the corpus,
+    which the engine reads in half the time). Each
     `re` pattern is compiled when first tried, and a set remembers its answers for the lines it
     read last: a growing log's kept lines are read again at every diagnosis."""
 
@@ -81,7 +82,7 @@ class _Candidates:
 class _Prefilter:
     """Every registered pattern in one Hyperscan database, compiled in prefilter mode (a
     superset of each pattern's matches: lookarounds and the like are approximated) and kept
-    on disk (app/diagnosis/hsdb.py). Only ASCII lines are read by it: `re` reads `\\w`, `\b`
+    on disk (app/diagnosis/hsdb.py). Only ASCII lines are read by it: `re` reads `\\w`, `\\b`
     and `\\s` by Unicode, Hyperscan's database by ASCII, and for an ASCII line they agree."""
 
     FLAGS = (
@@ -107,10 +108,11 @@ class _Prefilter:
 
     def database(self) -> tuple[hyperscan.Database | None, int]:
         """Built at the first line read, once every module's patterns are registered."""
+        if self._covered:
+            return self._database, self._covered
         with self._building:
-            if self._database is None and not self._covered:
+            if not self._covered:
                 patterns = list(self.patterns)
-                self._covered = len(patterns)
                 with contextlib.suppress(hyperscan.error):
                     self._database = cached_database(
                         "rules",
@@ -118,6 +120,7 @@ class _Prefilter:
                         list(range(len(patterns))),
                         [self.FLAGS] * len(patterns),
                     )
+                self._covered = len(patterns)  # last: the check above reads it unlocked
             return self._database, self._covered
 
     def _scan(self, text: str) -> _Candidates | None:
