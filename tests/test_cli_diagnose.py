@@ -240,3 +240,10 @@ def test_the_verbs_are_still_listed_and_run() -> None:
         [COMMAND, "compare", "--help"], capture_output=True, timeout=60, check=True
     )
     assert b"side by side" in helped.stdout
+
+
+def test_every_verb_is_named_where_the_command_looks_for_it() -> None:
+    from app.cli import VERB_NAMES
+    from app.verbs import VERBS
+
+    assert sorted(VERB_NAMES) == sorted(verb.name for verb in VERBS)
