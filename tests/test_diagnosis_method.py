@@ -777,6 +777,17 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "
          "\"../c10/cuda/CUDACachingAllocator.cpp\":995, please report a bug to PyTorch.",
          "oom_gpu"),
+        # the fourteenth round's, from the ninth round's fresh part folded into tuning
+        ("RuntimeError: Cannot re-initialize NPU in forked subprocess. To use NPU with "
+         "multiprocessing, you must use the 'spawn' start method", "config_or_args"),
+        ("RuntimeError: ExchangeDevice:../torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.cpp:286 "
+         "NPU function error: c10_npu::SetDevice(device), error code is 107001", "config_or_args"),
+        ("RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease "
+         "`--max-batch-prefill-tokens`", "oom_gpu"),
+        ("AssertionError: Currently, the compatibility between 'autotp' and 'zero_stage = 3' has "
+         "not been validated", "config_or_args"),
+        ("OSError: We couldn't connect to 'https://huggingface.co' to load the files, and "
+         "couldn't find them in the cached files.", "model_loading"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1260,3 +1271,46 @@ def test_llama_cpp_s_refused_mlock_is_lived_through() -> None:
     found = diagnose(*QUIET, " warning: failed to mlock 1555828736-byte buffer (after previously "
                      "locking 0 bytes): Cannot allocate memory", *QUIET[:3], failed)  # fmt: skip
     assert found.root_cause == failed
+
+
+def test_an_exception_s_repr_yields_to_its_traceback_s_own_line() -> None:
+    said = "ERROR 04-23 02:30:31 [engine.py:160] ValueError: Sampling parameters are missing."
+    logged = "ERROR 04-23 02:30:31 [engine.py:160] ValueError('Sampling parameters are missing.')"
+    frames = [f'ERROR 04-23 02:30:31 [engine.py:160]   File "/v/engine.py", line {n}, in step'
+              for n in range(30)]  # fmt: skip
+    found = diagnose(*QUIET, logged, "ERROR 04-23 02:30:31 [engine.py:160] Traceback (most "
+                     "recent call last):", *frames, said)  # fmt: skip
+    assert found.root_cause == said
+
+
+def test_a_wrapper_quoting_the_error_is_read_before_one_that_quotes_nothing() -> None:
+    quoting = (
+        "(EngineCore_DP0 pid=9) ERROR 01-13 14:23:52 [core.py:881] RuntimeError: Worker failed "
+        "with error 'Encoder cache miss for 9def2746.', please check the stack trace above for "
+        "the root cause"
+    )
+    found = diagnose(*QUIET, "(EngineCore_DP0 pid=9) ERROR 01-13 14:23:52 [core.py:881] "
+                     "EngineCore encountered a fatal error.", *TB, quoting)  # fmt: skip
+    assert found.root_cause == quoting
+
+
+def test_ascend_s_unknown_application_exception_is_a_wrapper() -> None:
+    failed = "OSError: We couldn't connect to 'https://huggingface.co' to load the files."
+    found = diagnose(*QUIET, *TB, failed, "[ERROR] 2025-07-03-15:27:10 (PID:333665, Device:-1, "
+                     "RankID:-1) ERR99999 UNKNOWN applicaiton exception")  # fmt: skip
+    assert found.root_cause == failed
+
+
+def test_an_editor_s_line_numbers_glued_before_a_rank_prefix_are_peeled() -> None:
+    failed = "34[rank1]: AssertionError: data_iterator is None vp_stage: None"
+    found = diagnose("31[rank1]: return get_batch_func(data_iterator, vp_stage)", failed)
+    assert found.root_cause == failed and found.crashed is True
+
+
+def test_a_transfer_failed_for_one_request_is_no_crash() -> None:
+    failed = (
+        "(Worker_TP1 pid=7) ERROR 03-31 02:49:30 [mooncake_connector.py:547] Mooncake transfer "
+        "failed for request chatcmpl-ba310df4-f600-441c"
+    )
+    found = diagnose(*QUIET, failed)
+    assert found.crashed is False and found.root_cause is None

@@ -255,9 +255,12 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     # Only wrappers: the weakest one that still says something ("exits with return code = -9"),
     # else a wrapper that points elsewhere, for the log holds nothing better.
     wrappers = [e for e in entries if e.strength == 1 and not e.noise]
+    # one that quotes the error it reports ("Worker failed with error 'Encoder cache miss
+    # ...'") says most of all, though it points to a traceback the log does not hold
+    quoting = [e for e in wrappers if rules.QUOTES_ERROR.search(e.content)]
     informative = [e for e in wrappers if not rules.STRONG_WRAPPERS.search(e.content)]
     pointing = [e for e in wrappers if rules.TRACEBACK not in e.content]
-    chosen = informative or pointing
+    chosen = quoting or informative or pointing
     if not chosen:
         return None
     return _logged_just_before(entries, position[id(chosen[0])]) or chosen[0]
@@ -629,6 +632,8 @@ def analyze(
 
 _EMPTY_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*$")
 _BARE_EXCEPTION = re.compile(r"^((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception))\s*$")
+# logging.exception(repr(e)): "ValueError('Sampling parameters are missing ...')"
+_REPR_EXCEPTION = re.compile(r"^((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception))\((['\"])(.+)\2\)\s*$")
 _LISTED = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 SAID_BELOW_LINES = 20
 
@@ -636,14 +641,19 @@ SAID_BELOW_LINES = 20
 def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
     """An exception with no message on its line ("ImportError: ") whose message, lines
     below, lists what failed: the first exception line of that list says it. A bare name
-    ("ImportError", ranks' tracebacks interleaved) yields to the same exception with its message."""
-    bare = _BARE_EXCEPTION.match(root.content)
+    ("ImportError", ranks' tracebacks interleaved) or its repr ("ValueError('...')", logged
+    before its traceback) yields to the same exception with its message."""
+    bare = _BARE_EXCEPTION.match(root.content) or _REPR_EXCEPTION.match(root.content)
     if bare is not None:
-        named = f"{bare.group(1)}: "
+        named = f"{bare[1]}: "
+        # A repr's message must match; its traceback, logged next, may be long.
+        quoted = bare[3] if bare.re is _REPR_EXCEPTION else ""
+        reach = FOLLOW_UP_LINES if quoted else SAID_BELOW_LINES
         for entry in entries[entries.index(root) + 1 :]:
-            if entry.line.number - root.line.number > SAID_BELOW_LINES:
+            if entry.line.number - root.line.number > reach:
                 break
-            if entry.content.startswith(named) and entry.content[len(named) :].strip():
+            message = entry.content.removeprefix(named)
+            if message != entry.content and message.strip() and message.startswith(quoted):
                 entry.strength = max(entry.strength, 3)
                 return entry
         return None

@@ -54,8 +54,8 @@ _PREFIXES = [
     # mpirun --tag-output: "[1,0]<stderr>:"; torchrun's per-rank tee: "[default0]:"
     r"\[\d+,\d+\]<std(?:out|err)>:\s?",
     r"\[default\d+\]:\s?",
-    # torch.distributed: "[rank1]: "
-    r"\[rank\d+\]:\s?",
+    # torch.distributed: "[rank1]: " (an editor's line numbers glued before it: "34[rank1]: ")
+    r"\d{0,5}\[rank\d+\]:\s?",
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 "
     r"#\d+ \d+\.\d{1,3} ",
     # docker compose: "deepseek-v32-exp  | "

@@ -170,6 +170,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         DEVICE_ALLOCATION_REFUSED, r"\bErrorOutOfDeviceMemory\b",
         # too little free on the device for what it was told to take (others hold the rest)
         r"\b[Ff]ree (?:GPU |device )?memory\b.*\bis less than\b",
+        # too little left for what a warm-up or a batch needs ("Not enough memory to handle
+        # 4096 prefill tokens", TGI's)
+        r"\bNot enough (?:GPU |device )?memory to (?:handle|run|fit|serve)\b",
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -210,7 +213,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a collective on tensors of a device no backend was set up for (gloo for the CPU)
         r"\bNo backend type associated with device type\b",
         # CUDA touched in a forked child (a DataLoader worker): the start method is the setting
-        r"\bCannot re-initialize CUDA in forked subprocess\b",
+        r"\bCannot re-initialize \w+ in forked subprocess\b",  # CUDA's, an NPU's, XPU's
+        # a device the process was told to use that its visible devices do not hold
+        r"\bSetDevice\b.*\berror code\b", r"\bInvalid device ID\b",
         # a user's disk quota (a cache under $HOME): the setting is where it writes
         r"\bDisk quota exceeded\b",
         # a service the program needs that is not running (Dynamo's etcd and NATS)
@@ -472,6 +477,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNotFoundError: (?:Error code: )?404\b", r"(?i:\b404 (?:page )?not found\b)",
         # another process on the GPU changing its memory while the engine measured it
         r"\bError in memory profiling\b",
+        # features the program does not take together ("the compatibility between 'autotp'
+        # and 'zero_stage = 3' has not been validated")
+        r"\bcompatibility between\b.*\bnot (?:been |yet )*(?:validated|supported|tested)\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -493,6 +501,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a tokenizer's vocabulary that cannot be parsed (a corrupt or HTML download)
         r"\binvalid (?:\w+ )?vocab(?:ulary)? file\b",
         r"\bfiles for a \w+ tokenizer\b",
+        # a hub that cannot be reached for a model not in the cache
+        r"\bcouldn't find them in the cached files\b",
     )),
     # Memory exhausted, by any allocator (ROCm's, Metal's, ggml's, XLA's), when no rule above
     # named the host.
@@ -837,6 +847,8 @@ POINTS_ELSEWHERE = _any(
 )
 
 # ...and those whose reason is the next failure printed ("raised:" then the exception).
+# A wrapper quoting the error it reports, in quotes or brackets.
+QUOTES_ERROR = re.compile(r"\b(?:with|original) error:? ?['\"(]\S")
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
 
 # Work only a live engine logs (a decode batch's statistics): never a failure, whatever its

@@ -279,6 +279,14 @@ REQUEST_REFUSED = (
         "context with an error; observed in corpus case N167",
     ),
     Fact(
+        r"\bfailed for request(?: id)?[ :=]+['\"]?[\w-]{8,}['\"]?\.?\s*$",
+        ("vllm", "vllm-ascend", "mooncake"),
+        "(Worker_DP0_TP1_EP1 pid=782969) ERROR 03-31 02:49:30 [mooncake_connector.py:547] "
+        "Mooncake transfer failed for request chatcmpl-ba310df4-f600-441c-a0b5-0cb772aaf8ed",
+        "a KV connector (vllm-ascend's mooncake_connector.py) failing one request's transfer: "
+        "that request fails, the engine serves on; observed in corpus case Q004",
+    ),
+    Fact(
         r"\bsession \d+ finished, reason \"error\"",
         ("lmdeploy",),
         "2025-05-17 17:09:51,337 - lmdeploy - ERROR - async_engine.py:791 - session 3 finished, "

@@ -290,6 +290,14 @@ WRAPPERS = (
         "ImportError, a compiler's error) is printed around it",
     ),
     Wrapper(
+        r"\bERR99999 UNKNOWN applica\w* exception\b",
+        ("vllm-ascend", "torch_npu"),
+        "[ERROR] 2025-07-03-15:27:10 (PID:333665, Device:-1, RankID:-1) ERR99999 UNKNOWN "
+        "applicaiton exception",
+        "torch_npu's exit hook (Ascend) on any Python exception that ended the process: the "
+        "exception's own traceback is before it; observed in corpus case Q007",
+    ),
+    Wrapper(
         r"\bEngineCore encountered a fatal error\b",
         ("vllm",),
         "(EngineCore_DP0 pid=2345) ERROR 09-01 10:00:05 [core.py:710] EngineCore encountered "
