@@ -1314,3 +1314,24 @@ def test_a_transfer_failed_for_one_request_is_no_crash() -> None:
     )
     found = diagnose(*QUIET, failed)
     assert found.crashed is False and found.root_cause is None
+
+
+def test_tensorrt_llm_s_executor_failing_one_request_is_no_crash() -> None:
+    found = diagnose(*QUIET, "E0624 21:46:14.504165488  296 briton.cpp:205]  Executor "
+                     "requestId=235 failed with error: Encountered an error in forwardAsync "
+                     "function: [TensorRT-LLM][ERROR] Assertion failed: decoderFinishedEvent "
+                     "must be nullopt.")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_an_http_exception_raised_to_answer_a_request_is_no_crash() -> None:
+    raised = "fastapi.exceptions.HTTPException: 500: Briton error during inference"
+    found = diagnose(*QUIET, *TB, raised, "Handled request: POST /v1/chat/completions HTTP/1.1 500")
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_a_logged_failure_yields_to_the_exception_it_quotes_below() -> None:
+    raised = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 19.21 GiB"
+    found = diagnose(*QUIET, "2025-08-14 01:32:04,725 - ERROR - Training failed: CUDA out of "
+                     "memory. Tried to allocate 19.21 GiB", *TB, raised)  # fmt: skip
+    assert found.root_cause == raised and found.error_class == "oom_gpu"

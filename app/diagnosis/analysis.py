@@ -511,6 +511,7 @@ def analyze(
     if root is not None:
         root = (
             _said_below(entries, root)
+            or _raised_below(entries, root)
             or _asserted(entries, root)
             or _disk_full(entries, root)
             or root
@@ -666,6 +667,25 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
         said = rules.EXCEPTION_LINE.match(listed) and not _EMPTY_EXCEPTION.match(listed)
         if listed != entry.content and said:
             entry.strength = max(entry.strength, 3)
+            return entry
+    return None
+
+
+RAISED_MESSAGE_CHARS = 20  # a message long enough to be the same error's, not a word
+
+
+def _raised_below(entries: list[Entry], root: Entry) -> Entry | None:
+    """A program's own word that something failed, quoting the exception's message
+    ("Training failed: CUDA out of memory. Tried to allocate ..."), then that exception's
+    traceback (logging.exception): the exception's own line names it."""
+    if rules.EXCEPTION_LINE.match(root.content):
+        return None
+    for entry in entries[entries.index(root) + 1 :]:
+        if entry.line.number - root.line.number > FOLLOW_UP_LINES:
+            break
+        raised = rules.EXCEPTION_LINE.match(entry.content)
+        message = raised[2] if raised else None
+        if message and len(message) >= RAISED_MESSAGE_CHARS and message in root.content:
             return entry
     return None
 

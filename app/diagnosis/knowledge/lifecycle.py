@@ -287,6 +287,23 @@ REQUEST_REFUSED = (
         "that request fails, the engine serves on; observed in corpus case Q004",
     ),
     Fact(
+        r"\brequestId[= ]+\d+ failed\b|\bfailed (?:to )?process requestId \d+",
+        ("tensorrt-llm", "triton-inference-server"),
+        "E0624 21:46:14.504165488     296 briton.cpp:205]  Executor requestId=235 failed with "
+        "error: Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] Assertion "
+        "failed: decoderFinishedEvent must be nullopt.",
+        "TensorRT-LLM's executor failing one request (its C++ executor API, as Triton's "
+        "tensorrtllm backend and servers over it report it): that request gets an error, the "
+        "executor serves on; observed in corpus cases P010, P011",
+    ),
+    Fact(
+        r"\bHTTPException: [45]\d\d\b",
+        ("fastapi", "starlette"),
+        "fastapi.exceptions.HTTPException: 500: Briton error during inference",
+        "FastAPI's (and Starlette's) exception for an HTTP error answer: raised to answer one "
+        "request with that status, the server serves on; observed in corpus case P011",
+    ),
+    Fact(
         r"\bsession \d+ finished, reason \"error\"",
         ("lmdeploy",),
         "2025-05-17 17:09:51,337 - lmdeploy - ERROR - async_engine.py:791 - session 3 finished, "
