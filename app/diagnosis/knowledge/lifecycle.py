@@ -281,17 +281,20 @@ REQUEST_REFUSED = (
     Fact(
         r"\bfailed for request(?: id)?[ :=]+['\"]?[\w-]{8,}['\"]?\.?\s*$",
         ("vllm", "vllm-ascend", "mooncake"),
-        "(Worker_DP0_TP1_EP1 pid=782969) ERROR 03-31 02:49:30 [mooncake_connector.py:547] "
-        "Mooncake transfer failed for request chatcmpl-ba310df4-f600-441c-a0b5-0cb772aaf8ed",
+        "(Worker pid=782969) (Worker_DP0_TP1_EP1 pid=782969) ERROR 03-31 02:49:30 "
+        "[mooncake_connector.py:547] Mooncake transfer failed for request "
+        "chatcmpl-ba310df4-f600-441c-a0b5-0cb772aaf8ed-8b8ee10a",
         "a KV connector (vllm-ascend's mooncake_connector.py) failing one request's transfer: "
         "that request fails, the engine serves on; observed in corpus case Q004",
     ),
     Fact(
         r"\brequestId[= ]+\d+ failed\b|\bfailed (?:to )?process requestId \d+",
         ("tensorrt-llm", "triton-inference-server"),
-        "E0624 21:46:14.504165488     296 briton.cpp:205]  Executor requestId=235 failed with "
-        "error: Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] Assertion "
-        "failed: decoderFinishedEvent must be nullopt.",
+        "E0624 21:46:14.504165488     296 briton.cpp:205]                       Executor "
+        "requestId=235 failed with error: Encountered an error in forwardAsync function: "
+        "[TensorRT-LLM][ERROR] Assertion failed: decoderFinishedEvent must be nullopt. (/"
+        "src/tensorrt_llm/cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp:"
+        "1040) ",
         "TensorRT-LLM's executor failing one request (its C++ executor API, as Triton's "
         "tensorrtllm backend and servers over it report it): that request gets an error, the "
         "executor serves on; observed in corpus cases P010, P011",
