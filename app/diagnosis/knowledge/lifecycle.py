@@ -104,6 +104,177 @@ SERVING = (
         "llama.cpp's server timing each request's prompt and generation; observed in corpus "
         "case F112",
     ),
+    Fact(
+        r"\bstop processing: n_(?:past|tokens) = \d+, truncated = \d",
+        ("llama.cpp",),
+        "slot      release: id  0 | task 0 | stop processing: n_tokens = 1045, truncated = 0",
+        "ggml-org/llama.cpp tools/server/server-context.cpp (server_slot::release: "
+        'SLT_INF(*this, "stop processing: n_tokens = %d, truncated = %d\\n"); n_past in '
+        "2024-2025 versions); read in the engine's source: A slot releasing after it "
+        "finished generating one request: only a serving llama-server prints it.",
+    ),
+    Fact(
+        r"\blaunch_slot_: id +\d+ \| task -?\d+ \| processing task\b",
+        ("llama.cpp",),
+        "slot launch_slot_: id  0 | task 12 | processing task",
+        "ggml-org/llama.cpp tools/server/server-context.cpp (launch_slot_with_task: "
+        'SLT_INF(slot, "processing task\\n")); read in the engine\'s source: A slot taking a '
+        "new request: printed once per request by a live server.",
+    ),
+    Fact(
+        r"\bprompt processing progress, n_(?:past|tokens) = \d+",
+        ("llama.cpp",),
+        "slot update_slots: id  0 | task 12 | prompt processing progress, n_tokens = 2048, "
+        "batch.n_tokens = 2048, progress = 0.512000",
+        "ggml-org/llama.cpp tools/server/server-context.cpp (update_slots: SLT_INF(slot, "
+        '"prompt processing progress, n_tokens = %d, batch.n_tokens = %d, progress = '
+        "%f\\n\")); read in the engine's source: Prefill progress of a request in a slot: the "
+        "server is doing work for clients.",
+    ),
+    Fact(
+        r"\bselected slot by (?:LRU|lcs similarity|LCP similarity)\b",
+        ("llama.cpp",),
+        "slot get_availabl: id  0 | task -1 | selected slot by LRU, t_last = 2371850918",
+        "ggml-org/llama.cpp tools/server/server-context.cpp (get_available_slot: "
+        'SLT_INF(*ret, "selected slot by LRU, t_last = %" PRId64 "\\n") and the similarity '
+        "variant); read in the engine's source: Slot selection for an incoming request, "
+        "printed once per request by a serving llama-server.",
+    ),
+    Fact(
+        r"\[\s*update_slots\] all slots are idle\b",
+        ("llama.cpp",),
+        'INFO [            update_slots] all slots are idle | tid="140234567890" '
+        "timestamp=1718000000",
+        "ggml-org/llama.cpp examples/server/server.cpp before the late-2024 logging rewrite "
+        '(update_slots: LOG_INFO("all slots are idle", {})); read in the engine\'s source: '
+        "The old text-format form of 'update_slots: all slots are idle' (not matched by the "
+        "existing row, which needs the colon): back in the loop after answering requests.",
+    ),
+    Fact(
+        r"\[\s*log_server_request\] request \|.*\bstatus=200\b.*\bmethod=\"POST\"",
+        ("llama.cpp",),
+        'INFO [      log_server_request] request | tid="140234567890" timestamp=1718000000 '
+        'remote_addr="127.0.0.1" remote_port=51234 status=200 method="POST" '
+        'path="/completion" params={}',
+        "ggml-org/llama.cpp examples/server/server.cpp before the late-2024 logging rewrite "
+        '(log_server_request: LOG_INFO("request", {remote_addr, remote_port, status, method, '
+        "path, params})); read in the engine's source: The old access line of a POST "
+        "answered 200: a request served.",
+    ),
+    Fact(
+        r"\[\s*print_timings\]\s+(?:prompt )?eval time\s+=\s+[\d.]+ ms",
+        ("llama.cpp",),
+        "INFO [           print_timings] prompt eval time     =     123.45 ms /    42 tokens "
+        '(    2.94 ms per token,   340.21 tokens per second) | tid="140234567890" '
+        "timestamp=1718000000 id_slot=0 id_task=5",
+        "ggml-org/llama.cpp examples/server/server.cpp before the late-2024 logging rewrite "
+        "(server_slot::print_timings: LOG_INFO(buffer, {...})); read in the engine's source: "
+        "The old per-request timing line (the existing eval-time row is anchored at the line "
+        "start and misses this prefix).",
+    ),
+    Fact(
+        r"\|\s+(?:prompt )?eval time = +[\d.]+ ms / +\d+ tokens",
+        ("llama.cpp",),
+        "slot print_timing: id  0 | task 12 | prompt eval time =     512.33 ms /  1024 "
+        "tokens (    0.50 ms per token,  1998.71 tokens per second)",
+        "ggml-org/llama.cpp tools/server/server-context.cpp (server_slot::print_timings: "
+        'SLT_INF(*this, "prompt eval time = %10.2f ms / %5d tokens ...\\n") without the '
+        "leading newline); read in the engine's source: Per-request timings on the slot's "
+        "own line, which the existing row (anchored at the line start) misses.",
+    ),
+    Fact(
+        r"\[GIN\] [\d/]+ - [\d:]+ \|\s*200\s*\|[^|]*\|[^|]*\|"
+        r"\s*POST\s+\"/(?:api/(?:generate|chat|embed(?:dings)?)|v1/(?:chat/)?completions|"
+        r"v1/(?:embeddings|responses|messages))\"",
+        ("ollama",),
+        "[GIN] 2025/03/01 - 10:00:05 | 200 |  3.412876102s |       127.0.0.1 | POST     "
+        '"/api/chat"',
+        "ollama/ollama server/routes.go (GenerateRoutes: gin.Default() access logger, gin's "
+        'defaultLogFormatter "[GIN] %v |%s %3d %s| %13v | %15s |%s %-7s %s %#v"); read in '
+        "the engine's source: Ollama's access line of a generation request answered 200: the "
+        "model served it.",
+    ),
+    Fact(
+        r"msg=\"truncating input prompt\" limit=\d+ prompt=\d+",
+        ("ollama",),
+        'time=2024-11-30T10:00:00.000Z level=WARN source=runner.go:153 msg="truncating input '
+        'prompt" limit=2048 prompt=3015 keep=5 new=2048',
+        "ollama/ollama runner/llamarunner/runner.go, runner/ollamarunner/runner.go, "
+        'llm/llama_server.go (slog.Warn("truncating input prompt", "limit", ...)); read in '
+        "the engine's source: A live runner fitting one request's prompt into num_ctx: a "
+        "warning about that request, proof the model is serving.",
+    ),
+    Fact(
+        r"text_generation_router::server: router/src/server\.rs:\d+: Success\s*$",
+        ("tgi",),
+        "2024-05-01T10:02:11.123456Z  INFO compat_generate{default_return_full_text=true "
+        'compute_type=Extension(ComputeType("1-nvidia-a100-sxm4-80gb"))}:generate{parameters='
+        'GenerateParameters { max_new_tokens: Some(20) } total_time="1.2s" '
+        'validation_time="1ms" queue_time="100µs" inference_time="1.1s" '
+        'time_per_token="55ms" seed="None"}: text_generation_router::server: '
+        "router/src/server.rs:432: Success",
+        "huggingface/text-generation-inference router/src/server.rs (generate / "
+        'generate_stream: tracing::info!("Success") with the request\'s timing span); read in '
+        "the engine's source: The router's line for each request it answered, with its "
+        "timings: the shards are serving.",
+    ),
+    Fact(
+        r"\bsession \d+ finished, reason \"(?:stop|length)\"",
+        ("lmdeploy",),
+        "2025-05-17 17:09:51,337 - lmdeploy - INFO - async_engine.py:779 - session 3 "
+        'finished, reason "stop", input_tokens 20, output_tokens 100',
+        "InternLM/lmdeploy lmdeploy/serve/core/async_engine.py (generate: "
+        'logger.info(f\'session {session_id} finished, reason "{finish_reason}", input_tokens '
+        "..., output_tokens ...')); read in the engine's source: A request completed "
+        "normally: the engine is serving (the 'reason \"error\"' form is already a "
+        "REQUEST_REFUSED row).",
+    ),
+    Fact(
+        r"\bsession(?:_id)?=\d+, (?:history_tokens=\d+, )?input_tokens=\d+, "
+        r"max_new_tokens=\d+",
+        ("lmdeploy",),
+        "2025-05-17 17:09:50,101 - lmdeploy - INFO - async_engine.py:718 - session=3, "
+        "history_tokens=0, input_tokens=20, max_new_tokens=512, seq_start=True, "
+        "seq_end=True, step=0, prep=True",
+        "InternLM/lmdeploy lmdeploy/serve/async_engine.py (generate: "
+        "logger.info(f'session={session_id}, history_tokens=..., input_tokens=..., "
+        "max_new_tokens=...')); serve/core/async_engine.py in newer versions; read in the "
+        "engine's source: LMDeploy logging each request it accepts, with its sizes: the "
+        "server is taking work.",
+    ),
+    Fact(
+        r"\bReceived request \S+: (?:prompt: |params: |sampling_params: )",
+        ("vllm",),
+        "INFO 06-16 10:03:14 [logger.py:41] Received request chatcmpl-3f2a9c1e8b7d4e5f: "
+        "prompt: '<|im_start|>user\\nHello<|im_end|>\\n<|im_start|>assistant\\n', params: "
+        "SamplingParams(n=1, temperature=0.7, max_tokens=256), prompt_token_ids: None, "
+        "prompt_embeds shape: None, lora_request: None, prompt_adapter_request: None.",
+        "vllm-project/vllm vllm/entrypoints/logger.py (RequestLogger.log_inputs: "
+        'logger.info("Received request %s: prompt: %r, params: %s, ...")); read in the '
+        "engine's source: vLLM's request log (unless --disable-log-requests): a request "
+        "reached the engine.",
+    ),
+    Fact(
+        r"\b(?:Added|Finished) request (?:chatcmpl|cmpl|embd|score|classify|"
+        r"pool)-[\w-]+\.\s*$",
+        ("vllm",),
+        "INFO 10-11 12:27:29 async_llm_engine.py:208] Added request chatcmpl-6c2d1f0e9a8b4c7d.",
+        "vllm-project/vllm vllm/engine/async_llm_engine.py before V1 (RequestTracker: "
+        'logger.info("Added request %s.") / ("Finished request %s.")); read in the engine\'s '
+        "source: The pre-V1 engine logging each request it took and finished.",
+    ),
+    Fact(
+        r"\bSpecDecoding metrics: (?:Draft acceptance rate|Mean acceptance length)",
+        ("vllm",),
+        "INFO 06-16 10:03:24 [metrics.py:97] SpecDecoding metrics: Mean acceptance length: "
+        "2.96, Accepted throughput: 41.20 tokens/s, Drafted throughput: 63.00 tokens/s, "
+        "Accepted: 412 tokens, Drafted: 630 tokens, Per-position acceptance rate: 0.812, "
+        "0.634, 0.513, Avg Draft acceptance rate: 65.4%",
+        "vllm-project/vllm vllm/v1/spec_decode/metrics.py (SpecDecodingLogging.log: "
+        'log_fn("SpecDecoding metrics: ...")); vllm/spec_decode before V1; read in the '
+        "engine's source: Periodic speculative-decoding statistics, printed next to the "
+        "throughput line only while requests are being decoded.",
+    ),
 )
 
 
@@ -143,6 +314,56 @@ NEVER_STARTED = (
         "error: creating server: Internal - failed to load all models",
         "Triton Inference Server exiting when a model of its repository failed to load (its "
         "model repository manager's status)",
+    ),
+    Fact(
+        r"\bexiting due to (?:model loading|HTTP server) error\b",
+        ("llama.cpp",),
+        "main: exiting due to model loading error",
+        "ggml-org/llama.cpp tools/server/server.cpp (main / llama_server: "
+        'LOG_ERR/SRV_ERR("exiting due to model loading error\\n"), and "exiting due to HTTP '
+        "server error\"); read in the engine's source: llama-server's own last words when it "
+        "could not load the model or start its HTTP listener: it never served.",
+    ),
+    Fact(
+        r"\bcouldn't bind HTTP server socket, hostname: \S+, port: \d+",
+        ("llama.cpp",),
+        "srv          start: couldn't bind HTTP server socket, hostname: 0.0.0.0, port: 8080",
+        "ggml-org/llama.cpp tools/server/server-http.cpp (server_http_context::start: "
+        'SRV_ERR("couldn\'t bind HTTP server socket, hostname: %s, port: %d\\n")); main() in '
+        "older server.cpp; read in the engine's source: The port is taken or not bindable, "
+        "so llama-server exits before it is ready.",
+    ),
+    Fact(
+        r"^Error: (?:WebserverCannotStart|DownloadError|ShardDisconnected)\s*$",
+        ("tgi",),
+        "Error: DownloadError",
+        "huggingface/text-generation-inference launcher/src/main.rs "
+        "(LauncherError::DownloadError / WebserverCannotStart / ShardDisconnected returned "
+        "from main before the router runs); read in the engine's source: The launcher's exit "
+        "when weights could not be downloaded or the router/shards could not be started: the "
+        "server never came up.",
+    ),
+    Fact(
+        r"text_generation_router(?:::server)?: \S+: Failed to bind to \S+: ",
+        ("tgi",),
+        "2024-05-01T10:00:40.123456Z ERROR text_generation_router::server: "
+        "router/src/server.rs:2325: Failed to bind to 0.0.0.0:80: Address already in use (os "
+        "error 98)",
+        "huggingface/text-generation-inference router/src/server.rs (start: "
+        'tracing::error!("Failed to bind to {addr}: {e}")); read in the engine\'s source: The '
+        "router could not listen on its port, so the server exits before serving (the "
+        "launcher then reports the webserver crashed).",
+    ),
+    Fact(
+        r"^error: creating server: ",
+        ("triton",),
+        "error: creating server: Invalid argument - --model-repository must be specified",
+        "triton-inference-server/server src/main.cc "
+        '(FAIL_IF_ERR(TRITONSERVER_ServerNew(...), "creating server") -> src/common.h: '
+        'std::cerr << "error: " << MSG << ": " << code << " - " << message; exit(1)); read '
+        "in the engine's source: tritonserver's exit when the server object could not be "
+        "created (bad options, repository, model load with strict mode); the existing row "
+        "covers only 'failed to load all models'.",
     ),
 )
 
@@ -203,6 +424,19 @@ STOPPED = (
         "signal: 15",
         "torchrun (torch/distributed/elastic/multiprocessing/api.py, _terminate_process_handler) "
         "when SIGTERM, SIGINT or SIGHUP reached the launcher itself",
+    ),
+    Fact(
+        r"\bSIGTERM received\. signum=\S+ frame=.*(?:Draining requests and shutting down|"
+        r"Shutting down gRPC server)",
+        ("sglang",),
+        "[2025-06-01 10:00:00] SIGTERM received. signum=15 frame=<frame at 0x7f2c1c0b3a40, "
+        "file '/usr/lib/python3.10/asyncio/base_events.py', line 1871, code _run_once>. "
+        "Draining requests and shutting down...",
+        "sgl-project/sglang python/sglang/srt/managers/tokenizer_manager.py "
+        '(SignalHandler.sigterm_handler: logger.warning(f"SIGTERM received. {signum=} '
+        '{frame=}. Draining requests and shutting down...")); grpc server variant; read in '
+        "the engine's source: sglang's tokenizer manager on an external SIGTERM (child "
+        "failures reach it as SIGQUIT instead): a graceful, deliberate stop.",
     ),
 )
 
@@ -314,5 +548,287 @@ REQUEST_REFUSED = (
         "LMDeploy's async engine (lmdeploy/serve/async_engine.py) ending one request's session "
         "that the engine refused (a prompt over session_len); corpus case H056 has one under "
         "journald's prefix",
+    ),
+    Fact(
+        r"\bsend_error: task id = \d+, error: ",
+        ("llama.cpp",),
+        "srv    send_error: task id = 42, error: input (9000 tokens) is larger than the max "
+        "context size (8192 tokens). skipping",
+        "ggml-org/llama.cpp tools/server/server-context.cpp "
+        '(server_context_impl::send_error: SRV_ERR("task id = %d, error: %s\\n")); read in '
+        "the engine's source: llama-server's single error path for one task (invalid tokens, "
+        "too long for the slot, sampler init, slot save/restore, context shift off): the "
+        "task gets an error answer and the loop serves on.",
+    ),
+    Fact(
+        r"\[\s*send_error\] task error \||\"function\":\s*\"send_error\".*\"msg\":\s*\"tas"
+        r"k error\"",
+        ("llama.cpp",),
+        'ERR [              send_error] task error | tid="139913461497856" '
+        'timestamp=1718000000 id_multi=-1 id_task=12 error="input is larger than the max '
+        'context size. skipping"',
+        "ggml-org/llama.cpp examples/server/server.cpp before the late-2024 logging rewrite "
+        '(server_context::send_error: LOG_ERROR("task error", {id_multi, id_task, error})); '
+        "read in the engine's source: The same per-task error in the old text/JSON "
+        "server_log format ('ERR [send_error] task error | ...'); the request is answered "
+        "with an error and the server goes on.",
+    ),
+    Fact(
+        r"\bgot exception: \{\s*\"(?:error|code|message)\"",
+        ("llama.cpp",),
+        'srv    operator(): got exception: {"error":{"code":400,"message":"\'messages\' is '
+        'required","type":"invalid_request_error"}}',
+        'ggml-org/llama.cpp tools/server/server.cpp (ex_wrapper: SRV_WRN("got exception: '
+        '%s\\n", res->data)) and server-http.cpp (set_exception_handler); read in the '
+        "engine's source: llama-server's HTTP handler wrapper turning one request's "
+        "exception into a 400/500 JSON error; the formatted error it logs is that request's "
+        "only.",
+    ),
+    Fact(
+        r"\bfailed to launch slot with (?:parent |child )?task, id_task = \d+",
+        ("llama.cpp",),
+        "srv  process_sing: failed to launch slot with task, id_task = 7",
+        "ggml-org/llama.cpp tools/server/server-context.cpp (process_single_task / "
+        'launch_slots_with_parent_task: SRV_ERR("failed to launch slot with task, id_task = '
+        "%d\\n\")); read in the engine's source: Logged right after send_error refused the "
+        "task (bad aLoRA set, invalid tokens, sampler init failure): the task is dropped, "
+        "other slots keep running.",
+    ),
+    Fact(
+        r"\b[Uu]nauthorized: Invalid API Key\b",
+        ("llama.cpp",),
+        "srv    operator(): unauthorized: Invalid API Key",
+        "ggml-org/llama.cpp tools/server/server-http.cpp (middleware_validate_api_key: "
+        'SRV_WRN("%s", "unauthorized: Invalid API Key\\n")); older server.cpp '
+        'LOG_WARNING("Unauthorized: Invalid API Key"); read in the engine\'s source: One '
+        "request with a missing or wrong API key answered 401; nothing about the server's "
+        "health.",
+    ),
+    Fact(
+        r"\bdone request: [A-Z]+ /\S* \S+ [45]\d\d\b",
+        ("llama.cpp",),
+        "srv  log_server_r: done request: POST /v1/chat/completions 127.0.0.1 400",
+        "ggml-org/llama.cpp tools/server/server-http.cpp (log_server_request: "
+        'SRV_TRC/LOG_INF("done request: %s %s %s %d\\n", method, path, remote_addr, status)); '
+        "read in the engine's source: llama-server's per-request access line with a 4xx/5xx "
+        "status: one request answered with an error (the 200 form is already a SERVING row).",
+    ),
+    Fact(
+        r"\[GIN\] [\d/]+ - [\d:]+ \|\s*[45]\d\d\s*\|[^|]*\|[^|]*\|"
+        r"\s*POST\s+\"/(?:api/(?:generate|chat|embed(?:dings)?)|v1/(?:chat/)?completions|"
+        r"v1/(?:embeddings|responses|messages))\"",
+        ("ollama",),
+        "[GIN] 2025/03/01 - 10:00:05 | 400 |     412.3µs |       127.0.0.1 | POST     "
+        '"/api/generate"',
+        "ollama/ollama server/routes.go (handlers answering "
+        "c.JSON(http.StatusBadRequest/NotFound/InternalServerError, ...), logged by gin's "
+        "access logger); read in the engine's source: One generation request answered "
+        "4xx/5xx (bad JSON, unknown model, client gone, prompt error); the server keeps "
+        "listening.",
+    ),
+    Fact(
+        r"\baborting (?:completion|chat|embeddings?) request due to client closing the "
+        r"connection\b",
+        ("ollama",),
+        'time=2025-03-01T10:00:05.123Z level=INFO source=server.go:1612 msg="aborting '
+        'completion request due to client closing the connection"',
+        "ollama/ollama llm/server.go (Completion/Embedding: slog.Info on sem.Acquire "
+        "context.Canceled); llm/llama_server.go (chat); runner/llamarunner, "
+        "runner/ollamarunner runner.go; read in the engine's source: The client hung up "
+        "before its request got a slot: that request is dropped, nothing failed.",
+    ),
+    Fact(
+        r"\bclient connection closed before (?:server|llama-server) finished loading, "
+        r"aborting load\b",
+        ("ollama",),
+        'time=2024-12-09T03:41:20.510Z level=WARN source=server.go:1392 msg="client '
+        'connection closed before server finished loading, aborting load"',
+        "ollama/ollama llm/server.go and llm/llama_server.go (WaitUntilRunning: slog.Warn on "
+        "ctx.Done()); read in the engine's source: The requesting client went away while the "
+        "model loaded; the scheduler then logs 'context canceled' (already a REQUEST_REFUSED "
+        "row) and serves on.",
+    ),
+    Fact(
+        r"msg=\"chat (?:template )?prompt error(?: applying structured outputs)?\"",
+        ("ollama",),
+        'time=2026-03-01T10:00:05.123Z level=ERROR source=routes.go:2702 msg="chat prompt '
+        'error" error="template: :3:12: executing \\"\\" at <.Messages>: can\'t evaluate field '
+        'Messages"',
+        'ollama/ollama server/routes.go (ChatHandler / GenerateHandler: slog.Error("chat '
+        'prompt error", "error", err) then c.JSON(500, ...)); read in the engine\'s source: '
+        "Rendering one request's prompt failed (template, images, structured output) and "
+        "that request got a 500.",
+    ),
+    Fact(
+        r"`inputs` tokens \+ `max_new_tokens` must be <= \d+|`inputs` must have less than "
+        r"\d+ tokens|`max_new_tokens` must be <= \d+",
+        ("tgi",),
+        "2024-05-01T10:03:00.123456Z ERROR compat_generate{default_return_full_text=true}:gen"
+        "erate{parameters=GenerateParameters { max_new_tokens: Some(200) }}:async_stream{}: "
+        "text_generation_router::infer: router/src/infer/mod.rs:126: `inputs` tokens + "
+        "`max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 "
+        "`max_new_tokens`",
+        "huggingface/text-generation-inference router/src/validation.rs "
+        "(ValidationError::MaxTotalTokens / InputLength / MaxNewTokens), logged by "
+        'router/src/infer/mod.rs (tracing::error!("{err}")) and answered 422; read in the '
+        "engine's source: TGI's router refusing one request longer than max-total-tokens / "
+        "max-input-tokens; the shards never see it.",
+    ),
+    Fact(
+        r"`(?:temperature|repetition_penalty|frequency_penalty|top_k|top_p|typical_p|"
+        r"truncate|best_of|top_n_tokens)` must be\b|`inputs` cannot be empty|`stop` "
+        r"supports up to \d+ stop sequences",
+        ("tgi",),
+        "2024-05-01T10:03:00.123456Z ERROR generate{parameters=GenerateParameters { "
+        "temperature: Some(0.0) }}:async_stream{}: text_generation_router::infer: "
+        "router/src/infer/mod.rs:126: `temperature` must be strictly positive",
+        "huggingface/text-generation-inference router/src/validation.rs (ValidationError "
+        'variants), logged by router/src/infer/mod.rs (tracing::error!("{err}")); read in '
+        "the engine's source: Parameter validation of one request failed in the router (422 "
+        "answer); the server is fine.",
+    ),
+    Fact(
+        r"text_generation_router::infer: \S+: no permits available",
+        ("tgi",),
+        "2024-05-01T10:03:00.123456Z ERROR compat_generate{default_return_full_text=true}:gen"
+        "erate_stream{}:async_stream{}: text_generation_router::infer: "
+        "router/src/infer/mod.rs:118: no permits available",
+        "huggingface/text-generation-inference router/src/infer/mod.rs "
+        '(limit_concurrent_requests.try_acquire_owned() error, tracing::error!("{err}"), '
+        "answered 429 'Model is overloaded'); read in the engine's source: More concurrent "
+        "requests than --max-concurrent-requests: that request is refused with 429 while the "
+        "others run.",
+    ),
+    Fact(
+        r"\bEntry response channel error\.|\bFailed to send event\. Receiver dropped\.",
+        ("tgi",),
+        "2024-05-01T10:04:00.123456Z ERROR batch{batch_size=1}:decode:send_generation{generat"
+        "ion=Generation { request_id: 3 }}: text_generation_router_v3::backend: "
+        "backends/v3/src/backend.rs:438: Entry response channel error.",
+        "huggingface/text-generation-inference backends/v3/src/backend.rs (send_generation: "
+        'tracing::error!("Entry response channel error."), counter err=dropped) and '
+        'router/src/server.rs ("Failed to send event. Receiver dropped."); read in the '
+        "engine's source: The client of that request disconnected, so its generation is "
+        "dropped; the batch goes on.",
+    ),
+    Fact(
+        r"\[safe_run\] (?:session \d+ cancelled: \w+|exception caught: (?:GeneratorExit|"
+        r"CancelledError)\b)",
+        ("lmdeploy",),
+        "2025-05-17 17:10:02,551 - lmdeploy - ERROR - async_engine.py:632 - [safe_run] "
+        "exception caught: GeneratorExit ",
+        "InternLM/lmdeploy lmdeploy/serve/async_engine.py (safe_run: "
+        "logger.error(f'[safe_run] exception caught: {type(e).__name__} {e}')); "
+        "serve/core/async_engine.py ('[safe_run] session {id} cancelled: "
+        "{type(e).__name__}'); read in the engine's source: A client disconnected or "
+        "cancelled its stream; LMDeploy cancels that session and serves on.",
+    ),
+    Fact(
+        r"\[generate\] session \d+ got aborted before starting inference\b",
+        ("lmdeploy",),
+        "2026-03-01 10:00:00,123 - lmdeploy - INFO - async_engine.py:669 - [generate] "
+        "session 7 got aborted before starting inference, session.epoch=1, "
+        "async_engine.epoch=2",
+        "InternLM/lmdeploy lmdeploy/serve/core/async_engine.py (generate: logger.info(...got "
+        "aborted before starting inference...)); read in the engine's source: One request "
+        "aborted (stop_all_session / abort endpoint) before inference; the engine continues.",
+    ),
+    Fact(
+        r"\brun out of tokens\. session=\d+",
+        ("lmdeploy",),
+        "2025-01-10 12:00:00,001 - lmdeploy - ERROR - async_engine.py:732 - run out of "
+        "tokens. session=5.",
+        "InternLM/lmdeploy lmdeploy/serve/async_engine.py (generate: logger.error(f'run out "
+        "of tokens. session={session_id}.')); read in the engine's source: One session's "
+        "history already fills session_len, so it gets an empty 'length' answer; other "
+        "sessions are unaffected.",
+    ),
+    Fact(
+        r"\[async_stream_infer\] (?:GeneratorExit|CancelledError)\s*$",
+        ("lmdeploy",),
+        "2025-05-17 17:10:02,549 - lmdeploy - INFO - turbomind.py:801 - [async_stream_infer] "
+        "GeneratorExit",
+        "InternLM/lmdeploy lmdeploy/turbomind/turbomind.py (async_stream_infer: "
+        "logger.info(f'[async_stream_infer] {type(e).__name__}') then model_inst.cancel()); "
+        "read in the engine's source: TurboMind cancelling one request whose client went "
+        "away.",
+    ),
+    Fact(
+        r"\bFailed to process the request\(s\) for model (?:instance )?'[^']+', message: "
+        r"(?!Stub process)",
+        ("triton",),
+        "E0602 10:00:00.123456 1 pb_stub.cc:741] Failed to process the request(s) for model "
+        "'preprocessing_0_0', message: ValueError: too many values to unpack (expected 2)",
+        "triton-inference-server/python_backend src/pb_stub.cc (ProcessRequests: LOG_ERROR "
+        "<< \"Failed to process the request(s) for model '...', message: \" << error) and "
+        "src/python_be.cc (RespondErrorToAllRequests); read in the engine's source: A "
+        "Python-backend model's execute() raised for one batch of requests; those requests "
+        "get an error and the model keeps serving.",
+    ),
+    Fact(
+        r"\bAborted request(?:\(s\))? \S+\.\s*$",
+        ("vllm",),
+        "(APIServer pid=387) INFO 09-21 21:40:02 [async_llm.py:488] Aborted request(s) "
+        "chatcmpl-8f1e2d3c4b5a6978.",
+        'vllm-project/vllm vllm/v1/engine/async_llm.py (abort: logger.info("Aborted '
+        'request(s) %s.")); vllm/engine/async_llm_engine.py and multiprocessing/engine.py '
+        'before V1 ("Aborted request %s."); read in the engine\'s source: A request aborted '
+        "because its client disconnected or was cancelled; the engine serves on.",
+    ),
+    Fact(
+        r"\bError in preprocessing prompt inputs\b",
+        ("vllm",),
+        "(APIServer pid=387) ERROR 09-21 21:40:02 [serving_chat.py:257] Error in "
+        "preprocessing prompt inputs",
+        "vllm-project/vllm vllm/entrypoints/openai/serving_chat.py, serving_completion.py, "
+        'serving_embedding.py (logger.exception("Error in preprocessing prompt inputs") then '
+        "create_error_response -> 400); read in the engine's source: Rendering or tokenizing "
+        "one request failed (chat template, bad content, too long); the traceback under it "
+        "is that request's, answered with a 400.",
+    ),
+    Fact(
+        r"\bThe (?:decoder|encoder) prompt \(length \d+\) is longer than the maximum "
+        r"model length of \d+",
+        ("vllm",),
+        "ValueError: The decoder prompt (length 8825) is longer than the maximum model "
+        "length of 8192. Make sure that `max_model_len` is no smaller than the number of "
+        "text tokens plus multimodal tokens.",
+        "vllm-project/vllm vllm/v1/engine/processor.py (_validate_model_input: raise "
+        'ValueError(f"The {prompt_type} prompt (length {len(prompt_ids)}) is longer than the '
+        "maximum model length of {max_prompt_len}. ...\")); read in the engine's source: vLLM "
+        "V1's input validation refusing one over-long (often multimodal) prompt; the request "
+        "gets a 400, the engine is fine.",
+    ),
+    Fact(
+        r"\bError in chat completion stream generator\.",
+        ("vllm",),
+        "(APIServer pid=3176541) ERROR 09-16 10:40:29 [serving_chat.py:1051] Error in chat "
+        "completion stream generator.",
+        "vllm-project/vllm vllm/entrypoints/openai/serving_chat.py "
+        '(chat_completion_stream_generator: logger.exception("Error in chat completion '
+        "stream generator.\") then an error chunk); read in the engine's source: One "
+        "streaming request failed after its 200 was sent; the traceback below it says why "
+        "(an EngineDeadError there is only the echo of an engine failure logged elsewhere).",
+    ),
+    Fact(
+        r"\bRequest is disconnected from the client side\b",
+        ("sglang",),
+        "[2025-06-01 10:00:00] ValueError: Request is disconnected from the client side "
+        "(type 1). Abort request obj.rid='a1b2c3d4e5f6'",
+        "sgl-project/sglang python/sglang/srt/managers/tokenizer_manager.py "
+        '(_wait_one_response: raise ValueError(f"Request is disconnected from the client '
+        "side (type N). Abort request {obj.rid=}\")); read in the engine's source: The client "
+        "closed its connection; sglang aborts that one request (the exception only unwinds "
+        "its handler).",
+    ),
+    Fact(
+        r"\bis disconnected, abort \S+\s*$",
+        ("tensorrt-llm",),
+        "[06/16/2025-10:03:14] [TRT-LLM] [I] Address(host='127.0.0.1', port=51234) is "
+        "disconnected, abort 12",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/serve/openai_server.py (await_disconnected: "
+        'promise.abort(); logger.info(f"{raw_request.client} is disconnected, abort '
+        "{promise.request_id}\")); read in the engine's source: trtllm-serve aborting one "
+        "request whose client hung up.",
     ),
 )

@@ -409,4 +409,257 @@ WRAPPERS = (
         "CuPy's NVRTC binding (cupy_backends/cuda/libs/nvrtc.pyx): the CompileException raised "
         "while handling it quotes the compiler's log",
     ),
+    Wrapper(
+        r"msg=\"post predict\" error=",
+        ("ollama",),
+        'time=2024-07-01T10:00:00.000Z level=ERROR source=server.go:1654 msg="post predict" '
+        'error="Post \\"http://127.0.0.1:35343/completion\\": EOF"',
+        'ollama/ollama llm/server.go (llmServer.Completion: slog.Error("post predict", '
+        "\"error\", err)); read in the engine's source: The server's HTTP call to its runner "
+        "broke mid-request (EOF, connection reset): the runner process died and its own "
+        "stderr says why.",
+        another_process=True,
+    ),
+    Wrapper(
+        r"msg=\"llama-server (?:completion|chat) error\" error=",
+        ("ollama",),
+        "time=2026-06-01T10:00:00.000Z level=ERROR source=llama_server.go:1640 "
+        'msg="llama-server completion error" error="Post '
+        '\\"http://127.0.0.1:41234/completion\\": EOF"',
+        'ollama/ollama llm/llama_server.go (Completion/Chat: slog.Error("llama-server '
+        'completion error", "error", err)); read in the engine\'s source: Newer Ollama\'s '
+        "relay of a broken connection to its llama-server child: the child died, its own "
+        "output holds the cause.",
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bmodel runner has unexpectedly stopped, this may be due to resource "
+        r"limitations or an internal error\b",
+        ("ollama",),
+        "Error: model runner has unexpectedly stopped, this may be due to resource "
+        "limitations or an internal error, check ollama server logs for details",
+        "ollama/ollama llm/server.go and llm/llama_server.go (Completion/Chat: errors.New / "
+        'fmt.Errorf("model runner has unexpectedly stopped, ... check ollama server logs for '
+        "details\")); read in the engine's source: What the API and CLI say when the runner "
+        "died mid-request; the server log has the runner's real error.",
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bllama-server (?:process has )?terminated\b(?::|\" error=\")\s*(?:exit status "
+        r"\w+|signal: \w+)",
+        ("ollama",),
+        'time=2026-06-01T10:00:00.000Z level=ERROR source=sched.go:734 msg="error loading '
+        'llama server" error="llama-server process has terminated: exit status 1"',
+        'ollama/ollama llm/llama_server.go (reaper: slog.Error("llama-server terminated", '
+        '...); WaitUntilRunning: fmt.Errorf("llama-server process has terminated: %s", '
+        "exit)); read in the engine's source: Newer Ollama (llama-server child) relaying "
+        "only how its child exited, like the existing 'llama runner ... terminated' row.",
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bllama(?:-server| runner) process no longer running: (?:-?\d+|exit status \d+|"
+        r"unknown)\s*(?:\"|$)",
+        ("ollama",),
+        'time=2024-10-01T10:00:00.000Z level=ERROR source=sched.go:455 msg="error loading '
+        'llama server" error="llama runner process no longer running: -1 "',
+        'ollama/ollama llm/server.go (getServerStatus / WaitUntilRunning: fmt.Errorf("llama '
+        "runner process no longer running: %d %s\")); llm/llama_server.go ('llama-server "
+        "process no longer running'); read in the engine's source: The runner is gone and "
+        "Ollama only knows its exit code (-1: a signal); the runner's own output says why.",
+        another_process=True,
+    ),
+    Wrapper(
+        r"\ban error was encountered while running the model: (?:unexpected EOF|"
+        r"EOF)\s*(?:\"|$)",
+        ("ollama",),
+        'time=2025-05-01T10:00:00.000Z level=ERROR source=routes.go:1520 msg="chat error" '
+        'error="an error was encountered while running the model: unexpected EOF"',
+        "ollama/ollama llm/server.go and llm/llama_server.go (reading the runner's stream: "
+        'fmt.Errorf("an error was encountered while running the model: %s", msg)); read in '
+        "the engine's source: Only when it quotes a bare EOF: the runner's stream ended "
+        "because the runner died (with any other message the quoted text is the cause).",
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bShard complete standard error output:",
+        ("tgi",),
+        "2023-08-17T10:23:26.957416Z ERROR shard-manager: text_generation_launcher: Shard "
+        "complete standard error output:",
+        "huggingface/text-generation-inference launcher/src/main.rs (shard_manager: "
+        'tracing::error!("Shard complete standard error output:\\n{err}")); read in the '
+        "engine's source: The launcher dumping a dead shard's stderr: the lines after it are "
+        "the shard's own error.",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"text_generation_launcher: (?:Shard \d+ crashed|Webserver Crashed)\s*$",
+        ("tgi",),
+        "2024-05-01T10:05:00.123456Z ERROR text_generation_launcher: Shard 0 crashed",
+        "huggingface/text-generation-inference launcher/src/main.rs (main loop: "
+        'tracing::error!("Shard {rank} crashed") / tracing::error!("Webserver Crashed")); '
+        "read in the engine's source: The launcher noticing a shard (Python) or the router "
+        "(Rust) exited after startup; that process's own lines say why.",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"^Error: (?:ShardFailed|WebserverFailed)\s*$",
+        ("tgi",),
+        "Error: ShardFailed",
+        "huggingface/text-generation-inference launcher/src/main.rs (main returns "
+        "LauncherError::ShardFailed / WebserverFailed, printed by Rust's Termination as "
+        "'Error: {:?}'); read in the engine's source: The launcher's exit after a shard or "
+        "the router died while serving (ShardCannotStart is the start-up one).",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bMethod \w+ encountered an error\.",
+        ("tgi",),
+        "2024-05-01T10:05:00.123456Z ERROR text_generation_launcher: Method Decode "
+        "encountered an error.",
+        "huggingface/text-generation-inference server/text_generation_server/interceptor.py "
+        '(ExceptionInterceptor.intercept: logger.exception(f"Method {method_name} '
+        "encountered an error.\")), relayed by the launcher; read in the engine's source: The "
+        "shard's gRPC interceptor announcing a traceback (Prefill/Decode/Warmup failed); the "
+        "exception at its end is the cause, and a RuntimeError stops the shard.",
+    ),
+    Wrapper(
+        r"\bEngine main loop failed\.",
+        ("lmdeploy",),
+        "2026-03-01 10:00:00,123 - lmdeploy - ERROR - engine.py:625 - Engine main loop failed.",
+        "InternLM/lmdeploy lmdeploy/pytorch/engine/engine.py (async_loop: "
+        "logger.exception('Engine main loop failed.')); read in the engine's source: The "
+        "PyTorch engine's loop died; the traceback logged with it ends in the real exception.",
+        strong=True,
+    ),
+    Wrapper(
+        r"\b(?:WorkerWrapper rank\[\d+\] wait_tasks failed\.|Proc\[\d+\] failed\s*$|"
+        r"EngineLoop wait_tasks failed\.|RayExecutor DP\[\d+\] wait_tasks failed\.)",
+        ("lmdeploy",),
+        "2026-03-01 10:00:00,123 - lmdeploy - ERROR - mp_executor.py:561 - Proc[1] failed",
+        "InternLM/lmdeploy lmdeploy/pytorch/engine/executor/mp_executor.py (_main_loop: "
+        "logger.exception(f'Proc[{proc_id}] failed')), executor/base_worker.py, "
+        "engine/engine_loop.py, executor/ray_executor.py; read in the engine's source: A "
+        "worker or the engine loop announcing the traceback that follows; the exception at "
+        "its end is the cause.",
+        strong=True,
+    ),
+    Wrapper(
+        r"\bReceived custom termination signal from sub processing, exiting\b",
+        ("lmdeploy",),
+        "2026-03-01 10:00:00,456 - lmdeploy - ERROR - mp_executor.py:282 - Received custom "
+        "termination signal from sub processing, exiting...",
+        "InternLM/lmdeploy lmdeploy/pytorch/engine/executor/mp_executor.py (SIGUSR1 handler "
+        "set in MPExecutor.__init__, raised by a failed worker proc); read in the engine's "
+        "source: The executor exits because a worker process failed and signalled it; that "
+        "worker's traceback is the cause.",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bServer process \d+ exited with code -?[1-9]\d*\b",
+        ("lmdeploy",),
+        "2026-03-01 10:00:01,000 - lmdeploy - ERROR - launch_server.py:180 - Server process "
+        "4242 exited with code 1",
+        "InternLM/lmdeploy lmdeploy/serve/openai/launch_server.py (launch_server: "
+        "logger.error(f'Server process {process.pid} exited with code {process.exitcode}'), "
+        "then raises RuntimeError with the same text); read in the engine's source: The "
+        "multi-DP launcher reporting that one api_server child died; the child's own log "
+        "holds the error.",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bServer process failed during startup or serving\.",
+        ("lmdeploy",),
+        "2026-03-01 10:00:00,900 - lmdeploy - ERROR - launch_server.py:68 - Server process "
+        "failed during startup or serving.",
+        "InternLM/lmdeploy lmdeploy/serve/openai/launch_server.py (_run_server: "
+        "logger.exception(...) then os._exit(1)); read in the engine's source: A DP child's "
+        "header over its traceback; the exception at the end is the cause.",
+        strong=True,
+    ),
+    Wrapper(
+        r"\bPyTorch ZMQ engine process is not alive\b",
+        ("lmdeploy",),
+        "2026-03-01 10:00:02,000 - lmdeploy - ERROR - zmq_rpc.py:62 - PyTorch ZMQ engine "
+        "process is not alive.",
+        "InternLM/lmdeploy lmdeploy/pytorch/engine/mp_engine/zmq_rpc.py (AsyncRPCClient "
+        "backend-dead handling: logger.error(self.dead_msg)); read in the engine's source: "
+        "The api_server's RPC client found the engine subprocess dead; the engine process's "
+        "log says why.",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bStub process '[^']+' is not healthy\.",
+        ("triton",),
+        "E0602 10:00:00.123456 1 python_be.cc:2684] Failed to process the request(s) for "
+        "model instance 'preprocessing_0_0', message: Stub process 'preprocessing_0_0' is "
+        "not healthy.",
+        "triton-inference-server/python_backend src/python_be.cc and src/stub_launcher.cc "
+        '("Stub process \'" + name + "\' is not healthy."); read in the engine\'s source: '
+        "Triton noticing that a model's Python stub process died (segfault, OOM kill); the "
+        "stub's own output or the kernel says why.",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bAsyncLLMEngine has failed, terminating server process\b",
+        ("vllm",),
+        "CRITICAL 11-04 12:53:11 launcher.py:72] AsyncLLMEngine has failed, terminating "
+        "server process",
+        "vllm-project/vllm vllm/entrypoints/launcher.py before V1 (runtime_error_handler: "
+        'logger.critical("AsyncLLMEngine has failed, terminating server process")); read in '
+        "the engine's source: The pre-V1 OpenAI server shutting down because its engine "
+        "already failed; the engine's traceback earlier in the log is the cause.",
+        strong=True,
+    ),
+    Wrapper(
+        r"\b(?:(?:Multimodal)?DetokenizerManager|TokenizerManager|DataParallelController|"
+        r"FaultToleranceManager) hit an exception\b",
+        ("sglang",),
+        "[2025-06-01 10:00:00] DataParallelController hit an exception: Traceback (most "
+        "recent call last):",
+        "sgl-project/sglang python/sglang/srt/managers/detokenizer_manager.py "
+        "(run_detokenizer_process), data_parallel_controller.py "
+        '(run_data_parallel_controller_process): logger.error(f"... hit an exception: '
+        "{traceback}\") then SIGQUIT to the parent; read in the engine's source: Like "
+        "'Scheduler hit an exception': the traceback that follows ends in the real error, "
+        "and the launcher then prints 'Received sigquit from a child process'.",
+    ),
+    Wrapper(
+        r"\bExecutor worker died during initialization\b",
+        ("tensorrt-llm",),
+        "[06/16/2025-10:03:14] [TRT-LLM] [E] Executor worker died during initialization.",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/executor/proxy.py (_start_executor_workers: "
+        'logger.error("Executor worker died during initialization.") and '
+        'RuntimeError("Executor worker died during initialization")); read in the engine\'s '
+        "source: The proxy saw an MPI worker finish before sending READY; the worker's own "
+        "error (often 'Failed to initialize executor on rank N') is the cause.",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bggml_cuda_compute_forward: \S+ failed\s*$",
+        ("llama.cpp", "ollama"),
+        "ggml_cuda_compute_forward: MUL_MAT failed",
+        "ggml-org/llama.cpp ggml/src/ggml-cuda/ggml-cuda.cu (ggml_cuda_graph_compute / "
+        'compute_forward: GGML_LOG_ERROR("%s: %s failed\\n", __func__, ggml_op_desc(dst))); '
+        "read in the engine's source: ggml's CUDA backend naming the op whose kernel failed; "
+        "the 'CUDA error: ...' line right after it says what failed.",
+    ),
+    Wrapper(
+        r"^\s*current device: \d+, in function \w+ at \S+:\d+\s*$",
+        ("llama.cpp", "ollama"),
+        "  current device: 0, in function ggml_cuda_compute_forward at "
+        "/go/src/github.com/ollama/ollama/ml/backend/ggml/ggml/src/ggml-cuda/ggml-cuda.cu:237"
+        "6",
+        "ggml-org/llama.cpp ggml/src/ggml-cuda/ggml-cuda.cu (ggml_cuda_error: "
+        'GGML_LOG_ERROR("  current device: %d, in function %s at %s:%d\\n")); read in the '
+        "engine's source: The location line ggml prints between 'CUDA error: <reason>' and "
+        "the failing statement: context for the error above, never the error itself.",
+    ),
 )
