@@ -788,6 +788,20 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "not been validated", "config_or_args"),
         ("OSError: We couldn't connect to 'https://huggingface.co' to load the files, and "
          "couldn't find them in the cached files.", "model_loading"),
+        # the fifteenth round's, from the tenth round's fresh part folded into tuning
+        ("RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min "
+         "capability: 75. ', 'Current capability: 70.')", "unsupported_arch"),
+        ("rocBLAS error: Cannot read /opt/rocm-5.7.0/lib/rocblas/library/TensileLibrary.dat: "
+         "Illegal seek for GPU arch : gfx1103", "unsupported_arch"),
+        ("host-1:2699411:2699411 [0] init.cc:416 NCCL WARN Cuda failure 'operation not "
+         "supported'", "nccl_comm"),
+        ("tritonserver: unrecognized option '--t_exit_on_error=True'", "config_or_args"),
+        ("/usr/local/lib/python3.10/dist-packages/tensorrt_llm/bin/executorWorker: error while "
+         "loading shared libraries: libnvinfer.so.10: cannot open shared object file: No such "
+         "file or directory", "import_or_version"),
+        ("The number of work-items in each dimension of a work-group cannot exceed {512, 512, "
+         "512} for this device -54 (PI_ERROR_INVALID_WORK_GROUP_SIZE)Exception caught at "
+         "file:/src/ggml-sycl.cpp, line:4566", "unsupported_arch"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1335,3 +1349,56 @@ def test_a_logged_failure_yields_to_the_exception_it_quotes_below() -> None:
     found = diagnose(*QUIET, "2025-08-14 01:32:04,725 - ERROR - Training failed: CUDA out of "
                      "memory. Tried to allocate 19.21 GiB", *TB, raised)  # fmt: skip
     assert found.root_cause == raised and found.error_class == "oom_gpu"
+
+
+def test_vllm_s_prefix_cut_at_its_front_is_peeled() -> None:
+    failed = (
+        "[multiproc_executor.py:492] ValueError: Free memory on device (31.44/47.38 GiB) on "
+        "startup is less than desired GPU memory utilization (0.95, 45.01 GiB)."
+    )
+    found = diagnose(*QUIET, failed, "ERROR 06-30 13:53:19 [core.py:515] EngineCore failed to "
+                     "start.")  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "oom_gpu"
+
+
+def test_a_frame_s_source_line_cut_from_its_frame_is_code() -> None:
+    wrapped = (
+        "ERROR 06-14 21:52:16 [core.py:515] torch._inductor.exc.InductorError: "
+        "CalledProcessError: Command '['gcc', 'main.c']' returned non-zero exit status 1."
+    )
+    found = diagnose(
+        "ERROR 06-14 21:52:16 [core.py:515]     subprocess.check_call(cc_cmd)",
+        'ERROR 06-14 21:52:16 [core.py:515]   File "/usr/lib64/python3.12/subprocess.py", '
+        "line 413, in check_call",
+        "ERROR 06-14 21:52:16 [core.py:515]     raise CalledProcessError(retcode, cmd)",
+        wrapped,
+        "ERROR 06-14 21:52:16 [core.py:515] Set TORCHDYNAMO_VERBOSE=1 for the internal stack "
+        "trace (please do this especially if you're reporting a bug to PyTorch).",
+    )
+    assert found.root_cause == wrapped
+
+
+def test_an_exception_asyncio_s_loop_logged_in_a_callback_is_lived_through() -> None:
+    found = diagnose(*QUIET, "Exception in callback StreamingSemaphore.release()",
+                     "handle: <Handle StreamingSemaphore.release()>", *TB,
+                     "asyncio.exceptions.InvalidStateError: invalid state")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_slurm_cancelling_a_whole_job_with_no_reason_is_an_operator_s_stop() -> None:
+    found = diagnose(*QUIET, "slurmstepd-host-1: error: *** JOB 1495 ON host-1 CANCELLED AT "
+                     "2026-04-28T15:07:03 ***")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_slurm_cancelling_a_step_with_no_reason_is_no_operator_s_stop() -> None:
+    found = diagnose(*QUIET, "slurmstepd: error: *** STEP 6053.0 ON host-1 CANCELLED AT "
+                     "2024-04-23T12:18:08 ***")  # fmt: skip
+    assert found.crashed is not False or found.root_cause is not None
+
+
+def test_an_assertion_in_argument_validation_is_the_arguments() -> None:
+    found = diagnose(*QUIET, "Traceback (most recent call last):",
+                     '  File "/m/megatron/training/arguments.py", line 221, in validate_args',
+                     "    assert not args.bf16", "AssertionError")  # fmt: skip
+    assert found.root_cause == "AssertionError" and found.error_class == "config_or_args"

@@ -34,6 +34,7 @@ _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+_TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
 # An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
 _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
@@ -120,9 +121,16 @@ def mark(entries: list[Entry]) -> None:
             framed = source_next = True
             logging_raised = raised_in_logging(content, logging_raised)
             continue
-        if _CODE_FRAME.match(content):
-            # A fragment that starts inside a traceback: frames all the same.
-            framed = source_next = True
+        if _CODE_FRAME.match(content) or (
+            _frame_follows(entries, index) and not rules.EXCEPTION_LINE.match(content)
+        ):
+            # A fragment that starts inside a traceback: frames all the same, and the source
+            # line of a frame cut off above them ("subprocess.check_call(cc_cmd)", then
+            # 'File "subprocess.py" ...') is code, whatever its severity.
+            entry.in_traceback = index if traceback_start is None else traceback_start
+            framed = True
+            # (faulthandler's frames, "line 12 in f", quote no source)
+            source_next = _TRACEBACK_FRAME.match(content) is not None
             continue
         if source_next and not (
             rules.EXCEPTION_LINE.match(content) or rules.TRACEBACK_END.match(content)
@@ -130,7 +138,7 @@ def mark(entries: list[Entry]) -> None:
             # The source line a frame quotes ("raise NotImplementedError") is code, not a
             # failure, whatever severity a log viewer stamped on it.
             source_next = False
-            entry.in_traceback = traceback_start
+            entry.in_traceback = index if traceback_start is None else traceback_start
             continue
         source_next = False
         level = levels[index]
@@ -189,6 +197,15 @@ def mark(entries: list[Entry]) -> None:
     _details_and_recoveries(entries)
 
 
+def _frame_follows(entries: list[Entry], index: int) -> bool:
+    following = entries[index + 1] if index + 1 < len(entries) else None
+    return (
+        following is not None
+        and following.line.number == entries[index].line.number + 1
+        and _CODE_FRAME.match(following.content) is not None
+    )
+
+
 def _details_and_recoveries(entries: list[Entry]) -> None:
     """The line after "Last error:" is what the exception above it summarised; an error a
     program says it lived through ("retrying", "falling back") is not why it stopped."""
@@ -199,6 +216,16 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 detail.strength, detail.detail = 3, True
         elif rules.DETAIL_BELOW.search(entry.content):
             entry.strength, entry.detail = 3, True
+        elif rules.LOOP_LIVED_THROUGH.search(entry.content):
+            raised = next(
+                (e for e in entries[index + 1 : index + HANDLER_TRACEBACK_LINES]
+                 if e.strength == 3 and e.in_traceback is not None),
+                None,
+            )  # fmt: skip
+            for line in (entry, raised):
+                if line is not None:
+                    line.strength = 0
+                    line.set_aside = "an exception asyncio's event loop logged and ran on past"
         elif _REQUEST_REFUSED.search(entry.content):
             refused = [entry]
             if any(rules.TRACEBACK in e.content for e in entries[index + 1 : index + 3]):

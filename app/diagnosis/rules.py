@@ -243,7 +243,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
         # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'"), peer
         # mappings (nccl_comm's, below) or a graph capture (cuda_graph's)
-        r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur))",
+        r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur|not supported))",
         # ROCm's runtime on a kernel's page fault, and on the hang that follows
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
         # the GPU's own memory failing, wherever it surfaced (a custom all-reduce kernel)
@@ -314,6 +314,13 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
         r".*\b(?:limit|maximum)",
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
+        # rocBLAS with no Tensile kernels for this GPU ("... Illegal seek for GPU arch : gfx1103")
+        r"\bfor GPU arch\s*:\s*gfx\w+",
+        # a kernel's minimum compute capability over this GPU's ("Min capability: 75. Current
+        # capability: 70.")
+        r"\bMin(?:imum)? capability: \d+",
+        # a launch over the device's work-group limits (SYCL's PI_ERROR_INVALID_WORK_GROUP_SIZE)
+        r"\bwork-group\b.*\bcannot exceed\b", r"\bINVALID_WORK_GROUP_SIZE\b",
         r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
@@ -447,6 +454,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("model_loading", _any(r"\bSize mismatch between saved\b")),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
+        r"\b(?:unrecognized|unknown|invalid) option\b",  # getopt's
         r"larger than the maximum number of tokens", r"max_model_len",
         r"\bexceeds\b.*\bmaximum supported (?:length|sequence|context)",
         r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by",
@@ -538,6 +546,8 @@ CONTEXT_RULES: list[tuple[str, Alternatives]] = [
     ),
     # an engine or plugin serialized by another version than the one reading it
     ("import_or_version", _any(r"[Dd]eserializ")),
+    # an assertion in a program's check of its own arguments (Megatron's validate_args)
+    ("config_or_args", _any(r"\bin (?:_?validate|check|_check)_args\b")),
     ("cuda_graph", _any(r"capture_one_batch_size", r"cuda_graph_runner", r"Capturing batches")),
 ]
 
@@ -736,6 +746,11 @@ NATIVE_FAILURE = _any(
     # absl/gRPC status codes, as XLA, TensorFlow and Triton Inference Server print them
     r"^(?:UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED"
     r"|NOT_FOUND|UNKNOWN|ABORTED|DATA_LOSS|UNIMPLEMENTED): ",
+    # the dynamic loader refusing to start a program, getopt refusing its options
+    r": error while loading shared libraries: ",
+    r"^[\w./-]+: (?:unrecognized|unknown|invalid) option\b",
+    # SYCL's runtime on a failed call (PI_ERROR_INVALID_WORK_GROUP_SIZE), however glued
+    r"\bPI_ERROR_\w+|\bException caught at file:",
 )
 # Rust's panic since 1.73: the location ends the line, the message is the next one.
 PANIC_HEADER = re.compile(r"\bthread '[^']*'(?: \(\d+\))? panicked at [^\s']+:\d+:\d+:$")
@@ -847,6 +862,9 @@ POINTS_ELSEWHERE = _any(
 )
 
 # ...and those whose reason is the next failure printed ("raised:" then the exception).
+# asyncio's event loop on an exception no one handled in a callback or a task: it logs it and
+# runs on, so the exception below is lived through.
+LOOP_LIVED_THROUGH = _any(r"^Exception in callback \S", r"^Task exception was never retrieved$")
 # A wrapper quoting the error it reports, in quotes or brackets.
 QUOTES_ERROR = re.compile(r"\b(?:with|original) error:? ?['\"(]\S")
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")

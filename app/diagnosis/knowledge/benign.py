@@ -15,6 +15,27 @@ class Benign(Fact):
 
 
 BENIGN = (
+    Benign(
+        r"\bno error file defined for parent, to copy child error file\b",
+        ("torch",),
+        "E0430 00:03:36.594000 427421 site-packages/torch/distributed/elastic/multiprocessing/"
+        "errors/error_handler.py:145] no error file defined for parent, to copy child error "
+        "file (/tmp/torchelastic_peqnq9j4/none_0nidde8u/attempt_0/1/error.json)",
+        "torchelastic's error handler (torch/distributed/elastic/multiprocessing/errors/"
+        "error_handler.py), logged at ERROR on every child failure it copies: bookkeeping, the "
+        "child's exception is in the summary below; observed in corpus case R122",
+        hard=True,
+    ),
+    Benign(
+        r"^Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace\b",
+        ("torch",),
+        "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace (please do this especially if "
+        "you're reporting a bug to PyTorch). For even more developer context, set "
+        'TORCH_LOGS="+dynamo"',
+        "torch._dynamo's advice under a compile error (torch/_dynamo/exc.py), printed with the "
+        "error's own severity",
+        hard=True,
+    ),
     # Configuration dumps, access logs, warnings and benchmark summaries.
     Benign(
         r"server_args=",

@@ -370,13 +370,16 @@ NEVER_STARTED = (
 # An operator or a scheduler stopping the process: no crash, whatever its launcher prints next.
 STOPPED = (
     Fact(
-        r"\bCANCELLED AT \S+ DUE [Tt][Oo] (?:TIME LIMIT|PREEMPTION|SIGNAL \w+)",
+        r"\bCANCELLED AT \S+ DUE [Tt][Oo] (?:TIME LIMIT|PREEMPTION|SIGNAL \w+)"
+        # a whole job cancelled with no reason is scancel's; a step's is srun tearing it down
+        r"|\bJOB \d+ ON \S+ CANCELLED AT \S+ \*\*\*",
         ("slurm",),
         "slurmstepd: error: *** JOB 4242 ON host-1 CANCELLED AT 2024-04-23T12:18:08 DUE TO TIME "
         "LIMIT ***",
         "Slurm's slurmstepd (src/slurmd/slurmstepd/req.c) when the job ran past its time limit "
         "or was preempted ('... CANCELLED AT %s DUE TO TIME LIMIT ***'), and when scancel "
-        "signalled it ('DUE to SIGNAL Terminated'; corpus case N176)",
+        "signalled it ('DUE to SIGNAL Terminated'; corpus case N176, or no reason at all: "
+        "'... CANCELLED AT 2026-04-28T15:07:03 ***', corpus case R130)",
     ),
     Fact(
         r"^KeyboardInterrupt: (?:MQLLMEngine )?terminated$",
