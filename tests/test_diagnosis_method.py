@@ -802,6 +802,13 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("The number of work-items in each dimension of a work-group cannot exceed {512, 512, "
          "512} for this device -54 (PI_ERROR_INVALID_WORK_GROUP_SIZE)Exception caught at "
          "file:/src/ggml-sycl.cpp, line:4566", "unsupported_arch"),
+        # the sixteenth round's, from the eleventh round's fresh part folded into tuning
+        ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_REMOTE_ERROR: remote process "
+         "exited or there was a network error", "nccl_comm"),
+        ("2025-Jan-26 10:27:42.285788  2998:2998  ERROR  TDRV:dmem_alloc_internal  Failed to "
+         "alloc DEVICE memory: 536870912", "oom_gpu"),
+        ("RuntimeError: Failed: CUDA error /src/DeepEP/csrc/kernels/internode_ll.cu:341 'too "
+         "many blocks in cooperative launch'", "unsupported_arch"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1402,3 +1409,79 @@ def test_an_assertion_in_argument_validation_is_the_arguments() -> None:
                      '  File "/m/megatron/training/arguments.py", line 221, in validate_args',
                      "    assert not args.bf16", "AssertionError")  # fmt: skip
     assert found.root_cause == "AssertionError" and found.error_class == "config_or_args"
+
+
+def test_a_bare_exception_yields_to_the_next_of_its_chain_that_says_something() -> None:
+    said = "TimeoutError: RPC call to execute_model timed out."
+    found = diagnose(*QUIET, *TB, "TimeoutError", "",
+                     "The above exception was the direct cause of the following exception:", "",
+                     *TB, said)  # fmt: skip
+    assert found.root_cause == said and found.error_class == "timeout_or_hang"
+
+
+def test_ninja_s_exit_yields_to_the_compiler_s_error_printed_after_it() -> None:
+    error = (
+        "/src/sgl_kernel/source_location.h:8:10: fatal error: version: No such file or directory"
+    )
+    found = diagnose(*QUIET, *TB, "RuntimeError: ninja exited with status 1", "",
+                     "[1/2] /usr/local/cuda/bin/nvcc -c rope.cu", error,
+                     "ninja: build stopped: subcommand failed.")  # fmt: skip
+    assert found.root_cause == error and found.error_class == "import_or_version"
+
+
+def test_sglang_s_error_in_a_request_answered_with_a_500_is_no_crash() -> None:
+    found = diagnose(*QUIET, 'INFO:     59.82.59.90:0 - "POST /v1/chat/completions HTTP/1.1" 500 '
+                     "Internal Server Error", "Error in request: ", *TB,
+                     "NotImplementedError")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_a_request_s_validation_error_under_uvicorn_answered_500_is_no_crash() -> None:
+    found = diagnose(*QUIET, 'INFO:     172.20.0.1:40106 - "POST /v1/chat/completions HTTP/1.1" '
+                     "500 Internal Server Error", "ERROR:    Exception in ASGI application", *TB,
+                     "pydantic_core._pydantic_core.ValidationError: 3 validation errors for "
+                     "ChatCompletionRequest")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_glibc_s_heap_check_is_the_failure_not_torchrun_s_exit_code() -> None:
+    found = diagnose(*QUIET, "free(): corrupted unsorted chunks",
+                     "E0410 08:46:30.329000 292734 torch/distributed/elastic/multiprocessing/api.py"
+                     ":874] failed (exitcode: -6) local_rank: 0 (pid: 293009) of binary: "
+                     "/usr/bin/python")  # fmt: skip
+    assert found.root_cause == "free(): corrupted unsorted chunks"
+
+
+def test_kubectl_s_pod_prefix_is_peeled() -> None:
+    failed = (
+        "[pod/host-1/axlearn-fuji-model] AttributeError: module 'jax._src.tree_util' has no "
+        "attribute '_registry_with_keypaths'"
+    )
+    found = diagnose(*QUIET, failed)
+    assert found.root_cause == failed and found.error_class == "import_or_version"
+
+
+def test_a_skipped_extension_import_is_lived_through() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB."
+    found = diagnose("Skipping import of cpp extensions: /x/torchao/_C.abi3.so: undefined symbol: "
+                     "_ZN3c105ErrorC2E", *QUIET, *TB, oom)  # fmt: skip
+    assert found.root_cause == oom
+
+
+@pytest.mark.parametrize(
+    "frames,error_class",
+    [
+        (["  File \"/sglang/srt/layers/linear.py\", line 1254 in weight_loader",
+          "  File \"/sglang/srt/models/qwen3.py\", line 318 in load_weights"], "model_loading"),
+        (["#3  0x7f in ncclMemoryPoolAlloc() from /usr/lib/libnccl.so.2",
+          "#4  0x7f in ncclAllGather() from /usr/lib/libnccl.so.2"], "nccl_comm"),
+    ],
+)  # fmt: skip
+def test_a_signal_s_fault_is_classed_by_the_frames_it_died_in(
+    frames: list[str], error_class: str
+) -> None:
+    found = diagnose(*QUIET, "Fatal Python error: Bus error", "",
+                     "Current thread 0x000079795dbe4740 (most recent call first):",
+                     *frames)  # fmt: skip
+    assert found.root_cause == "Fatal Python error: Bus error"
+    assert found.error_class == error_class

@@ -328,6 +328,18 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     """A terse exception ("KeyError: 'gemma4_unified'") that the next one in its chain quotes
     and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
     recognize this architecture ..."): the explanation is the line to read."""
+    named = rules.EXCEPTION_LINE.match(first.content)
+    if named is not None and not named[2] and not named[3]:
+        # A bare name ("TimeoutError", "StopIteration") quotes nothing: the next exception of
+        # its chain that says something explains it.
+        start = position[id(first)]
+        for entry in entries[start + 1 : start + 1 + FOLLOW_UP_LINES]:
+            if entry.strength == 3 and not entry.noise:
+                said = _EXCEPTION_MESSAGE.match(entry.content)
+                if entry.consequence and said and len(said[1].split()) >= EXPLAINS_WORDS:
+                    return entry
+                return first
+        return first
     terse = _EXCEPTION_MESSAGE.match(first.content)
     if terse is None or len(terse.group(1).split()) > 2:
         return first
@@ -594,9 +606,11 @@ def analyze(
         root = import_failed
     excerpt = _excerpt(entries, root)
     root_index = entries.index(root)
-    error_class = rules.error_class(
-        _message(entries, root_index), "\n".join(e.content for e in excerpt)
-    )
+    context = [e.content for e in excerpt]
+    if rules.SIGNALLED.search(root.content):
+        # a signal's fault is told by the frames it died in, which faulthandler prints after it
+        context += [e.content for e in entries[root_index + 1 : root_index + 1 + FOLLOW_UP_LINES]]
+    error_class = rules.error_class(_message(entries, root_index), "\n".join(context))
     ready: bool | None
     if ready_line is not None and _before(ready_line, root.line, newest_first):
         ready = True

@@ -60,6 +60,8 @@ _PREFIXES = [
     r"\d{0,5}\[rank\d+\]:\s?",
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 "
     r"#\d+ \d+\.\d{1,3} ",
+    # kubectl logs --prefix: "[pod/host-1/axlearn-fuji-model] "
+    r"\[pod/[\w.-]+/[\w.-]+\]\s",
     # docker compose: "deepseek-v32-exp  | "
     r"[\w.-]+\s+\|\s",
     # Exception groups draw a margin: "  | KeyError: 12"

@@ -234,7 +234,8 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 # going on after it
                 raised = next(
                     (e for e in entries[index + 1 : index + HANDLER_TRACEBACK_LINES]
-                     if e.strength == 3 and e.in_traceback is not None),
+                     if e.in_traceback is not None
+                     and (e.strength == 3 or rules.EXCEPTION_LINE.match(e.content))),
                     None,
                 )  # fmt: skip
                 answered = any(

@@ -173,6 +173,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # too little left for what a warm-up or a batch needs ("Not enough memory to handle
         # 4096 prefill tokens", TGI's)
         r"\bNot enough (?:GPU |device )?memory to (?:handle|run|fit|serve)\b",
+        # AWS Neuron's runtime on device memory ("TDRV:dmem_alloc_internal Failed to alloc
+        # DEVICE memory: 536870912", "nrt_tensor_allocate status=4 ... Allocation Failure")
+        r"\bFailed to alloc DEVICE memory\b", r"\bnrt_tensor_allocate\b.*Allocation Failure",
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -321,6 +324,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bMin(?:imum)? capability: \d+",
         # a launch over the device's work-group limits (SYCL's PI_ERROR_INVALID_WORK_GROUP_SIZE)
         r"\bwork-group\b.*\bcannot exceed\b", r"\bINVALID_WORK_GROUP_SIZE\b",
+        # a cooperative kernel's grid over what this GPU can hold resident at once
+        r"\btoo many blocks in cooperative launch\b",
         r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
@@ -379,7 +384,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b(?:before|during|inside) (?:a )?CUDA ?graph capture\b",
     )),
     ("nccl_comm", _any(
-        r"\bNCCL error", r"\bNCCL Error", r"\bnccl\w*Error\b", r"ncclUnhandledCudaError",
+        r"\bNCCL error", r"\bNCCL Error", r"\b[Nn]ccl\w*Error\b", r"ncclUnhandledCudaError",
+        r"\bNCCL_ERROR_\w+",  # CuPy's binding of NCCL's result codes
         r"ncclSystemError", r"ncclInternalError", r"ncclInvalidUsage", r"DistBackendError",
         r"DistNetworkError", r"ProcessGroupNCCL", r"NCCL (?:WARN|failure|communicator)",
         r"ncclComm\w* failed", r"ncclUniqueId",
@@ -675,6 +681,8 @@ NATIVE_FAILURE = _any(
     DISK_FULL,
     # glibc's heap check aborting, and Triton Inference Server's own signal handler
     r"^double free or corruption\b",
+    r"^(?:free|malloc|realloc|munmap_chunk|malloc_consolidate)\(\): [a-z]",
+    r"^corrupted size vs\. prev_size\b",
     r"^Signal \(\d+\) received\.?$",
     # NVIDIA's toolchain in its own words ("nvlink error   : Undefined reference to ...")
     r"\b(?:nvlink|ptxas|nvcc|fatbinary|cicc)\s+(?:fatal|error)\s*: ",
@@ -831,6 +839,7 @@ RECOVERED = _any(
     r"has been ignored",
     r"will be launched without",
     r"\bcontinuing (?:without|with)\b",
+    r"^Skipping import of\b",  # torchao without its C++ extensions ("... undefined symbol")
 )
 # What a process prints while it stops: after a fatal error, these do not mean it went on.
 TEARDOWN = _any(
@@ -889,6 +898,14 @@ _QUOTED_EXCEPTION = re.compile(
 )
 # A fault in the driver while ranks exchange memory handles is a rendezvous failure.
 SYMMETRIC_MEMORY = _any(r"_SymmetricMemory", r"symm_mem", r"SymmetricMemory")
+# A process killed by a signal says nothing of the fault: the frames it died in do. Inside a
+# collective library or its transport it is a communication fault; reading mapped weights, a
+# load (a Bus error on a file that changed or shrank under its mapping).
+SIGNALLED = re.compile(r"\bSegmentation fault\b|\bSIGSEGV\b|\bsignal 11\b|\bBus error\b|\bSIGBUS\b")
+SIGNAL_CONTEXT = [
+    ("nccl_comm", _any(r"\bnccl\w*\(|libnccl|librccl|\bucp_\w+|\buct_\w+|\bibv_\w+")),
+    ("model_loading", _any(r"\bsafetensors\b.*\b(?:safe_open|load|get_tensor)|weight_loader")),
+]
 
 
 def error_class(root_line: str, context: str) -> str:
@@ -907,6 +924,10 @@ def error_class(root_line: str, context: str) -> str:
             if pattern.search(text):
                 if name == "cuda_runtime" and SYMMETRIC_MEMORY.search(context):
                     return "nccl_comm"
+                return name
+    if SIGNALLED.search(root_line):
+        for name, pattern in SIGNAL_CONTEXT:
+            if pattern.search(context):
                 return name
     for name, pattern in CONTEXT_RULES:
         if pattern.search(context):

@@ -60,7 +60,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
-        b"o space left", b"ouble free", b"ignal (", b"eyboardInterrupt",
+        b"o space left", b"ouble free", b"ignal (", b"eyboardInterrupt", b"econd interrupt",
     )
 ]  # fmt: skip
 

@@ -382,6 +382,14 @@ STOPPED = (
         "'... CANCELLED AT 2026-04-28T15:07:03 ***', corpus case R130)",
     ),
     Fact(
+        r"^Received second interrupt, terminating immediately\.?$",
+        ("llama.cpp",),
+        "Received second interrupt, terminating immediately.",
+        "llama.cpp's server (tools/server/server.cpp, its signal handler) on a second Ctrl-C: "
+        "it exits at once, and what static destructors assert after it is no failure; observed "
+        "in corpus case S124",
+    ),
+    Fact(
         r"^KeyboardInterrupt: (?:MQLLMEngine )?terminated$",
         ("vllm",),
         "KeyboardInterrupt: terminated",
@@ -542,6 +550,14 @@ REQUEST_REFUSED = (
         "fastapi.exceptions.HTTPException: 500: Briton error during inference",
         "FastAPI's (and Starlette's) exception for an HTTP error answer: raised to answer one "
         "request with that status, the server serves on; observed in corpus case P011",
+    ),
+    Fact(
+        r"\bError in request: ?$",
+        ("sglang",),
+        "[2025-07-16 14:47:06] [2025-07-15 23:47:06] Error in request:",
+        "sglang's OpenAI front end (python/sglang/srt/entrypoints/openai/serving_base.py, "
+        "handle_request) logging the exception one request raised, its traceback below, and "
+        "answering it with a 500; observed in corpus case S057",
     ),
     Fact(
         r"\bsession \d+ finished, reason \"error\"",

@@ -283,6 +283,13 @@ WRAPPERS = (
         "native error printed before it ('terminate called ...', 'what(): ...')",
     ),
     Wrapper(
+        r"\bninja exited with status \d+",
+        ("sglang", "tvm-ffi"),
+        "RuntimeError: ninja exited with status 1",
+        "a JIT kernel build driven through ninja (sglang's jit_kernel over tvm-ffi): the "
+        "compiler's own 'error:' lines, printed around it, say why; observed in corpus case S052",
+    ),
+    Wrapper(
         r"\bCalledProcessError\b",
         ("python",),
         "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
