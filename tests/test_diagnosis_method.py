@@ -809,6 +809,24 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "alloc DEVICE memory: 536870912", "oom_gpu"),
         ("RuntimeError: Failed: CUDA error /src/DeepEP/csrc/kernels/internode_ll.cu:341 'too "
          "many blocks in cooperative launch'", "unsupported_arch"),
+        # the seventeenth round's, from the twelfth round's fresh part folded into tuning
+        ("python3: /project/lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp:42: int "
+         "getMMAVersionSafe(int, DotOp): Assertion `false && \"computeCapability not supported\"'"
+         " failed.", "unsupported_arch"),
+        ("RuntimeError: Only 1 can be set between `dtype` and `quantize`, as they both decide "
+         "how goes the final model.", "config_or_args"),
+        ("error: a value is required for '--model-id <MODEL_ID>' but none was supplied",
+         "config_or_args"),
+        ("RuntimeError: synStatus=9 [Device-type mismatch] Device acquire failed.",
+         "config_or_args"),
+        ("error: Caused GPU Hang Error (00000003:kIOGPUCommandBufferCallbackErrorHang)",
+         "cuda_runtime"),
+        ("0.00.165.104 E llama_model_load: error loading model: vk::PhysicalDevice::createDevice:"
+         " ErrorExtensionNotPresent", "unsupported_arch"),
+        ("safetensors_rust.SafetensorError: Error while deserializing header: "
+         "InvalidHeaderDeserialization", "model_loading"),
+        ("[TRT-LLM] [E] Failed to initialize executor on rank 1: auto_deploy::torch_dist_all_gather"
+         "() expected at most 3 argument(s) but received 5 argument(s).", "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1485,3 +1503,65 @@ def test_a_signal_s_fault_is_classed_by_the_frames_it_died_in(
                      *frames)  # fmt: skip
     assert found.root_cause == "Fatal Python error: Bus error"
     assert found.error_class == error_class
+
+
+def test_a_native_library_s_error_records_after_the_server_was_ready_are_lived_through() -> None:
+    found = diagnose("[2025-05-28 06:30:01] The server is fired up and ready to roll!", *QUIET,
+                     "E0528 06:32:54.247958 735764 tcp_transport.cpp:170] Session::readBody "
+                     "failed. Error: End of file (value: 2)",
+                     "E0528 06:32:54.248001 735764 transfer_engine.cpp:412] Failed to complete "
+                     "transfer: connection reset")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None and found.ready is True
+
+
+def test_rsyslog_s_escaped_colours_and_a_custom_logger_prefix_are_peeled() -> None:
+    failed = (
+        "Apr  3 17:38:57 host-1 langmodel[140343]: #033[1;36m(VllmWorker rank=3 pid=140343)"
+        "#033[0;0m OSError: /root/.cache/xgrammar/xgrammar.so: cannot open shared object file"
+    )
+    found = diagnose(*QUIET, failed)
+    assert found.root_cause == failed.replace("#033[1;36m", "").replace("#033[0;0m", "")
+    assert found.error_class == "import_or_version"
+    custom = (
+        "[2025-03-05 14:28:45,820] [ERROR] [MainThread] [vllm.worker.worker_base] >>> "
+        "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+        '"../aten/src/ATen/cuda/CUDAContext.cpp":49'
+    )
+    found = diagnose(*QUIET, custom)
+    assert found.root_cause == custom and found.error_class == "config_or_args"
+
+
+def test_tgi_s_exit_with_the_step_s_name_yields_to_why_the_step_failed() -> None:
+    killed = (
+        "ERROR download: text_generation_launcher: Download process was signaled to shutdown "
+        "with signal 9: "
+    )
+    found = diagnose(*QUIET, killed, "Error: DownloadError")
+    assert found.root_cause == killed and found.error_class == "oom_host_killed"
+
+
+def test_sycl_s_catch_site_yields_to_the_message_before_it() -> None:
+    said = (
+        "The number of work-items in each dimension of a work-group cannot exceed {512, 512, 512}"
+        " for this device"
+    )
+    found = diagnose(*QUIET, said, "Exception caught at file:/app/ggml/src/ggml-sycl/ggml-sycl.cpp"
+                     ", line:3600")  # fmt: skip
+    assert found.root_cause == said and found.error_class == "unsupported_arch"
+
+
+def test_no_usable_gpu_with_its_option_ignored_is_lived_through() -> None:
+    found = diagnose("ggml_cuda_init: failed to initialize MUSA: system has unsupported display "
+                     "driver / musa driver combination",
+                     "warning: no usable GPU found, --gpu-layers option will be ignored",
+                     *QUIET)  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_a_logged_failure_reaches_its_exception_after_a_long_traceback() -> None:
+    raised = "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge"
+    frames = [f'  File "/v/loader.py", line {n}, in load' for n in range(120)]
+    found = diagnose(*QUIET, "ERROR 03-10 21:30:59 engine.py:400] Error while deserializing "
+                     "header: HeaderTooLarge", "Traceback (most recent call last):", *frames,
+                     raised)  # fmt: skip
+    assert found.root_cause == raised and found.error_class == "model_loading"

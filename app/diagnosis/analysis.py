@@ -597,6 +597,28 @@ def analyze(
             crashed_reason=reason,
         )
 
+    if (
+        ready_line is not None
+        and _before(ready_line, root.line, newest_first)
+        and _library_errors_only(entries, root)
+    ):
+        # A native library (a KV-transfer engine, a store client) logs its failures at
+        # ERROR and returns them to its caller: after the server came up, such records
+        # with nothing fatal after them are not its death.
+        return Analysis(
+            ready=True,
+            crashed=False,
+            candidates=[root.line],
+            root=None,
+            error_class=None,
+            fingerprint=None,
+            ready_line=ready_line,
+            crashed_reason=(
+                f"line {root.line.number} and the errors after it are a native library's "
+                "records after the server was ready, and nothing fatal follows: read as no "
+                "crash"
+            ),
+        )
     crashed, crashed_reason = _crashed(entries, root, unseen_after)
     import_failed = _failed_import_behind(entries, root)
     if import_failed is not None:
@@ -686,16 +708,18 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
 
 
 RAISED_MESSAGE_CHARS = 20  # a message long enough to be the same error's, not a word
+RAISED_REACH_LINES = 300  # how far below its logged message an exception's traceback may end
+_NATIVE_RECORD = re.compile(r"\.(?:cpp|cc|cu|h):\d+\]")  # glog's and c10's "file.cpp:12] "
 
 
 def _raised_below(entries: list[Entry], root: Entry) -> Entry | None:
     """A program's own word that something failed, quoting the exception's message
     ("Training failed: CUDA out of memory. Tried to allocate ..."), then that exception's
     traceback (logging.exception): the exception's own line names it."""
-    if rules.EXCEPTION_LINE.match(root.content):
-        return None
+    if rules.EXCEPTION_LINE.match(root.content) or _NATIVE_RECORD.search(_text_before(root)):
+        return None  # (a C++ library's own record of the fault is no program's word on it)
     for entry in entries[entries.index(root) + 1 :]:
-        if entry.line.number - root.line.number > FOLLOW_UP_LINES:
+        if entry.line.number - root.line.number > RAISED_REACH_LINES:
             break
         raised = rules.EXCEPTION_LINE.match(entry.content)
         message = raised[2] if raised else None
@@ -804,6 +828,24 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
             "the log does not tell whether it was fatal"
         )
     return True, f"an error-severity line at {where}, then nothing but teardown"
+
+
+# glog's error record ("E0528 06:32:54.247958 735764 tcp_transport.cpp:170] "): a C++
+# library's, not a fatal one (those are "F...").
+_GLOG_ERROR = re.compile(r"(?:^|[\s:>|])E\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$")
+
+
+def _library_errors_only(entries: list[Entry], root: Entry) -> bool:
+    """Whether the root and every failure after it are a C++ library's glog error records."""
+    later = [e for e in entries[entries.index(root) :] if e.strength and not e.noise]
+    return all(
+        e.strength == 2 and not e.warning and _GLOG_ERROR.search(_text_before(e)) for e in later
+    )
+
+
+def _text_before(entry: Entry) -> str:
+    cut = entry.text.find(entry.content) if entry.content else -1
+    return entry.text[:cut] if cut > 0 else ""
 
 
 def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Entry | None:

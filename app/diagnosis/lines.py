@@ -5,7 +5,7 @@ import re
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # The same colour codes pasted as text ("^[[31mERROR^[[0m"), as a terminal copy shows them.
-CARET_ANSI = re.compile(r"\^\[\[[0-9;]*m")
+CARET_ANSI = re.compile(r"\^\[\[[0-9;]*m|#033\[[0-9;]*m")  # (rsyslog escapes it as "#033[")
 
 _SEVERITY = (
     r"(?:DEFAULT|TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR"
@@ -48,7 +48,8 @@ _PREFIXES = [
     # dmesg: "[ 2448.628970] "
     r"\[\s*\d+\.\d+\]\s",
     # DeepSpeed style: "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] "
-    r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)?",
+    # (or a format of one's own: "[...] [ERROR] [MainThread] [vllm.worker.worker_base] >>> ")
+    r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)*(?:>>>\s+)?",
     # Ray / vLLM workers: "(EngineCore_DP0 pid=3339204) ", "(SGLangWorker pid=38138) ",
     # "(VllmWorker rank=0 pid=2345) ", "(pid=123, ip=10.0.0.2) ", "(raylet) "
     r"\((?:[\w.-]+(?: [\w.=-]+)* )?pid=\d+(?:, ip=[\d.]+)?\)\s+",
@@ -88,7 +89,7 @@ def decode(raw: bytes) -> str:
     text = raw.replace(b"\x00", b"").decode("utf-8", errors="replace")
     if "\x1b" in text:
         text = ANSI.sub("", text)
-    if "^[[" in text:
+    if "^[[" in text or "#033[" in text:
         text = CARET_ANSI.sub("", text)
     text = text.rstrip("\r\n")
     if "\r" in text:

@@ -219,6 +219,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCannot re-initialize \w+ in forked subprocess\b",  # CUDA's, an NPU's, XPU's
         # a device the process was told to use that its visible devices do not hold
         r"\bSetDevice\b.*\berror code\b", r"\bInvalid device ID\b",
+        r"\bdevice < num_gpus\b",  # PyTorch's check of a device index against those visible
+        r"\bDevice-type mismatch\b|\bDevice acquire failed\b",  # Gaudi's synapse runtime
         # a user's disk quota (a cache under $HOME): the setting is where it writes
         r"\bDisk quota exceeded\b",
         # a service the program needs that is not running (Dynamo's etcd and NATS)
@@ -253,6 +255,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\buncorrectable ECC error\b",
         # a GPU the driver lost (a Vulkan or Metal context reset): a fault, not its memory
         r"\bdevice lost\b", r"\bErrorDeviceLost\b",
+        # Metal's command buffer failing on a GPU fault or hang (its out of memory is oom_gpu's)
+        r"\bkIOGPUCommandBufferCallbackError(?!OutOfMemory)\w+",
         # Level Zero's errors but running out (oom_gpu's, above): "UR_RESULT_ERROR_DEVICE_LOST"
         r"\bUR_RESULT_ERROR_(?!OUT_OF_)\w+",
     )),
@@ -284,7 +288,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bUCX\s+ERROR\b",
     )),
     # A toolchain older than the code it is given (before the arch rules' "ptxas fatal").
-    ("import_or_version", _any(r"Unsupported \.version \d", r"\bcurrent version is\b")),
+    ("import_or_version", _any(
+        r"Unsupported \.version \d", r"\bcurrent version is\b",
+        r"\bUnable to load \w+ library\b",  # XLA without NCCL's library, whatever it says next
+        # a custom op called with another version's schema
+        r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
+    )),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b", r"\bCANCELLED AT\b",  # a scheduler ending a job that overran
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
@@ -303,7 +312,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\brequires? hardware with \w+ support\b",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
         r"NoBinaryForGpu", r"Unable to find code object",
-        r"Unknown recipe", r"compute capability.*(?:not supported|at least|or (?:higher|newer))",
+        r"Unknown recipe",
+        r"compute ?[Cc]apability.*(?:not supported|at least|or (?:higher|newer))",
         r"(?:only )?supported (?:only )?on GPUs with compute capability",
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
         r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
@@ -326,6 +336,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bwork-group\b.*\bcannot exceed\b", r"\bINVALID_WORK_GROUP_SIZE\b",
         # a cooperative kernel's grid over what this GPU can hold resident at once
         r"\btoo many blocks in cooperative launch\b",
+        # a Vulkan device without an extension or a feature the backend needs
+        r"\bError(?:Extension|Feature)NotPresent\b",
+        # HIP's code object without the kernel for this GPU ("Cannot find Symbol with name: ...")
+        r"\bhip_\w+\.cpp:\d+ .*\bCannot find Symbol with name\b",
         r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
@@ -457,10 +471,17 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?i)\berror\b.*\brunning (?:GEMM|kernel)",
     )),
     # A checkpoint whose tensors do not fit the model built (before ValueError's default below).
-    ("model_loading", _any(r"\bSize mismatch between saved\b")),
+    ("model_loading", _any(
+        r"\bSize mismatch between saved\b",
+        # a safetensors file cut short or not safetensors at all
+        r"\bSafetensorError\b", r"\bwhile deserializing header\b",
+    )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
         r"\b(?:unrecognized|unknown|invalid) option\b",  # getopt's
+        # clap's (Rust command lines), options that exclude each other
+        r"\ba value is required for '--", r"\bunexpected argument '--",
+        r"\bmutually exclusive\b", r"\bOnly (?:1|one) can be set between\b",
         r"larger than the maximum number of tokens", r"max_model_len",
         r"\bexceeds\b.*\bmaximum supported (?:length|sequence|context)",
         r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by",
@@ -548,6 +569,7 @@ CONTEXT_RULES: list[tuple[str, Alternatives]] = [
             r"weight_loader",
             r"model_loader",
             r"load_(?:from_)?checkpoint",
+            r"safetensors_files|safetensors\.index",
         ),
     ),
     # an engine or plugin serialized by another version than the one reading it
@@ -758,7 +780,8 @@ NATIVE_FAILURE = _any(
     r": error while loading shared libraries: ",
     r"^[\w./-]+: (?:unrecognized|unknown|invalid) option\b",
     # SYCL's runtime on a failed call (PI_ERROR_INVALID_WORK_GROUP_SIZE), however glued
-    r"\bPI_ERROR_\w+|\bException caught at file:",
+    r"\bPI_ERROR_\w+|\bwork-group cannot exceed\b",
+    r"\bCannot find Symbol with name\b",  # HIP's runtime on a kernel its code object lacks
 )
 # Rust's panic since 1.73: the location ends the line, the message is the next one.
 PANIC_HEADER = re.compile(r"\bthread '[^']*'(?: \(\d+\))? panicked at [^\s']+:\d+:\d+:$")
@@ -839,6 +862,7 @@ RECOVERED = _any(
     r"has been ignored",
     r"will be launched without",
     r"\bcontinuing (?:without|with)\b",
+    r"\bwill be ignored\b",  # llama.cpp with no usable GPU: "--gpu-layers option will be ignored"
     r"^Skipping import of\b",  # torchao without its C++ extensions ("... undefined symbol")
 )
 # What a process prints while it stops: after a fatal error, these do not mean it went on.

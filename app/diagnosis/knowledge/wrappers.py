@@ -290,6 +290,21 @@ WRAPPERS = (
         "compiler's own 'error:' lines, printed around it, say why; observed in corpus case S052",
     ),
     Wrapper(
+        r"\bException caught at file:\S+, line:\d+",
+        ("llama.cpp",),
+        "Exception caught at file:/app/ggml/src/ggml-sycl/ggml-sycl.cpp, line:3600",
+        "ggml's SYCL backend (ggml/src/ggml-sycl) where it caught the SYCL runtime's exception, "
+        "whose message it printed just before; observed in corpus case T123",
+    ),
+    Wrapper(
+        r"^Error: (?:DownloadError|ShardCannotStart|ShardDisconnected|WebserverCannotStart)\s*$",
+        ("tgi",),
+        "Error: DownloadError",
+        "Text Generation Inference's launcher (launcher/src/main.rs) exiting with the name of "
+        "the step that failed; the step's own lines before it say why; observed in corpus case "
+        "T083",
+    ),
+    Wrapper(
         r"\bCalledProcessError\b",
         ("python",),
         "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
