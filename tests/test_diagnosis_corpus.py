@@ -143,8 +143,8 @@ def _split_by_hash(source: str) -> str:
 GOAL = {"root_cause": THRESHOLD, "top3": 0.99, "error_class": THRESHOLD, "crashed": THRESHOLD}
 FLOORS = {
     # Since issue 23's ninth round, F061-F128, G001-G014, H001-H079, I001-I192, J001-J105,
-    # K001-K100, L001-L097, N001-N222, P001-P179, Q001-Q091, R001-R254, S001-S181 and T001-T140
-    # (the second to twelfth rounds' fresh parts)
+    # K001-K100, L001-L097, N001-N222, P001-P179, Q001-Q091, R001-R254, S001-S181, T001-T140 and
+    # U001-U133 (the second to thirteenth rounds' fresh parts)
     # are tuning too: each part folded in lowers these floors to what the engine reads on the
     # larger part. Ready is no goal of issue 23.
     "tuning": {

@@ -827,6 +827,16 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "InvalidHeaderDeserialization", "model_loading"),
         ("[TRT-LLM] [E] Failed to initialize executor on rank 1: auto_deploy::torch_dist_all_gather"
          "() expected at most 3 argument(s) but received 5 argument(s).", "import_or_version"),
+        # the eighteenth round's, from the thirteenth round's fresh part folded into tuning
+        ("ptxas terminated (signal: 11)sccache: Compiler killed by signal 11", "import_or_version"),
+        ("RuntimeError: Ninja is required to load C++ extensions", "import_or_version"),
+        ("[rank0]: NotImplementedError: Could not run '_C_cache_ops::reshape_and_cache' with "
+         "arguments from the 'CPU' backend.", "import_or_version"),
+        ("  what():  this custom template is not supported", "model_loading"),
+        ("ggml_backend_sycl_graph_compute: error: op not supported node_1586 (FLASH_ATTN_EXT)",
+         "unsupported_arch"),
+        ("alloc: can't allocate 568118476 Bytes of memory on device/GPU", "oom_gpu"),
+        ("CUDA error: operation failed due to a previous error during capture", "cuda_graph"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1565,3 +1575,42 @@ def test_a_logged_failure_reaches_its_exception_after_a_long_traceback() -> None
                      "header: HeaderTooLarge", "Traceback (most recent call last):", *frames,
                      raised)  # fmt: skip
     assert found.root_cause == raised and found.error_class == "model_loading"
+
+
+def test_cmake_s_missing_package_under_its_error_header_is_the_failure() -> None:
+    missing = "  Could NOT find MPI (missing: MPI_C_FOUND MPI_CXX_FOUND)"
+    found = diagnose(*QUIET, "CMake Error at /usr/share/cmake/Modules/FindPackageHandleStandardArgs"
+                     ".cmake:230 (message):", missing, "Call Stack (most recent call first):", *TB,
+                     "subprocess.CalledProcessError: Command 'cmake -DBUILD_PYT=ON' returned "
+                     "non-zero exit status 1.")  # fmt: skip
+    assert found.root_cause == missing and found.error_class == "import_or_version"
+
+
+def test_a_rich_traceback_s_border_is_peeled() -> None:
+    failed = "│ ValueError: 'type' must be a string "
+    found = diagnose(*QUIET, "│ /usr/lib/python3.10/site-packages/x.py:12 in f", failed)
+    assert found.root_cause == failed and found.crashed is True
+
+
+@pytest.mark.parametrize(
+    "noise",
+    [
+        "ERROR 05-28 19:38:44 [dump_input.py:68] Dumping input data",
+        "[host-1:101829] PMIX ERROR: UNREACHABLE in file server/pmix_server.c at line 2198",
+        "ggml_backend_sched_alloc_splits: failed to allocate graph, reserving "
+        "(backend_ids_changed = 1)",
+    ],
+)
+def test_routine_records_at_error_severity_yield_to_the_failure(noise: str) -> None:
+    failed = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    found = diagnose(*QUIET, noise, *TB, failed)
+    assert found.root_cause == failed
+
+
+def test_ggml_s_abort_in_its_sources_counts_whatever_case_it_starts_in() -> None:
+    failed = (
+        "llama.cpp/ggml/src/ggml-backend.cpp:748: pre-allocated tensor (blk.0.time_mix_w2.weight)"
+        " in a buffer (CUDA0_Split) that cannot run the operation (RESHAPE)"
+    )
+    found = diagnose(*QUIET, failed, "Aborted (core dumped)")
+    assert found.root_cause == failed

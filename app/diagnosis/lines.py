@@ -65,6 +65,8 @@ _PREFIXES = [
     r"\[pod/[\w.-]+/[\w.-]+\]\s",
     # docker compose: "deepseek-v32-exp  | "
     r"[\w.-]+\s+\|\s",
+    # rich's boxed tracebacks draw a border: "│ ValueError: 'type' must be a string │"
+    r"[│┃]\s",
     # Exception groups draw a margin: "  | KeyError: 12"
     r"\|\s+",
     # pytest's failure lines: "E       RuntimeError: ..."

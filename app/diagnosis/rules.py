@@ -176,6 +176,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # AWS Neuron's runtime on device memory ("TDRV:dmem_alloc_internal Failed to alloc
         # DEVICE memory: 536870912", "nrt_tensor_allocate status=4 ... Allocation Failure")
         r"\bFailed to alloc DEVICE memory\b", r"\bnrt_tensor_allocate\b.*Allocation Failure",
+        r"\bcan't allocate \d+ Bytes of memory on device\b",  # ggml's SYCL backend
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -189,6 +190,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # not permitted when stream is capturing'").
     ("cuda_graph", _any(
         r"\bdependency created on uncaptured work\b", r"\bnot permitted when stream is capturing",
+        r"\bprevious error during capture\b",
     )),
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
     ("config_or_args", _any(
@@ -291,6 +293,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("import_or_version", _any(
         r"Unsupported \.version \d", r"\bcurrent version is\b",
         r"\bUnable to load \w+ library\b",  # XLA without NCCL's library, whatever it says next
+        # a build that cannot start or finish: CMake without a package, a compiler killed,
+        # PyTorch's extension loader without ninja, an operator no build registered
+        r"\bCould NOT find \w+", r"\bptxas terminated\b", r"\bCompiler killed by signal\b",
+        r"\bNinja is required to load C\+\+ extensions\b",
+        r"\bCould not run '[\w:.]+' with arguments from the '\w+' backend\b",
         # a custom op called with another version's schema
         r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
     )),
@@ -336,6 +343,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bwork-group\b.*\bcannot exceed\b", r"\bINVALID_WORK_GROUP_SIZE\b",
         # a cooperative kernel's grid over what this GPU can hold resident at once
         r"\btoo many blocks in cooperative launch\b",
+        # a ggml backend without a kernel for an operation ("error: op not supported node_1586
+        # (FLASH_ATTN_EXT)")
+        r"\berror: op not supported\b",
         # a Vulkan device without an extension or a feature the backend needs
         r"\bError(?:Extension|Feature)NotPresent\b",
         # HIP's code object without the kernel for this GPU ("Cannot find Symbol with name: ...")
@@ -475,6 +485,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bSize mismatch between saved\b",
         # a safetensors file cut short or not safetensors at all
         r"\bSafetensorError\b", r"\bwhile deserializing header\b",
+        r"\bcustom template is not supported\b",  # llama.cpp on a model's chat template
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
@@ -782,6 +793,11 @@ NATIVE_FAILURE = _any(
     # SYCL's runtime on a failed call (PI_ERROR_INVALID_WORK_GROUP_SIZE), however glued
     r"\bPI_ERROR_\w+|\bwork-group cannot exceed\b",
     r"\bCannot find Symbol with name\b",  # HIP's runtime on a kernel its code object lacks
+    r"^CMake Error\b",
+    r"^\s*Could NOT find \w+",  # CMake
+    r"\bcan't allocate \d+ Bytes of memory on device\b",
+    # ggml's abort in its own sources, whatever case its message starts in
+    r"\bggml[\w./+-]*\.(?:c|cc|cpp|cu|m|mm):\d+: (?!warning\b|note\b)[a-z]",
 )
 # Rust's panic since 1.73: the location ends the line, the message is the next one.
 PANIC_HEADER = re.compile(r"\bthread '[^']*'(?: \(\d+\))? panicked at [^\s']+:\d+:\d+:$")

@@ -16,6 +16,31 @@ class Benign(Fact):
 
 BENIGN = (
     Benign(
+        r"\bDumping (?:input data|scheduler (?:output|stats))\b",
+        ("vllm",),
+        "ERROR 05-28 19:38:44 [dump_input.py:68] Dumping input data",
+        "vLLM V1's engine core (vllm/v1/engine/dump_input.py) dumping its scheduler's state at "
+        "ERROR when a step failed: the failure is the traceback after it",
+        hard=True,
+    ),
+    Benign(
+        r"\bPMIX ERROR: UNREACHABLE in file\b",
+        ("openmpi",),
+        "[host-1:101829] PMIX ERROR: UNREACHABLE in file server/pmix_server.c at line 2198",
+        "PMIx under Open MPI when a peer it polls has gone (a container's ranks exiting): "
+        "printed at every teardown, a failure's or not",
+        hard=True,
+    ),
+    Benign(
+        r"\bfailed to allocate graph, reserving\b",
+        ("llama.cpp",),
+        "ggml_backend_sched_alloc_splits: failed to allocate graph, reserving "
+        "(backend_ids_changed = 1)",
+        "ggml's scheduler (ggml/src/ggml-backend.cpp) reserving its graph again when the backend "
+        "assignment changed: routine, logged at every such change",
+        hard=True,
+    ),
+    Benign(
         r"\bno error file defined for parent, to copy child error file\b",
         ("torch",),
         "E0430 00:03:36.594000 427421 site-packages/torch/distributed/elastic/multiprocessing/"
