@@ -154,15 +154,15 @@ FLOORS = {
         "crashed": 0.96,
         "ready": 0.77,
     },
-    # Scored once, as the estimate on unseen logs of issue 23's thirteenth round
-    # (bench/README.md): U001-U133 (87 logs from threads and committed files never used,
+    # Scored once, as the estimate on unseen logs of issue 23's eighteenth round
+    # (bench/README.md): V001-V134 (97 logs from threads and committed files never used,
     # labelled blind by four helpers after the round's rules).
     "fresh": {
-        "root_cause": 0.80,
-        "top3": 0.86,
-        "error_class": 0.65,
-        "crashed": 0.95,
-        "ready": 0.64,
+        "root_cause": 0.74,
+        "top3": 0.83,
+        "error_class": 0.59,
+        "crashed": 0.91,
+        "ready": 0.74,
     },
     "validation": {
         "root_cause": 1.0,
