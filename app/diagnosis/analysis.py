@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
-from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, SERVING, WAITING
+from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, WAITING
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
 from app.diagnosis.marking import mark
@@ -71,8 +71,10 @@ _RUNTIME = re.compile(
 # A server's own word that it never came up ("Shard 0 failed to start", "Engine core
 # initialization failed", "timed out waiting for llama runner to start").
 _NEVER_STARTED = _alternation(row.pattern for row in NEVER_STARTED)
-# Work only a live engine logs; a front end answering health checks is no proof.
-_ENGINE_SERVING = _alternation(row.pattern for row in SERVING)
+# Work only a live engine logs; a front end answering health checks is no proof. (The
+# prefiltered set: read on every kept line, a plain alternation of the rows was a third of
+# the corpus's time once the engines' own serving lines joined it.)
+_ENGINE_SERVING = rules.SERVING
 # Words of a server's log: a script or a test that fails while starting was never "not ready".
 _SERVER = re.compile(
     r"\b(?:[Ss]erver|serve|[Ss]erving|uvicorn|API|endpoint|[Ee]ngine|[Ww]orker|[Ss]hard|vLLM|vllm"
