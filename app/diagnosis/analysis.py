@@ -718,7 +718,7 @@ def _raised_below(entries: list[Entry], root: Entry) -> Entry | None:
     """A program's own word that something failed, quoting the exception's message
     ("Training failed: CUDA out of memory. Tried to allocate ..."), then that exception's
     traceback (logging.exception): the exception's own line names it."""
-    if rules.EXCEPTION_LINE.match(root.content) or _NATIVE_RECORD.search(_text_before(root)):
+    if rules.EXCEPTION_LINE.match(root.content) or _NATIVE_RECORD.search(root.prefix):
         return None  # (a C++ library's own record of the fault is no program's word on it)
     for entry in entries[entries.index(root) + 1 :]:
         if entry.line.number - root.line.number > RAISED_REACH_LINES:
@@ -840,14 +840,7 @@ _GLOG_ERROR = re.compile(r"(?:^|[\s:>|])E\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w
 def _library_errors_only(entries: list[Entry], root: Entry) -> bool:
     """Whether the root and every failure after it are a C++ library's glog error records."""
     later = [e for e in entries[entries.index(root) :] if e.strength and not e.noise]
-    return all(
-        e.strength == 2 and not e.warning and _GLOG_ERROR.search(_text_before(e)) for e in later
-    )
-
-
-def _text_before(entry: Entry) -> str:
-    cut = entry.text.find(entry.content) if entry.content else -1
-    return entry.text[:cut] if cut > 0 else ""
+    return all(e.strength == 2 and not e.warning and _GLOG_ERROR.search(e.prefix) for e in later)
 
 
 def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Entry | None:

@@ -24,3 +24,9 @@ class Entry:
     # Why a failure-shaped line was set aside (the program says it lived through it...): what
     # the diagnosis says when the log ends on it.
     set_aside: str = ""
+
+    @property
+    def prefix(self) -> str:
+        """What loggers, launchers and viewers put before the message."""
+        cut = self.text.find(self.content) if self.content else -1
+        return self.text[:cut] if cut > 0 else ""

@@ -178,7 +178,7 @@ def mark(entries: list[Entry]) -> None:
         elif rules.WARNING_ERROR.search(content):
             entry.strength, entry.warning = 2, True
         elif (
-            (level == "error" and (informs(error_stamps[index]) or _GLOG.search(_prefix(entry))))
+            (level == "error" and (informs(error_stamps[index]) or _GLOG.search(entry.prefix)))
             or (rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content))
             or rules.TAGGED_ERROR.match(content)
         ):
@@ -273,19 +273,14 @@ def _goes_on_after(entries: list[Entry], index: int) -> bool:
     return len(list(itertools.islice(ordinary, 2))) == 2
 
 
-def _prefix(entry: Entry) -> str:
-    cut = entry.text.find(entry.content) if entry.content else -1
-    return entry.text[:cut] if cut > 0 else ""
-
-
 def _error_stamps(entry: Entry) -> int:
     """How many error severities the line's prefix carries (a viewer's and a logger's)."""
-    return len(_ERROR_LEVEL.findall(_prefix(entry))) + (_logfmt_level(entry) == "error")
+    return len(_ERROR_LEVEL.findall(entry.prefix)) + (_logfmt_level(entry) == "error")
 
 
 def _level(entry: Entry) -> str | None:
     """The severity a logger put in the line's prefix, or in its logfmt `level=` key."""
-    prefix = _prefix(entry)
+    prefix = entry.prefix
     if _INFO_LEVEL.search(prefix):
         return "info"
     if _ERROR_LEVEL.search(prefix):
