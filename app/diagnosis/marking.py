@@ -217,12 +217,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
         elif rules.DETAIL_BELOW.search(entry.content):
             entry.strength, entry.detail = 3, True
         elif rules.LOOP_LIVED_THROUGH.search(entry.content):
-            raised = next(
-                (e for e in entries[index + 1 : index + HANDLER_TRACEBACK_LINES]
-                 if e.strength == 3 and e.in_traceback is not None),
-                None,
-            )  # fmt: skip
-            for line in (entry, raised):
+            for line in (entry, _exception_below(entries, index)):
                 if line is not None:
                     line.strength = 0
                     line.set_aside = "an exception asyncio's event loop logged and ran on past"
@@ -232,12 +227,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 # the failed handler's traceback below it (Uvicorn's "Exception in ASGI
                 # application"): its exception is that request's, once the server is seen
                 # going on after it
-                raised = next(
-                    (e for e in entries[index + 1 : index + HANDLER_TRACEBACK_LINES]
-                     if e.in_traceback is not None
-                     and (e.strength == 3 or rules.EXCEPTION_LINE.match(e.content))),
-                    None,
-                )  # fmt: skip
+                raised = _exception_below(entries, index)
                 answered = any(
                     _ANSWERED_5XX.search(e.content) for e in entries[max(0, index - 2) : index]
                 )
@@ -260,6 +250,16 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             if any(rules.RECOVERED.search(e.content) for e in following):
                 entry.strength = 0
                 entry.set_aside = "an error the program says it lived through"
+
+
+def _exception_below(entries: list[Entry], index: int) -> Entry | None:
+    """The exception that ends the traceback a handler logged under a line."""
+    return next(
+        (e for e in entries[index + 1 : index + HANDLER_TRACEBACK_LINES]
+         if e.in_traceback is not None
+         and (e.strength == 3 or rules.EXCEPTION_LINE.match(e.content))),
+        None,
+    )  # fmt: skip
 
 
 def _goes_on_after(entries: list[Entry], index: int) -> bool:
