@@ -837,6 +837,18 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "unsupported_arch"),
         ("alloc: can't allocate 568118476 Bytes of memory on device/GPU", "oom_gpu"),
         ("CUDA error: operation failed due to a previous error during capture", "cuda_graph"),
+        # the nineteenth round's, from the eighteenth round's fresh part folded into tuning
+        ("RuntimeError: RMSNorm failed with error code invalid configuration argument",
+         "cuda_runtime"),
+        ("huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co/x/y/"
+         "resolve/main/hf_quant_config.json: offline mode is enabled.", "config_or_args"),
+        ("ggml_metal_init: error: load pipeline error: Error Domain=AGXMetalA14 Code=3 \"Compute "
+         "function exceeds available temporary registers\"", "unsupported_arch"),
+        ("dyld[18622]: Library not loaded: @rpath/libllama.dylib", "import_or_version"),
+        ("UNREACHABLE executed at /work/SPIRV-LLVM-Translator/lib/SPIRV/SPIRVUtil.cpp:2037!",
+         "import_or_version"),
+        ("  FLASH_ATTN_EXT(hs=64,nh=32,kv=512): Unsupported KV type combination for head_size 64.",
+         "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:
@@ -1614,3 +1626,38 @@ def test_ggml_s_abort_in_its_sources_counts_whatever_case_it_starts_in() -> None
     )
     found = diagnose(*QUIET, failed, "Aborted (core dumped)")
     assert found.root_cause == failed
+
+
+def test_the_op_a_backend_lacks_is_read_before_the_assert_on_its_result() -> None:
+    missing = "ggml_backend_cuda_graph_compute: op not supported norm-0 (RMS_NORM_BACK)"
+    found = diagnose(*QUIET, missing, "/src/llama.cpp/ggml/src/ggml-cuda.cu:2636: GGML_ASSERT(ok) "
+                     "failed")  # fmt: skip
+    assert found.root_cause == missing
+
+
+def test_clang_s_linker_summary_yields_to_the_linker_s_own_error() -> None:
+    undefined = "Undefined symbols for architecture arm64:"
+    found = diagnose(*QUIET, undefined, '  "_ggml_backend_metal_init", referenced from:',
+                     "ld: symbol(s) not found for architecture arm64",
+                     "clang: error: linker command failed with exit code 1 (use -v to see "
+                     "invocation)")  # fmt: skip
+    assert found.root_cause == undefined and found.error_class == "import_or_version"
+
+
+def test_apple_s_failed_assertion_and_zsh_s_abort_report_are_failures() -> None:
+    failed = (
+        "-[MTLComputePipelineDescriptorInternal setComputeFunction:withType:]:722: failed "
+        "assertion `computeFunction must not be nil.'"
+    )
+    found = diagnose(*QUIET, failed, "zsh: abort      ./llama-cli -m model.gguf")
+    assert found.root_cause == failed and found.crashed is True
+    found = diagnose(*QUIET, "zsh: abort      ./llama-cli -m model.gguf")
+    assert found.crashed is True and found.root_cause is not None
+
+
+def test_a_segfault_in_a_collective_s_python_frames_is_a_communication_fault() -> None:
+    found = diagnose(*QUIET, "Fatal Python error: Segmentation fault", "",
+                     "Current thread 0x00007f4858f86740 (most recent call first):",
+                     '  File "/sglang/srt/distributed/parallel_state.py", line 414 in all_reduce',
+                     '  File "/sglang/srt/layers/linear.py", line 1254 in forward')  # fmt: skip
+    assert found.error_class == "nccl_comm"

@@ -222,6 +222,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a device the process was told to use that its visible devices do not hold
         r"\bSetDevice\b.*\berror code\b", r"\bInvalid device ID\b",
         r"\bdevice < num_gpus\b",  # PyTorch's check of a device index against those visible
+        # the hub switched off by the environment (HF_HUB_OFFLINE)
+        r"\bOfflineModeIsEnabled\b",
         r"\bDevice-type mismatch\b|\bDevice acquire failed\b",  # Gaudi's synapse runtime
         # a user's disk quota (a cache under $HOME): the setting is where it writes
         r"\bDisk quota exceeded\b",
@@ -247,6 +249,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
+        # a launch's grid or block the kernel cannot take (cudaErrorInvalidConfiguration)
+        r"\binvalid configuration argument\b",
         r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
         # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'"), peer
         # mappings (nccl_comm's, below) or a graph capture (cuda_graph's)
@@ -296,6 +300,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a build that cannot start or finish: CMake without a package, a compiler killed,
         # PyTorch's extension loader without ninja, an operator no build registered
         r"\bCould NOT find \w+", r"\bptxas terminated\b", r"\bCompiler killed by signal\b",
+        r"(?:\bdyld\[\d+\]: |^)(?:Library not loaded|Symbol not found): ",  # macOS's loader
+        r"^Undefined symbols for architecture \w+:", r"\bUNREACHABLE executed at\b",
         r"\bNinja is required to load C\+\+ extensions\b",
         r"\bCould not run '[\w:.]+' with arguments from the '\w+' backend\b",
         # a custom op called with another version's schema
@@ -346,6 +352,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a ggml backend without a kernel for an operation ("error: op not supported node_1586
         # (FLASH_ATTN_EXT)")
         r"\berror: op not supported\b",
+        # Metal's compiler on a kernel over this GPU's registers
+        r"\bexceeds available temporary registers\b",
         # a Vulkan device without an extension or a feature the backend needs
         r"\bError(?:Extension|Feature)NotPresent\b",
         # HIP's code object without the kernel for this GPU ("Cannot find Symbol with name: ...")
@@ -493,6 +501,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # clap's (Rust command lines), options that exclude each other
         r"\ba value is required for '--", r"\bunexpected argument '--",
         r"\bmutually exclusive\b", r"\bOnly (?:1|one) can be set between\b",
+        r"\bUnsupported KV type combination\b",  # llama.cpp's flash attention on a cache type
         r"larger than the maximum number of tokens", r"max_model_len",
         r"\bexceeds\b.*\bmaximum supported (?:length|sequence|context)",
         r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by",
@@ -795,6 +804,16 @@ NATIVE_FAILURE = _any(
     r"\bCannot find Symbol with name\b",  # HIP's runtime on a kernel its code object lacks
     r"^CMake Error\b",
     r"^\s*Could NOT find \w+",  # CMake
+    # macOS's loader and linker, LLVM's internal check, Apple's assertions
+    r"(?:\bdyld\[\d+\]: |^)(?:Library not loaded|Symbol not found): ",
+    r"^Undefined symbols for architecture \w+:",
+    r"\bUNREACHABLE executed at\b",
+    r"\bfailed assertion [`']",
+    # zsh's report on a job a signal ended ("zsh: abort      ./llama-server -m ...")
+    r"^zsh: (?:abort|segmentation fault|killed|bus error|illegal hardware instruction)\s",
+    # ggml's backends without an operation, llama.cpp's flash attention without a cache type
+    r"_graph_compute: (?:error: )?op not supported\b",
+    r"\bUnsupported KV type combination\b",
     r"\bcan't allocate \d+ Bytes of memory on device\b",
     # ggml's abort in its own sources, whatever case its message starts in
     r"\bggml[\w./+-]*\.(?:c|cc|cpp|cu|m|mm):\d+: (?!warning\b|note\b)[a-z]",
@@ -943,7 +962,13 @@ SYMMETRIC_MEMORY = _any(r"_SymmetricMemory", r"symm_mem", r"SymmetricMemory")
 # load (a Bus error on a file that changed or shrank under its mapping).
 SIGNALLED = re.compile(r"\bSegmentation fault\b|\bSIGSEGV\b|\bsignal 11\b|\bBus error\b|\bSIGBUS\b")
 SIGNAL_CONTEXT = [
-    ("nccl_comm", _any(r"\bnccl\w*\(|libnccl|librccl|\bucp_\w+|\buct_\w+|\bibv_\w+")),
+    (
+        "nccl_comm",
+        _any(
+            r"\bnccl\w*\(|libnccl|librccl|\bucp_\w+|\buct_\w+|\bibv_\w+",
+            r"\bline \d+ in (?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast)\b",
+        ),
+    ),
     ("model_loading", _any(r"\bsafetensors\b.*\b(?:safe_open|load|get_tensor)|weight_loader")),
 ]
 

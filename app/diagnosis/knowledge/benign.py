@@ -24,7 +24,7 @@ BENIGN = (
         hard=True,
     ),
     Benign(
-        r"\bPMIX ERROR: UNREACHABLE in file\b",
+        r"\bPMIX ERROR: (?:UNREACHABLE|ERROR) in file\b",
         ("openmpi",),
         "[host-1:101829] PMIX ERROR: UNREACHABLE in file server/pmix_server.c at line 2198",
         "PMIx under Open MPI when a peer it polls has gone (a container's ranks exiting): "

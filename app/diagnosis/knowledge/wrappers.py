@@ -305,6 +305,13 @@ WRAPPERS = (
         "T083",
     ),
     Wrapper(
+        r"\blinker command failed with exit code \d+",
+        ("clang",),
+        "clang: error: linker command failed with exit code 1 (use -v to see invocation)",
+        "clang's driver when its linker failed: the linker's own lines before it (\"Undefined "
+        'symbols for architecture arm64:") say why; observed in corpus case V093',
+    ),
+    Wrapper(
         r"\bCalledProcessError\b",
         ("python",),
         "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
