@@ -154,15 +154,15 @@ FLOORS = {
         "crashed": 0.96,
         "ready": 0.77,
     },
-    # Scored once, as the estimate on unseen logs of issue 23's eighteenth round
-    # (bench/README.md): V001-V134 (97 logs from threads and committed files never used,
-    # labelled blind by four helpers after the round's rules).
+    # Scored once, as the estimate on unseen logs of issue 23's nineteenth round
+    # (bench/README.md): W001-W100 (70 logs from threads never used, labelled blind by three
+    # helpers after the round's rules).
     "fresh": {
-        "root_cause": 0.74,
-        "top3": 0.83,
-        "error_class": 0.59,
-        "crashed": 0.91,
-        "ready": 0.74,
+        "root_cause": 0.90,
+        "top3": 0.92,
+        "error_class": 0.62,
+        "crashed": 0.94,
+        "ready": 0.68,
     },
     "validation": {
         "root_cause": 1.0,
