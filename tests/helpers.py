@@ -143,12 +143,13 @@ def quiet_lines(tag: str, count: int) -> bytes:
     return b"".join(b"[%-12s] line %04d of a quiet log\n" % (tag.encode(), n) for n in range(count))
 
 
+# Each write comes as its length on a line of its own, then its bytes: appended in one write.
 _WRITER_SCRIPT = """
 import sys
 log = open(sys.argv[1], "ab")
 print("open", flush=True)
-for line in sys.stdin.buffer:
-    log.write(line)
+for size in sys.stdin.buffer:
+    log.write(sys.stdin.buffer.read(int(size)))
     log.flush()
     print("written", flush=True)
 """
@@ -156,7 +157,8 @@ for line in sys.stdin.buffer:
 
 class LogWriter:
     """A process of the test's own holding a log open for writing, as a server does, until
-    it exits: each `write` is a line it appends; `exit` ends it."""
+    it exits: each `write` is lines it appends at once (a reader never sees part of them);
+    `exit` ends it."""
 
     def __init__(self, path: Path) -> None:
         self.process = subprocess.Popen(
@@ -169,9 +171,9 @@ class LogWriter:
         assert self.process.stdout is not None
         return self.process.stdout.readline()
 
-    def write(self, line: bytes) -> None:
-        assert self.process.stdin is not None and line.endswith(b"\n")
-        self.process.stdin.write(line)
+    def write(self, lines: bytes) -> None:
+        assert self.process.stdin is not None and lines.endswith(b"\n")
+        self.process.stdin.write(b"%d\n" % len(lines) + lines)
         self.process.stdin.flush()
         assert self._said() == b"written\n"
 

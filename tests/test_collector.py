@@ -43,7 +43,8 @@ def test_a_full_collection_freezes_what_survived_it(collector: Collector) -> Non
     kept = [Node() for _ in range(1000)]
     before = gc.get_freeze_count()
     gc.collect(1)  # a young collection freezes nothing
-    assert gc.get_freeze_count() == before
+    # (another thread of this worker may free a frozen object meanwhile: the count never grows)
+    assert gc.get_freeze_count() <= before
     gc.collect()
     assert gc.get_freeze_count() >= before + len(kept)
     # The next full collection walks only what came since: the frozen part is not in it.
@@ -138,5 +139,10 @@ def test_after_the_clock_s_walk_a_thaw_counts_only_what_was_frozen_since(
     gc.collect()  # the clock's thaw
     monkeypatch.setattr(collector_module, "THAW_EVERY_S", 600.0)
     gc.collect()  # walks everything, freezes the survivors: the new base
-    assert collector.frozen_at_thaw == gc.get_freeze_count() >= grown
+    frozen = gc.get_freeze_count()
+    # The base is the count just frozen: another thread of this worker may have freed a few
+    # frozen objects since (never added any), far fewer than the thousand kept.
+    assert 0 <= collector.frozen_at_thaw - frozen < len(kept)
+    young = {id(thing) for generation in range(3) for thing in gc.get_objects(generation)}
+    assert not any(id(node) in young for node in kept)  # the survivors are frozen again
     del kept
