@@ -949,6 +949,12 @@ def test_a_fatal_c10_line_after_its_error_lines_is_a_crash_never_silence() -> No
             "other",
         ),
         (
+            ["llm_load_tensors: ggml ctx size =    1.43 MiB",
+             "GGML_ASSERT: llama.cpp/ggml-cuda.cu:727: tensor->view_src == nullptr"],
+            "GGML_ASSERT: llama.cpp/ggml-cuda.cu:727: tensor->view_src == nullptr",
+            "other",
+        ),
+        (
             ["FAILED: /srv/DeepEP/build/lib/deep_ep_cpp.so",
              "nvlink error   : Undefined reference to 'nvshmemi_ibgda_device_state_d' in "
              "'internode_ll.o'", "ninja: build stopped: subcommand failed."],
@@ -1661,3 +1667,26 @@ def test_a_segfault_in_a_collective_s_python_frames_is_a_communication_fault() -
                      '  File "/sglang/srt/distributed/parallel_state.py", line 414 in all_reduce',
                      '  File "/sglang/srt/layers/linear.py", line 1254 in forward')  # fmt: skip
     assert found.error_class == "nccl_comm"
+
+
+def test_llama_cpp_s_examples_failing_to_eval_have_failed() -> None:
+    failed = "main : failed to eval"
+    found = diagnose("llama_new_context_with_model: n_ctx      = 256", *QUIET, failed)
+    assert found.crashed is True and found.root_cause == failed
+    # only at a line's start: a server's per-request word is no stop
+    assert silent(diagnose(*QUIET, "srv  process: the request failed to evaluate tokens"))
+
+
+def test_a_front_end_that_answers_a_request_with_its_exception_has_not_crashed() -> None:
+    handler = "ERROR 03-03 19:06:24 [serving_chat.py:664] Error in chat completion stream generator."
+    prefix = "ERROR 03-03 19:06:24 [serving_chat.py:664] "
+    raised = prefix + "RuntimeError: Expected there to be 1 prompt updates corresponding to 1 items"
+    frames = [prefix + "Traceback (most recent call last):",
+              prefix + '  File "/vllm/v1/engine/async_llm.py", line 208, in _generate',
+              prefix + "    q = await self.add_request("]  # fmt: skip
+    found = diagnose(*QUIET, handler, *frames, raised)
+    assert found.crashed is False and found.root_cause is None
+    assert "request refused" in found.crashed_reason
+    # The exception only says the engine behind it is gone: the engine's failure stands.
+    dead = prefix + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+    assert diagnose(*QUIET, handler, *frames, dead).crashed is True

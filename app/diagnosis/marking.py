@@ -8,7 +8,7 @@ from collections import Counter
 from app.diagnosis import rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import raised_in_logging
-from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED
+from app.diagnosis.knowledge.lifecycle import REQUEST_ANSWERED, REQUEST_REFUSED
 
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
@@ -33,6 +33,7 @@ _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
+_REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
@@ -230,6 +231,11 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 raised = _exception_below(entries, index)
                 answered = any(
                     _ANSWERED_5XX.search(e.content) for e in entries[max(0, index - 2) : index]
+                ) or (
+                    # (an exception that only says the engine is gone is no request's own)
+                    _REQUEST_ANSWERED.search(entry.content) is not None
+                    and raised is not None
+                    and raised.strength != 1
                 )
                 if raised is not None and (
                     answered or _goes_on_after(entries, entries.index(raised))

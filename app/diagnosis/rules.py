@@ -673,9 +673,10 @@ CHECK_MACRO = re.compile(r"(?:^|:\s)Failed: (?:Cuda error )?\S+\.(?:cu|cuh|cpp|c
 # One source location twice in a line: several threads' copies of one failure written into
 # each other ("x.h:1146: x.h:1146: GGML_ASSERT(...) failed/home/..."); a clean copy is nearby.
 INTERLEAVED = re.compile(r"(\S+\.\w+:\d+: ).*\1")
-# C assert macros and llama.cpp's abort ("llama.cpp abort:1852: GGML_ASSERT(...) failed"):
-# fatal even where a logger stamped them DEBUG.
-ASSERTION_MACRO = re.compile(r"\b[A-Z_]*ASSERT\w*\(.*\) failed")
+# C assert macros and llama.cpp's abort ("llama.cpp abort:1852: GGML_ASSERT(...) failed", and
+# before mid-2024 "GGML_ASSERT: ggml-cuda.cu:727: tensor->view_src == nullptr"): fatal even
+# where a logger stamped them DEBUG.
+ASSERTION_MACRO = re.compile(r"\b[A-Z_]*ASSERT\w*(?:\(.*\) failed|: \S+:\d+: \S)")
 # Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
 NATIVE_FAILURE = _any(
     r"\bwhat\(\):",
@@ -708,6 +709,8 @@ NATIVE_FAILURE = _any(
     r"^error: ",
     r"\berror loading model\b",
     r"\bfailed to load model\b",
+    # llama.cpp's examples, just before they return 1 ("main : failed to eval")
+    r"^\W*\w+ : failed to eval\b",
     # C++'s own aborts
     r"\bterminate called\b",
     r"\bpure virtual method called\b",

@@ -61,7 +61,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
         b"o space left", b"ouble free", b"ignal (", b"eyboardInterrupt", b"econd interrupt",
-        b"ibrary not loaded", b"ailed assertion", b"sh: abort",
+        b"ibrary not loaded", b"ailed assertion", b"sh: abort", b"SSERT: ",
     )
 ]  # fmt: skip
 

@@ -476,10 +476,25 @@ WAITING = (
     ),
 )
 
+# A front end's handler that answers a request with the exception it logs: the traceback under
+# it is that request's even where the log ends there (unless its exception only says that the
+# engine behind it is gone).
+REQUEST_ANSWERED = (
+    Fact(
+        r"\bError in (?:chat )?completion stream generator\.?$",
+        ("vllm",),
+        "ERROR 03-03 19:06:24 [serving_chat.py:664] Error in chat completion stream generator.",
+        "vLLM's OpenAI front end (vllm/entrypoints/openai/serving_chat.py and "
+        "serving_completion.py: logger.exception, then the error sent as the stream's last "
+        "chunk); observed in corpus case W003",
+    ),
+)
+
 # A client's request refused for what it asked: the server answers it and serves on, so such
 # a line is never why a server stopped (a KV cache too small for max_model_len at start-up is
 # another line, and a failure).
 REQUEST_REFUSED = (
+    *REQUEST_ANSWERED,
     Fact(
         r"\bmaximum context length is \d+ tokens\. However, you requested\b",
         ("vllm",),
