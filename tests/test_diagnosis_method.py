@@ -1058,6 +1058,14 @@ def test_a_bare_exception_name_yields_to_the_same_exception_with_its_message() -
     assert found.root_cause == said and found.error_class == "import_or_version"
 
 
+def test_an_empty_repr_logged_before_its_long_traceback_yields_to_its_last_line() -> None:
+    prefix = "ERROR 05-02 09:48:39 [engine.py:160] "
+    frames = [prefix + f'  File "/vllm/layer_{n}.py", line {n}, in forward' for n in range(90)]
+    found = diagnose(*QUIET, prefix + "AssertionError()", prefix + "Traceback (most recent call "
+                     "last):", *frames, prefix + "AssertionError")  # fmt: skip
+    assert found.root_cause == prefix + "AssertionError"
+
+
 def test_a_shell_s_abort_yields_to_the_gpu_memory_fault_before_it() -> None:
     fault = (
         "Memory access fault by GPU node-1 (Agent handle: 0x58935a90) on address 0x7fbe6a804000."
@@ -1463,6 +1471,12 @@ def test_a_bare_exception_yields_to_the_next_of_its_chain_that_says_something() 
                      "The above exception was the direct cause of the following exception:", "",
                      *TB, said)  # fmt: skip
     assert found.root_cause == said and found.error_class == "timeout_or_hang"
+    # An object's default repr as the message quotes nothing either.
+    said = "KeyError: 'Cannot find `mm_limits` for model=/models/Qwen2-VL-7B. Did you forget?'"
+    found = diagnose(*QUIET, *TB, "KeyError: <vllm.config.ModelConfig object at 0x7fec41821900>",
+                     "", "The above exception was the direct cause of the following exception:",
+                     "", *TB, said)  # fmt: skip
+    assert found.root_cause == said
 
 
 def test_ninja_s_exit_yields_to_the_compiler_s_error_printed_after_it() -> None:

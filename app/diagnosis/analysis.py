@@ -298,6 +298,7 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
 
 _EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): (.+)$")
 EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
 
 
 def _lived_through(
@@ -331,9 +332,12 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
     recognize this architecture ..."): the explanation is the line to read."""
     named = rules.EXCEPTION_LINE.match(first.content)
-    if named is not None and not named[2] and not named[3]:
-        # A bare name ("TimeoutError", "StopIteration") quotes nothing: the next exception of
-        # its chain that says something explains it.
+    if named is not None and (
+        not (named[2] or named[3]) or _OBJECT_REPR.fullmatch((named[2] or "").strip())
+    ):
+        # A bare name ("TimeoutError", "StopIteration") quotes nothing, nor does an object's
+        # default repr ("KeyError: <vllm.config.ModelConfig object at 0x7fec41821900>"): the
+        # next exception of its chain that says something explains it.
         start = position[id(first)]
         for entry in entries[start + 1 : start + 1 + FOLLOW_UP_LINES]:
             if entry.strength == 3 and not entry.noise:
@@ -672,7 +676,10 @@ def analyze(
 _EMPTY_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*$")
 _BARE_EXCEPTION = re.compile(r"^((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception))\s*$")
 # logging.exception(repr(e)): "ValueError('Sampling parameters are missing ...')"
-_REPR_EXCEPTION = re.compile(r"^((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception))\((['\"])(.+)\2\)\s*$")
+# (or "AssertionError()": its traceback's last line is the bare name)
+_REPR_EXCEPTION = re.compile(
+    r"^((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception))\((?:(['\"])(.+)\2)?\)\s*$"
+)
 _LISTED = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 SAID_BELOW_LINES = 20
 
@@ -686,13 +693,15 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
     if bare is not None:
         named = f"{bare[1]}: "
         # A repr's message must match; its traceback, logged next, may be long.
-        quoted = bare[3] if bare.re is _REPR_EXCEPTION else ""
-        reach = FOLLOW_UP_LINES if quoted else SAID_BELOW_LINES
+        logged_repr = bare.re is _REPR_EXCEPTION
+        quoted = (bare[3] or "") if logged_repr else ""
+        reach = RAISED_REACH_LINES if logged_repr else SAID_BELOW_LINES
         for entry in entries[entries.index(root) + 1 :]:
             if entry.line.number - root.line.number > reach:
                 break
             message = entry.content.removeprefix(named)
-            if message != entry.content and message.strip() and message.startswith(quoted):
+            said = message != entry.content and message.strip() and message.startswith(quoted)
+            if said or (logged_repr and not quoted and entry.content.rstrip() == bare[1]):
                 entry.strength = max(entry.strength, 3)
                 return entry
         return None
