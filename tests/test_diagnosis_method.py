@@ -849,6 +849,16 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "import_or_version"),
         ("  FLASH_ATTN_EXT(hs=64,nh=32,kv=512): Unsupported KV type combination for head_size 64.",
          "config_or_args"),
+        # the twentieth round's, from the nineteenth round's fresh part folded into tuning
+        ("MESA: error: ../src/intel/vulkan/anv_device.c:4237: VK_ERROR_OUT_OF_DEVICE_MEMORY",
+         "oom_gpu"),
+        ("GGML_ASSERT: D:\\a\\llama.cpp\\ggml\\src\\ggml-backend.c:96: base != NULL && "
+         "\"backend buffer base cannot be NULL\"", "oom_gpu"),
+        ("RuntimeError: Error in function 'BatchPrefillWithRaggedKVCacheDispatched' at /fi/"
+         "include/flashinfer/attention/prefill.cuh:2215: Unsupported max_mma_kv: 0",
+         "unsupported_arch"),
+        ("/sglang/srt/layers/moe/ep_moe/kernels.py:606:42: error: Unsupported conversion from "
+         "'f8E4M3FN' to 'f16'", "unsupported_arch"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

@@ -177,6 +177,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # DEVICE memory: 536870912", "nrt_tensor_allocate status=4 ... Allocation Failure")
         r"\bFailed to alloc DEVICE memory\b", r"\bnrt_tensor_allocate\b.*Allocation Failure",
         r"\bcan't allocate \d+ Bytes of memory on device\b",  # ggml's SYCL backend
+        r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b",  # a Vulkan driver's own word (Mesa's)
+        # ggml's buffer allocation that came back empty, asserted on
+        r"\bbackend buffer base cannot be NULL\b",
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -337,6 +340,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"out of resource: shared memory.*Hardware limit",
         r"[Ss]hared memory size limit exceeded", r"\bCUBLAS_STATUS_NOT_SUPPORTED\b",
         r"\bNo compatible code objects found for\b",
+        # FlashInfer finding no tile of its kernel that fits this GPU's shared memory
+        r"\bUnsupported max_mma_kv: 0\b",
+        # a compiler without the FP8 type on this target ("Unsupported conversion from
+        # 'f8E4M3FN' to 'f16'", Triton's on GPUs before sm_89)
+        r"\bUnsupported conversion from '?f8",
         r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
         r".*\b(?:limit|maximum)",
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
