@@ -859,6 +859,10 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "unsupported_arch"),
         ("/sglang/srt/layers/moe/ep_moe/kernels.py:606:42: error: Unsupported conversion from "
          "'f8E4M3FN' to 'f16'", "unsupported_arch"),
+        ("RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't "
+         "exist", "import_or_version"),
+        ("NameError: name 'check_marlin_supported' is not defined. Did you mean: "
+         "'check_marlin_format'?", "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

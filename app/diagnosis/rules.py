@@ -309,6 +309,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCould not run '[\w:.]+' with arguments from the '\w+' backend\b",
         # a custom op called with another version's schema
         r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
+        # a JIT build with no compiler to run ("Could not find nvcc and default cuda_home=...")
+        r"\bCould not find nvcc\b",
+        # a name a library binds only where an optional import succeeded
+        r"^NameError: name '\w+' is not defined",
     )),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b", r"\bCANCELLED AT\b",  # a scheduler ending a job that overran
