@@ -863,6 +863,11 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "exist", "import_or_version"),
         ("NameError: name 'check_marlin_supported' is not defined. Did you mean: "
          "'check_marlin_format'?", "import_or_version"),
+        ("ValueError: too many values to unpack (expected 2)", "other"),
+        ("ValueError: token_to_kv_pool_allocator memory leak detected! available_size=13824256, "
+         "protected_size=0", "other"),
+        ("ValueError: Attempted to assign 256 + 74 = 330 multimodal tokens to 332 placeholders",
+         "other"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

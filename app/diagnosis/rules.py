@@ -585,6 +585,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     # A path that is not there, when nothing says it held weights or a checkpoint.
     ("config_or_args", _any(r"\bFileNotFoundError\b", r"\bNo such file or directory\b")),
+    # The engine's own bookkeeping found inconsistent (a tuple of another length, its KV pool's
+    # leak check, multimodal tokens and their placeholders): no value the user gave.
+    ("other", _any(
+        r"\b(?:too many|not enough) values to unpack\b", r"\bmemory leak detected\b",
+        r"\bmultimodal tokens to \d+ placeholders\b",
+    )),
     # A bad value, when nothing more telling is said.
     ("config_or_args", _any(r"\bValueError\b", r"\bValue error, ")),
 ]
