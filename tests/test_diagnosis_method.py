@@ -864,6 +864,10 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("NameError: name 'check_marlin_supported' is not defined. Did you mean: "
          "'check_marlin_format'?", "import_or_version"),
         ("ValueError: too many values to unpack (expected 2)", "other"),
+        ("ValueError: No supported config format found in mistralai/Mistral-7B-v0.1",
+         "model_loading"),
+        ("ValueError: '<class 'sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLConfig'>' is "
+         "already used by a Transformers model.", "import_or_version"),
         ("ValueError: token_to_kv_pool_allocator memory leak detected! available_size=13824256, "
          "protected_size=0", "other"),
         ("ValueError: Attempted to assign 256 + 74 = 330 multimodal tokens to 332 placeholders",

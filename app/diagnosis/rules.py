@@ -452,6 +452,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # code written for a newer Python than the one running it ("list[int]" on 3.8)
         r"\btype '[\w.]+' is not subscriptable", r"'type' object is not subscriptable",
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
+        # a newer transformers already registering a config the engine registers itself
+        r"\bis already used by a Transformers model\b",
         r": undefined reference to [`']",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"\b[Cc]ould not load any \w+ library\b",
@@ -506,6 +508,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a safetensors file cut short or not safetensors at all
         r"\bSafetensorError\b", r"\bwhile deserializing header\b",
         r"\bcustom template is not supported\b",  # llama.cpp on a model's chat template
+        # a model folder whose config names no architecture or is in no format the engine reads
+        r"\bNo model architectures are specified\b", r"\bNo supported config format found\b",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
