@@ -481,12 +481,29 @@ WAITING = (
 # engine behind it is gone).
 REQUEST_ANSWERED = (
     Fact(
-        r"\bError in (?:chat )?completion stream generator\.?$",
+        r"\bError in (?:chat )?completion stream generator\.?\s*$",
         ("vllm",),
         "ERROR 03-03 19:06:24 [serving_chat.py:664] Error in chat completion stream generator.",
         "vLLM's OpenAI front end (vllm/entrypoints/openai/serving_chat.py and "
         "serving_completion.py: logger.exception, then the error sent as the stream's last "
         "chunk); observed in corpus case W003",
+    ),
+    Fact(
+        r"\bError in preprocessing prompt inputs\s*$",
+        ("vllm",),
+        "ERROR 06-04 11:39:38 [serving_chat.py:199] Error in preprocessing prompt inputs",
+        "vLLM's OpenAI front end (vllm/entrypoints/openai/serving_chat.py, "
+        "create_chat_completion: logger.exception, then an error response for that request); "
+        "corpus case V004 has one with trailing spaces",
+    ),
+    Fact(
+        r"\bError in extracting tool call from response\.?\s*$",
+        ("vllm",),
+        "ERROR 05-01 01:52:15 [hermes_tool_parser.py:110] Error in extracting tool call from "
+        "response.",
+        "vLLM's tool parsers (vllm/entrypoints/openai/tool_parsers/*_tool_parser.py: "
+        "logger.exception, then the model's text returned as plain content); observed in "
+        "corpus case T058",
     ),
 )
 
