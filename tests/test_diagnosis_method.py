@@ -1727,3 +1727,25 @@ def test_a_front_end_that_answers_a_request_with_its_exception_has_not_crashed()
     # The exception only says the engine behind it is gone: the engine's failure stands.
     dead = prefix + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
     assert diagnose(*QUIET, handler, *frames, dead).crashed is True
+
+
+def test_an_error_the_server_went_on_past_logged_again_at_the_end_is_lived_through_again() -> None:
+    failed = ["decode: failed to initialize batch", "llama_decode: failed to decode, ret = -1"]
+    went_on = ["srv  update_slots: all slots are idle",
+               "srv  log_server_r: done request: POST /completion 127.0.0.1 200",
+               "slot launch_slot_: id  0 | task 12 | processing task"]  # fmt: skip
+    found = diagnose(*QUIET, *failed, *went_on, *failed)
+    assert found.crashed is False and found.root_cause is None
+    # Something else after it is a failure of its own.
+    fatal = "GGML_ASSERT: ggml-cuda.cu:100: !\"CUDA error\""
+    assert diagnose(*QUIET, *failed, *went_on, *failed, fatal).root_cause == fatal
+    # An error it said it would retry, logged again, is the retries running out.
+    timed_out = ("[E1120 21:53:06.140024850 socket.cpp:1019] [c10d] The client socket has timed "
+                 "out after 600000ms while trying to connect to (127.0.0.1, 30349).")
+    retried = ("[W1120 21:53:06.140024850 TCPStore.cpp:330] [c10d] TCP client failed to connect"
+               "/validate to host 127.0.0.1:30349 - retrying (try=0, timeout=600000ms)")
+    found = diagnose(*QUIET, timed_out, retried, *QUIET, timed_out)
+    assert found.crashed is True and found.root_cause == timed_out
+    # The same error printed by each rank is one failure, not one lived through.
+    found = diagnose(*QUIET, *failed, *QUIET, *failed)
+    assert found.crashed is True and found.root_cause == failed[0]

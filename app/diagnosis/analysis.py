@@ -26,6 +26,7 @@ SURVIVED_GAP_LINES = 2000
 INCIDENT_LINES = 3
 SERVED_AFTER = 3  # engine-side serving lines after a failure: the server lived through it
 SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
+SERVED_ON = "the server went on serving after it"
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
 
 
@@ -506,6 +507,8 @@ def analyze(
             if _before(entry.line, ready_line, newest_first):
                 entry.strength = min(entry.strength, 0)
     survived = _forget_survived(entries, None if newest_first else last_serving_line)
+    if not newest_first:
+        _forget_recurring(entries)
     # The last burst: read from its end, a newest-first log has none this way.
     start = None
     if not newest_first:
@@ -870,8 +873,23 @@ def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Ent
             if entry.strength >= 2 and not entry.noise and last is None:
                 last = entry
             entry.strength = 0
-            entry.set_aside = "the server went on serving after it"
+            entry.set_aside = SERVED_ON
     return last
+
+
+def _forget_recurring(entries: list[Entry]) -> None:
+    """An error the server went on serving after, logged again word for word (the next
+    request refused the same way): lived through again, unless something else follows it.
+    (An error it said it would retry, logged again, is the retries running out.)"""
+    served_on: dict[str, Entry] = {}
+    for entry in entries:
+        if entry.noise or entry.in_traceback is not None:
+            continue
+        if entry.set_aside == SERVED_ON:
+            served_on.setdefault(entry.content, entry)
+        elif entry.strength >= 2 and (first := served_on.get(entry.content)) is not None:
+            entry.strength = 0
+            entry.set_aside = f"an error the server went on past at line {first.line.number}"
 
 
 def _confirmed(text: str) -> bool:
