@@ -1749,3 +1749,15 @@ def test_an_error_the_server_went_on_past_logged_again_at_the_end_is_lived_throu
     # The same error printed by each rank is one failure, not one lived through.
     found = diagnose(*QUIET, *failed, *QUIET, *failed)
     assert found.crashed is True and found.root_cause == failed[0]
+
+
+def test_ascend_s_inner_error_yields_to_the_device_s_words_under_it() -> None:
+    detail = (
+        "EZ9999: 2024-10-31-12:08:42.276.420  The error from device(0), serial number is 3, "
+        "there is an aivec error, core id is 0, error code = 0x10"
+    )
+    found = diagnose(*QUIET, "app/ggml/src/ggml-cann.cpp:63: CANN error",
+                     "CANN error: EZ9999: Inner Error!", detail,
+                     "        Kernel task happen error, retCode=0x31, [vector core exception].",
+                     "Aborted (core dumped)")  # fmt: skip
+    assert found.root_cause == detail and found.error_class == "cuda_runtime"

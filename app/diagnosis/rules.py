@@ -260,6 +260,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur|not supported))",
         # ROCm's runtime on a kernel's page fault, and on the hang that follows
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
+        # Ascend's runtime on a kernel's fault in its vector or cube cores
+        r"\bthere is an (?:exception of )?ai(?:vec|core|cube) error\b",
         # the GPU's own memory failing, wherever it surfaced (a custom all-reduce kernel)
         r"\buncorrectable ECC error\b",
         # a GPU the driver lost (a Vulkan or Metal context reset): a fault, not its memory
@@ -914,7 +916,8 @@ PROCESS = [
 # its worker process has died. ... may have exceeded K8s pod memory limits").
 DETAIL_BELOW = _any(r"^The actor is dead because\b")
 # "Last error:" then the line that says what it was (NCCL's last error, in a c10d exception).
-LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
+# Ascend's CANN the same: "EZ9999: Inner Error!", then the device's own words.
+LAST_ERROR = re.compile(r"^\s*Last error:\s*$|^(?:CANN error: )?E[A-Z]\d{4}: Inner Error!\s*$")
 # What a program prints when it lives through an error it just logged.
 RECOVERED = _any(
     r"\b[Rr]etrying\b",
