@@ -1761,3 +1761,11 @@ def test_ascend_s_inner_error_yields_to_the_device_s_words_under_it() -> None:
                      "        Kernel task happen error, retCode=0x31, [vector core exception].",
                      "Aborted (core dumped)")  # fmt: skip
     assert found.root_cause == detail and found.error_class == "cuda_runtime"
+
+
+def test_ray_s_task_error_without_its_cause_s_name_yields_to_the_task_s_exception() -> None:
+    raised = "Exception: Request error for 5 times, returning None. Please check the API server."
+    found = diagnose(*QUIET, "ray.exceptions.RayTaskError: ray::remote_rm_fn_ray() (pid=25348, "
+                     "ip=0.0.0.0)", '  File "/openrlhf/utils/remote_rm_utils.py", line 45, in f',
+                     "    return remote_rm_fn(api_url)", raised)  # fmt: skip
+    assert found.root_cause == raised

@@ -373,12 +373,13 @@ WRAPPERS = (
         "that; the runner's own lines say why; observed in corpus case 505",
     ),
     Wrapper(
-        r"\bray\.exceptions\.RayTaskError\(\w+\): ",
+        r"\bray\.exceptions\.RayTaskError\(\w+\): |\bray\.exceptions\.RayTaskError: ray::",
         ("ray",),
         "ray.exceptions.RayTaskError(NotImplementedError): ray::main_task() (pid=19443, "
         "ip=10.0.0.1)",
         "Ray (python/ray/exceptions.py): the header of a remote task's failure, re-raised where "
-        "it was awaited; the task's own traceback and exception follow",
+        "it was awaited, its cause's name in brackets or not ('RayTaskError: ray::f() (pid=...)' "
+        "in corpus case X063); the task's own traceback and exception follow",
     ),
     Wrapper(
         r"^\w+: in user code:\s*$",
