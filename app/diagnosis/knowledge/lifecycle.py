@@ -370,6 +370,14 @@ NEVER_STARTED = (
 # An operator or a scheduler stopping the process: no crash, whatever its launcher prints next.
 STOPPED = (
     Fact(
+        r"\*\*\* SIG(?:TERM|INT) received (?:at time=\d+|by PID \d+)",
+        ("ray", "jax", "tensorflow"),
+        "*** SIGTERM received at time=1739834838 on cpu 88 ***",
+        "abseil's failure signal handler (absl/debugging/failure_signal_handler.cc), installed "
+        "by Ray's workers and drivers, XLA and TensorFlow, on a termination signal another "
+        "process sent; observed in corpus case X077",
+    ),
+    Fact(
         r"\bCANCELLED AT \S+ DUE [Tt][Oo] (?:TIME LIMIT|PREEMPTION|SIGNAL \w+)"
         # a whole job cancelled with no reason is scancel's; a step's is srun tearing it down
         r"|\bJOB \d+ ON \S+ CANCELLED AT \S+ \*\*\*",
