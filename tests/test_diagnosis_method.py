@@ -864,6 +864,8 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("NameError: name 'check_marlin_supported' is not defined. Did you mean: "
          "'check_marlin_format'?", "import_or_version"),
         ("ValueError: too many values to unpack (expected 2)", "other"),
+        ("llama.cpp/ggml/src/ggml-vulkan/vulkan-shaders/mul_mm.comp:195: error: 'coopmat' : "
+         "undeclared identifier", "import_or_version"),
         ("ValueError: No supported config format found in mistralai/Mistral-7B-v0.1",
          "model_loading"),
         ("ValueError: '<class 'sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLConfig'>' is "

@@ -472,7 +472,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b(?:gcc|g\+\+|cc1plus|c\+\+|clang|nvcc|ninja|cmake)\b"
         r".*(?:non-zero exit status|failed|error)",
         r"Error building extension", r"[Ff]ailed to build\b", LIBRARY_NOT_FOUND,
-        r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error:",  # a compiler's
+        # a compiler's, a shader compiler's (glslc on a Vulkan shader) too
+        r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp|comp|glsl|metal)(?::\d+){1,2}: (?:fatal )?error:",
         r"\.(?:cu|cuh|cpp|h)\(\d+\): (?:catastrophic )?error:",  # nvcc's
         r"\berrors? detected in the compilation of\b",
         # one library calling another with the signature of another version
