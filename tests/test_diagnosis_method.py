@@ -864,6 +864,8 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("NameError: name 'check_marlin_supported' is not defined. Did you mean: "
          "'check_marlin_format'?", "import_or_version"),
         ("ValueError: too many values to unpack (expected 2)", "other"),
+        ("ggml_vulkan: Requested buffer size exceeds device buffer size limit: "
+         "ErrorOutOfDeviceMemory", "oom_gpu"),
         ("llama.cpp/ggml/src/ggml-vulkan/vulkan-shaders/mul_mm.comp:195: error: 'coopmat' : "
          "undeclared identifier", "import_or_version"),
         ("ValueError: No supported config format found in mistralai/Mistral-7B-v0.1",
@@ -1771,3 +1773,15 @@ def test_ray_s_task_error_without_its_cause_s_name_yields_to_the_task_s_exceptio
                      "ip=0.0.0.0)", '  File "/openrlhf/utils/remote_rm_utils.py", line 45, in f',
                      "    return remote_rm_fn(api_url)", raised)  # fmt: skip
     assert found.root_cause == raised
+
+
+def test_jax_s_notice_that_it_hid_frames_is_not_the_failure_it_chains_to() -> None:
+    cudnn = ("E0611 08:35:28.413281  146213 cuda_dnn.cc:535] Could not create cudnn handle: "
+             "CUDNN_STATUS_INTERNAL_ERROR")
+    found = diagnose(*QUIET, cudnn, *TB, "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: "
+                     "DNN library initialization failed.", "",
+                     "The above exception was the direct cause of the following exception:", "",
+                     "jax.errors.SimplifiedTraceback: For simplicity, JAX has removed its internal "
+                     "frames from the traceback of the following exception. Set "
+                     "JAX_TRACEBACK_FILTERING=off to include these.")  # fmt: skip
+    assert found.root_cause is not None and "SimplifiedTraceback" not in found.root_cause

@@ -727,6 +727,8 @@ NATIVE_FAILURE = _any(
     r"ERROR: ",
     r"Cuda failure",
     r"cudaMalloc\w* failed",
+    # Vulkan's result code for a device allocation refused, as ggml_vulkan prints its what()
+    r"\bErrorOutOfDeviceMemory\b",
     r"\[TensorRT-LLM\]\[ERROR\]",
     # a tool's error, even glued after a progress bar, or about a quoted name
     r"(?:^|[^\w./-])[\w./-]+[\"']?: error: ",

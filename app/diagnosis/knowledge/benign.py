@@ -16,6 +16,17 @@ class Benign(Fact):
 
 BENIGN = (
     Benign(
+        r"\bSimplifiedTraceback: For simplicity, JAX has removed its internal frames\b",
+        ("jax",),
+        "jax.errors.SimplifiedTraceback: For simplicity, JAX has removed its internal frames "
+        "from the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to "
+        "include these.",
+        "JAX's traceback filter (jax/_src/traceback_util.py) chaining a notice to the exception "
+        "it filtered: named like an exception, it only says frames were hidden; observed in "
+        "corpus case X073",
+        hard=True,
+    ),
+    Benign(
         r"\bDumping (?:input data|scheduler (?:output|stats))\b",
         ("vllm",),
         "ERROR 05-28 19:38:44 [dump_input.py:68] Dumping input data",
