@@ -864,6 +864,8 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("NameError: name 'check_marlin_supported' is not defined. Did you mean: "
          "'check_marlin_format'?", "import_or_version"),
         ("ValueError: too many values to unpack (expected 2)", "other"),
+        ("ggml_aligned_malloc: insufficient memory (attempted to allocate 44668.09 MB)",
+         "oom_host_killed"),
         ("ggml_vulkan: Requested buffer size exceeds device buffer size limit: "
          "ErrorOutOfDeviceMemory", "oom_gpu"),
         ("llama.cpp/ggml/src/ggml-vulkan/vulkan-shaders/mul_mm.comp:195: error: 'coopmat' : "

@@ -187,7 +187,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"[Kk]illed\b.*\bdue to (?:the node running low on memory|memory|OOM)",
         r"\bnode running low on memory", r"\bOOMKilled\b",
         # ggml's host buffer ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate")
-        r"cpu_buffer\w*: failed to allocate\b",
+        r"cpu_buffer\w*: failed to allocate\b", r"\bggml_aligned_malloc: insufficient memory\b",
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -729,6 +729,9 @@ NATIVE_FAILURE = _any(
     r"cudaMalloc\w* failed",
     # Vulkan's result code for a device allocation refused, as ggml_vulkan prints its what()
     r"\bErrorOutOfDeviceMemory\b",
+    # ggml's host allocator refused ("ggml_aligned_malloc: insufficient memory (attempted to
+    # allocate 44668.09 MB)")
+    r"\binsufficient memory \(attempted to allocate\b",
     r"\[TensorRT-LLM\]\[ERROR\]",
     # a tool's error, even glued after a progress bar, or about a quoted name
     r"(?:^|[^\w./-])[\w./-]+[\"']?: error: ",
