@@ -866,6 +866,8 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("ValueError: too many values to unpack (expected 2)", "other"),
         ("ggml_aligned_malloc: insufficient memory (attempted to allocate 44668.09 MB)",
          "oom_host_killed"),
+        ("ggml_backend_sycl_buffer_type_alloc_buffer: can't malloc 3278637056 Bytes memory on "
+         "device", "oom_gpu"),
         ("ggml_vulkan: Requested buffer size exceeds device buffer size limit: "
          "ErrorOutOfDeviceMemory", "oom_gpu"),
         ("llama.cpp/ggml/src/ggml-vulkan/vulkan-shaders/mul_mm.comp:195: error: 'coopmat' : "
@@ -1767,6 +1769,16 @@ def test_ascend_s_inner_error_yields_to_the_device_s_words_under_it() -> None:
                      "        Kernel task happen error, retCode=0x31, [vector core exception].",
                      "Aborted (core dumped)")  # fmt: skip
     assert found.root_cause == detail and found.error_class == "cuda_runtime"
+    # with the backend's source location first, on the same line
+    found = diagnose(*QUIET, "/src/ggml/src/ggml-cann/ggml-cann.cpp:63: CANN error: E89999: "
+                     "Inner Error!", detail, "Aborted (core dumped)")  # fmt: skip
+    assert found.root_cause == detail
+
+
+def test_a_line_a_reporter_set_in_markdown_bold_is_read_as_the_line() -> None:
+    raised = "**KeyError: 'model.layers.3.mlp.shared_experts.down_proj.weight_scale'**"
+    found = diagnose(*QUIET, *TB, raised)
+    assert found.crashed is True and found.root_cause == raised
 
 
 def test_ray_s_task_error_without_its_cause_s_name_yields_to_the_task_s_exception() -> None:

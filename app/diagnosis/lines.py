@@ -115,7 +115,11 @@ def strip_prefixes(text: str, hosts: frozenset[str] = frozenset()) -> str:
             host = _HOST_PREFIX.match(text) or _NAME_PREFIX.match(text)
             if host and host.group(1) in hosts:
                 text = text[host.end() :]
-    return text.strip()
+    text = text.strip()
+    # A whole line set in markdown bold by the person who pasted it ("**KeyError: 'x'**")
+    if len(text) > 4 and text.startswith("**") and text.endswith("**"):
+        text = text[2:-2].strip()
+    return text
 
 
 def host_prefix(text: str) -> str | None:

@@ -176,7 +176,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # AWS Neuron's runtime on device memory ("TDRV:dmem_alloc_internal Failed to alloc
         # DEVICE memory: 536870912", "nrt_tensor_allocate status=4 ... Allocation Failure")
         r"\bFailed to alloc DEVICE memory\b", r"\bnrt_tensor_allocate\b.*Allocation Failure",
-        r"\bcan't allocate \d+ Bytes of memory on device\b",  # ggml's SYCL backend
+        r"\bcan't (?:allocate|malloc) \d+ Bytes (?:of )?memory on device",  # ggml's SYCL backend
         r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b",  # a Vulkan driver's own word (Mesa's)
         # ggml's buffer allocation that came back empty, asserted on
         r"\bbackend buffer base cannot be NULL\b",
@@ -732,6 +732,8 @@ NATIVE_FAILURE = _any(
     # ggml's host allocator refused ("ggml_aligned_malloc: insufficient memory (attempted to
     # allocate 44668.09 MB)")
     r"\binsufficient memory \(attempted to allocate\b",
+    # and its SYCL backend's device allocator ("can't malloc 3278637056 Bytes memory on device")
+    r"\bcan't (?:allocate|malloc) \d+ Bytes (?:of )?memory on device",
     r"\[TensorRT-LLM\]\[ERROR\]",
     # a tool's error, even glued after a progress bar, or about a quoted name
     r"(?:^|[^\w./-])[\w./-]+[\"']?: error: ",
@@ -923,7 +925,10 @@ PROCESS = [
 DETAIL_BELOW = _any(r"^The actor is dead because\b")
 # "Last error:" then the line that says what it was (NCCL's last error, in a c10d exception).
 # Ascend's CANN the same: "EZ9999: Inner Error!", then the device's own words.
-LAST_ERROR = re.compile(r"^\s*Last error:\s*$|^(?:CANN error: )?E[A-Z]\d{4}: Inner Error!\s*$")
+# (llama.cpp's CANN backend puts its source location first: "ggml-cann.cpp:63: CANN error: ...")
+LAST_ERROR = re.compile(
+    r"^\s*Last error:\s*$|^(?:\S+:\d+: )?(?:CANN error: )?E[A-Z0-9]\d{4}: Inner Error!\s*$"
+)
 # What a program prints when it lives through an error it just logged.
 RECOVERED = _any(
     r"\b[Rr]etrying\b",
