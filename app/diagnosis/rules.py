@@ -588,7 +588,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # in a failing line.
     ("nccl_comm", _any(
         r"\bNET/(?:IB|OFI|Socket|Plugin)\b", r"\bsocket(?:Progress|Recv|Send|Connect)\w*",
-        r"\bibv_\w+", r"\b[NR]CCL\b",
+        r"\bibv_\w+", r"\b[NR]CCL\b", r"\bmlx5: \S+: got completion with error\b",
     )),
     # A path that is not there, when nothing says it held weights or a checkpoint.
     ("config_or_args", _any(r"\bFileNotFoundError\b", r"\bNo such file or directory\b")),
@@ -732,6 +732,8 @@ NATIVE_FAILURE = _any(
     # ggml's host allocator refused ("ggml_aligned_malloc: insufficient memory (attempted to
     # allocate 44668.09 MB)")
     r"\binsufficient memory \(attempted to allocate\b",
+    # rdma-core's mlx5 provider on a failed work completion, its hex dump below
+    r"\bmlx5: \S+: got completion with error\b",
     # and its SYCL backend's device allocator ("can't malloc 3278637056 Bytes memory on device")
     r"\bcan't (?:allocate|malloc) \d+ Bytes (?:of )?memory on device",
     r"\[TensorRT-LLM\]\[ERROR\]",
