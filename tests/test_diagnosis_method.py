@@ -1096,6 +1096,11 @@ def test_an_empty_repr_logged_before_its_long_traceback_yields_to_its_last_line(
     found = diagnose(*QUIET, prefix + "AssertionError()", prefix + "Traceback (most recent call "
                      "last):", *frames, prefix + "AssertionError")  # fmt: skip
     assert found.root_cause == prefix + "AssertionError"
+    # its traceback naming it by its module path
+    qualified = prefix + "vllm.core.block.interfaces.BlockAllocator.NoFreeBlocksError"
+    found = diagnose(*QUIET, prefix + "NoFreeBlocksError()", prefix + "Traceback (most recent "
+                     "call last):", *frames, qualified)  # fmt: skip
+    assert found.root_cause == qualified
 
 
 def test_a_shell_s_abort_yields_to_the_gpu_memory_fault_before_it() -> None:

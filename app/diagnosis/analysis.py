@@ -704,7 +704,12 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
                 break
             message = entry.content.removeprefix(named)
             said = message != entry.content and message.strip() and message.startswith(quoted)
-            if said or (logged_repr and not quoted and entry.content.rstrip() == bare[1]):
+            named_alone = entry.content.rstrip()
+            if said or (
+                logged_repr
+                and not quoted
+                and (named_alone == bare[1] or named_alone.endswith(f".{bare[1]}"))
+            ):
                 entry.strength = max(entry.strength, 3)
                 return entry
         return None
