@@ -869,6 +869,8 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("ggml_backend_sycl_buffer_type_alloc_buffer: can't malloc 3278637056 Bytes memory on "
          "device", "oom_gpu"),
         ("mlx5: host-1: got completion with error:", "nccl_comm"),
+        ("rocBLAS error: Could not initialize Tensile host: No devices found",
+         "unsupported_arch"),
         ("ggml_vulkan: Requested buffer size exceeds device buffer size limit: "
          "ErrorOutOfDeviceMemory", "oom_gpu"),
         ("llama.cpp/ggml/src/ggml-vulkan/vulkan-shaders/mul_mm.comp:195: error: 'coopmat' : "

@@ -356,6 +356,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
         # rocBLAS with no Tensile kernels for this GPU ("... Illegal seek for GPU arch : gfx1103")
         r"\bfor GPU arch\s*:\s*gfx\w+",
+        # rocBLAS finding no device its Tensile kernels were built for
+        r"\bCould not initialize Tensile host\b",
         # a kernel's minimum compute capability over this GPU's ("Min capability: 75. Current
         # capability: 70.")
         r"\bMin(?:imum)? capability: \d+",
