@@ -1807,3 +1807,14 @@ def test_jax_s_notice_that_it_hid_frames_is_not_the_failure_it_chains_to() -> No
                      "frames from the traceback of the following exception. Set "
                      "JAX_TRACEBACK_FILTERING=off to include these.")  # fmt: skip
     assert found.root_cause is not None and "SimplifiedTraceback" not in found.root_cause
+
+
+def test_statistics_that_count_no_work_are_no_proof_the_engine_lived_through_a_failure() -> None:
+    raised = "ModuleNotFoundError: No module named 'pyarrow'"
+    idle = ("INFO 04-08 04:00:35 [loggers.py:87] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs")
+    found = diagnose(*QUIET, *TB, raised, *[idle] * 6)
+    assert found.crashed is True and found.root_cause == raised
+    busy = idle.replace("Avg generation throughput: 0.0", "Avg generation throughput: 41.2")
+    busy = busy.replace("Running: 0 reqs", "Running: 3 reqs")
+    assert diagnose(*QUIET, *TB, raised, *[busy] * 6).crashed is False

@@ -76,6 +76,13 @@ _NEVER_STARTED = _alternation(row.pattern for row in NEVER_STARTED)
 # prefiltered set: read on every kept line, a plain alternation of the rows was a third of
 # the corpus's time once the engines' own serving lines joined it.)
 _ENGINE_SERVING = rules.SERVING
+# A statistics line that counts no work: a front end's logger prints it on a timer, even for an
+# engine core that has died (vLLM's "Avg prompt throughput: 0.0 tokens/s, Avg generation
+# throughput: 0.0 tokens/s, Running: 0 reqs").
+_IDLE_STATS = re.compile(
+    r"\bAvg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, "
+    r"Running: 0 reqs"
+)
 # Words of a server's log: a script or a test that fails while starting was never "not ready".
 _SERVER = re.compile(
     r"\b(?:[Ss]erver|serve|[Ss]erving|uvicorn|API|endpoint|[Ee]ngine|[Ww]orker|[Ss]hard|vLLM|vllm"
@@ -866,7 +873,7 @@ def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Ent
     serving_after = 0
     last: Entry | None = None
     for entry in reversed(entries):  # in time order, newest last
-        if _ENGINE_SERVING.search(entry.content):
+        if _ENGINE_SERVING.search(entry.content) and not _IDLE_STATS.search(entry.content):
             serving_after += 1
         elif entry.strength and (
             serving_after >= SERVED_AFTER

@@ -516,12 +516,14 @@ class Scanner:
         return min((f.offset for f in periodic), default=None)
 
     def last_serving_line(self) -> int | None:
-        """The line of the latest periodic serving statistics: the engine was alive then."""
+        """The line of the latest periodic serving statistics that counted work: the engine
+        was alive then (a front end's timer prints zeros for an engine core that has died)."""
         periodic = [
             figure
             for kind, summary in zip(FIGURE_KINDS, self._summaries, strict=True)
             if kind.serving
             for figure in (*summary.first, *(f for fs in summary.window_last.values() for f in fs))
+            if figure.value > 0
         ]
         return max((f.number for f in periodic), default=None)
 
