@@ -1818,3 +1818,9 @@ def test_statistics_that_count_no_work_are_no_proof_the_engine_lived_through_a_f
     busy = idle.replace("Avg generation throughput: 0.0", "Avg generation throughput: 41.2")
     busy = busy.replace("Running: 0 reqs", "Running: 3 reqs")
     assert diagnose(*QUIET, *TB, raised, *[busy] * 6).crashed is False
+
+
+def test_abseil_s_banners_are_not_read_as_markdown_bold() -> None:
+    segv = "*** SIGSEGV received at time=1746566409 on cpu 131 ***"
+    found = diagnose(*QUIET, segv)
+    assert found.crashed is True and found.root_cause == segv

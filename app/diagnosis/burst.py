@@ -26,6 +26,7 @@ ERROR_SHAPE = rules.Alternatives(
         # (not vLLM's INFO "Aborted request ...": a client's, not the process's)
         r"\bKilled\b|Segmentation fault|core dumped|^Aborted\b|\bBus error\b",
         r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE|KILL|IOT)\b",
+        r"\*\*\* SIG(?:TERM|INT) received\b",  # abseil's banner: a stop, read as one
         r"^[\w./-]+: Error\b",  # a tool's own word: "python: Error while finding module ..."
         r"\bexit(?:ed)?(?: with)?(?: exit)? (?:code|status)[ :=]*-?[1-9]\d*",
         r"\bexitcode\s*:\s*-?[1-9]\d*|\breturn(?:ed)? (?:non-zero exit status|code)[ :=]*-?[1-9]",

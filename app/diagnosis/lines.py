@@ -83,6 +83,7 @@ _HOST_PREFIX = re.compile(r"([\w.-]+):\s")
 # timestamp (a letter in it, though it may start with a digit: "0000-steps/0 [default6]:");
 # peeled only where most lines carry the same one.
 _NAME_PREFIX = re.compile(r"(?=[\w.@-]*[A-Za-z])([A-Za-z0-9][\w.@-]*[\d/_.-][\w./@-]*)\s+(?=\S)")
+_MARKDOWN_BOLD = re.compile(r"\*\*[^*\s](?:.*[^*\s])?\*\*")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
 
 
@@ -116,9 +117,10 @@ def strip_prefixes(text: str, hosts: frozenset[str] = frozenset()) -> str:
             if host and host.group(1) in hosts:
                 text = text[host.end() :]
     text = text.strip()
-    # A whole line set in markdown bold by the person who pasted it ("**KeyError: 'x'**")
-    if len(text) > 4 and text.startswith("**") and text.endswith("**"):
-        text = text[2:-2].strip()
+    # A whole line set in markdown bold by the person who pasted it ("**KeyError: 'x'**"; not
+    # abseil's "*** SIGTERM received ... ***")
+    if _MARKDOWN_BOLD.fullmatch(text):
+        text = text[2:-2]
     return text
 
 
