@@ -1731,8 +1731,8 @@ def test_llama_cpp_s_examples_failing_to_eval_have_failed() -> None:
 
 
 def test_a_front_end_that_answers_a_request_with_its_exception_has_not_crashed() -> None:
-    handler = "ERROR 03-03 19:06:24 [serving_chat.py:664] Error in chat completion stream generator."
     prefix = "ERROR 03-03 19:06:24 [serving_chat.py:664] "
+    handler = prefix + "Error in chat completion stream generator."
     raised = prefix + "RuntimeError: Expected there to be 1 prompt updates corresponding to 1 items"
     frames = [prefix + "Traceback (most recent call last):",
               prefix + '  File "/vllm/v1/engine/async_llm.py", line 208, in _generate',
@@ -1753,13 +1753,17 @@ def test_an_error_the_server_went_on_past_logged_again_at_the_end_is_lived_throu
     found = diagnose(*QUIET, *failed, *went_on, *failed)
     assert found.crashed is False and found.root_cause is None
     # Something else after it is a failure of its own.
-    fatal = "GGML_ASSERT: ggml-cuda.cu:100: !\"CUDA error\""
+    fatal = 'GGML_ASSERT: ggml-cuda.cu:100: !"CUDA error"'
     assert diagnose(*QUIET, *failed, *went_on, *failed, fatal).root_cause == fatal
     # An error it said it would retry, logged again, is the retries running out.
-    timed_out = ("[E1120 21:53:06.140024850 socket.cpp:1019] [c10d] The client socket has timed "
-                 "out after 600000ms while trying to connect to (127.0.0.1, 30349).")
-    retried = ("[W1120 21:53:06.140024850 TCPStore.cpp:330] [c10d] TCP client failed to connect"
-               "/validate to host 127.0.0.1:30349 - retrying (try=0, timeout=600000ms)")
+    timed_out = (
+        "[E1120 21:53:06.140024850 socket.cpp:1019] [c10d] The client socket has timed "
+        "out after 600000ms while trying to connect to (127.0.0.1, 30349)."
+    )
+    retried = (
+        "[W1120 21:53:06.140024850 TCPStore.cpp:330] [c10d] TCP client failed to connect"
+        "/validate to host 127.0.0.1:30349 - retrying (try=0, timeout=600000ms)"
+    )
     found = diagnose(*QUIET, timed_out, retried, *QUIET, timed_out)
     assert found.crashed is True and found.root_cause == timed_out
     # The same error printed by each rank is one failure, not one lived through.
@@ -1798,10 +1802,12 @@ def test_ray_s_task_error_without_its_cause_s_name_yields_to_the_task_s_exceptio
 
 
 def test_jax_s_notice_that_it_hid_frames_is_not_the_failure_it_chains_to() -> None:
-    cudnn = ("E0611 08:35:28.413281  146213 cuda_dnn.cc:535] Could not create cudnn handle: "
-             "CUDNN_STATUS_INTERNAL_ERROR")
-    found = diagnose(*QUIET, cudnn, *TB, "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: "
-                     "DNN library initialization failed.", "",
+    cudnn = (
+        "E0611 08:35:28.413281  146213 cuda_dnn.cc:535] Could not create cudnn handle: "
+        "CUDNN_STATUS_INTERNAL_ERROR"
+    )
+    found = diagnose(*QUIET, cudnn, *TB, "jaxlib.xla_extension.XlaRuntimeError: "
+                     "FAILED_PRECONDITION: DNN library initialization failed.", "",
                      "The above exception was the direct cause of the following exception:", "",
                      "jax.errors.SimplifiedTraceback: For simplicity, JAX has removed its internal "
                      "frames from the traceback of the following exception. Set "
@@ -1811,8 +1817,10 @@ def test_jax_s_notice_that_it_hid_frames_is_not_the_failure_it_chains_to() -> No
 
 def test_statistics_that_count_no_work_are_no_proof_the_engine_lived_through_a_failure() -> None:
     raised = "ModuleNotFoundError: No module named 'pyarrow'"
-    idle = ("INFO 04-08 04:00:35 [loggers.py:87] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
-            "Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs")
+    idle = (
+        "INFO 04-08 04:00:35 [loggers.py:87] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        "Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs"
+    )
     found = diagnose(*QUIET, *TB, raised, *[idle] * 6)
     assert found.crashed is True and found.root_cause == raised
     busy = idle.replace("Avg generation throughput: 0.0", "Avg generation throughput: 41.2")

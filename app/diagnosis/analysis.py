@@ -710,9 +710,9 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
             if entry.line.number - root.line.number > reach:
                 break
             message = entry.content.removeprefix(named)
-            said = message != entry.content and message.strip() and message.startswith(quoted)
+            quotes = message != entry.content and bool(message.strip())
             named_alone = entry.content.rstrip()
-            if said or (
+            if (quotes and message.startswith(quoted)) or (
                 logged_repr
                 and not quoted
                 and (named_alone == bare[1] or named_alone.endswith(f".{bare[1]}"))
