@@ -129,8 +129,9 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
 
 
 def _mined_fresh(case: dict) -> bool:
-    """A fresh round's case (F, G, H... ids): tuning once its round is over, never validation."""
-    return case["id"][0] in "FGHIJKLNPQRSTUVWXYZ"
+    """A fresh round's case (F, G, H... Z, then A ids): tuning once its round is over, never
+    validation."""
+    return case["id"][0] in "FGHIJKLNPQRSTUVWXYZA"
 
 
 def _split_by_hash(source: str) -> str:

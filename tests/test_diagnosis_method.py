@@ -1832,3 +1832,29 @@ def test_abseil_s_banners_are_not_read_as_markdown_bold() -> None:
     segv = "*** SIGSEGV received at time=1746566409 on cpu 131 ***"
     found = diagnose(*QUIET, segv)
     assert found.crashed is True and found.root_cause == segv
+
+
+def test_a_raise_statement_cut_from_its_frame_is_code() -> None:
+    raised = "RuntimeError: NCCL error: internal error - please report this issue to the NCCL team"
+    found = diagnose(*QUIET, '    raise RuntimeError(f"NCCL error: {error_str}")', raised)
+    assert found.root_cause == raised and found.error_class == "nccl_comm"
+
+
+def test_build_tools_summaries_yield_to_the_build_s_own_error() -> None:
+    failed = "      AssertionError"
+    found = diagnose(*QUIET, "  error: subprocess-exited-with-error", "  ",
+                     "  \u00d7 python setup.py bdist_wheel did not run successfully.",
+                     '        File "/tmp/pip-install/xformers/setup.py", line 12, in <module>',
+                     "          assert sources", failed,
+                     "  ERROR: Failed building wheel for xformers")  # fmt: skip
+    assert found.root_cause == failed
+    ptx = ("ptxas /tmp/tmpmwke15zw.ptx, line 6; error   : PTX .version 8.4 does not support "
+           ".target sm_120a")  # fmt: skip
+    found = diagnose(*QUIET, ptx, "ptxas fatal   : Ptx assembly aborted due to errors")
+    assert found.root_cause == ptx and found.error_class == "unsupported_arch"
+
+
+def test_libcxx_s_terminate_is_a_native_abort() -> None:
+    abort = "libc++abi: terminating due to uncaught exception of type std::length_error: vector"
+    found = diagnose(*QUIET, "slot update_slots: id  0 | task 5 | slot context shift", abort)
+    assert found.crashed is True and found.root_cause == abort

@@ -35,6 +35,7 @@ _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+_RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
 # An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
@@ -145,7 +146,9 @@ def mark(entries: list[Entry]) -> None:
         level = levels[index]
         if not content:
             continue  # a logger's prefix with no message ("... - ERROR - ") says nothing
-        if rules.HARD_NOISE.search(content):
+        if rules.HARD_NOISE.search(content) or _RAISE_STATEMENT.match(content):
+            # (a traceback's source line cut from its frame: "raise RuntimeError(f'NCCL error:
+            # {error_str}')" is code, whatever words it holds)
             entry.noise = True
             continue
         if (

@@ -328,6 +328,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bPTXAS error\b", r"\bPTX codegen error\b",
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
+        r"\bdoes not support \.target sm_\d+",  # ptxas on a PTX ISA older than the GPU
         r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
         r"\bhipErrorInvalidDeviceFunction\b",
         # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support")
@@ -748,7 +749,9 @@ NATIVE_FAILURE = _any(
     # llama.cpp's examples, just before they return 1 ("main : failed to eval")
     r"^\W*\w+ : failed to eval\b",
     # C++'s own aborts
-    r"\bterminate called\b",
+    r"\bterminate called\b", r"\blibc\+\+abi: terminating\b",  # (LLVM's libc++, on macOS)
+    # ptxas on one line of the PTX it was given ("ptxas /tmp/x.ptx, line 6; error   : ...")
+    r"\bptxas\b.*, line \d+; error\s*: ",
     r"\bpure virtual method called\b",
     # a supervisor on a child that a signal ended ("signaled to shutdown with signal 4")
     r"\b(?:killed|signaled|terminated)\b.*\bsignal \d+\b",

@@ -83,6 +83,30 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"^\s*error: subprocess-exited-with-error\s*$|^\s*ERROR: Failed building wheel for \S+",
+        ("pip",),
+        "  error: subprocess-exited-with-error",
+        "pip (src/pip/_internal/exceptions.py, InstallationSubprocessError) after a build "
+        "backend's subprocess failed, and its summary of the wheels it could not build: the "
+        "build's own error is in the output it replays above; observed in corpus case Z006",
+    ),
+    Wrapper(
+        r"\bError compiling objects for extension\b",
+        ("pytorch",),
+        "RuntimeError: Error compiling objects for extension",
+        "PyTorch's C++ extension builder (torch/utils/cpp_extension.py, _run_ninja_build) "
+        "after ninja failed: the compiler's own errors are printed above; corpus case Z015 has "
+        "it indented under pip's replay",
+    ),
+    Wrapper(
+        r"\bptxas fatal\s*: Ptx assembly aborted due to errors\b",
+        ("cuda",),
+        "ptxas fatal   : Ptx assembly aborted due to errors",
+        "NVIDIA's PTX assembler after the errors it printed: its own summary, the first "
+        "'ptxas ... error :' line says which; corpus case Z092 has it under torch inductor's "
+        "logger",
+    ),
+    Wrapper(
         r"EngineDeadError",
         ("vllm",),
         "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack "
