@@ -749,7 +749,8 @@ NATIVE_FAILURE = _any(
     # llama.cpp's examples, just before they return 1 ("main : failed to eval")
     r"^\W*\w+ : failed to eval\b",
     # C++'s own aborts
-    r"\bterminate called\b", r"\blibc\+\+abi: terminating\b",  # (LLVM's libc++, on macOS)
+    r"\bterminate called\b",
+    r"\blibc\+\+abi: terminating\b",  # (LLVM's libc++, on macOS)
     # ptxas on one line of the PTX it was given ("ptxas /tmp/x.ptx, line 6; error   : ...")
     r"\bptxas\b.*, line \d+; error\s*: ",
     r"\bpure virtual method called\b",
