@@ -1858,3 +1858,18 @@ def test_libcxx_s_terminate_is_a_native_abort() -> None:
     abort = "libc++abi: terminating due to uncaught exception of type std::length_error: vector"
     found = diagnose(*QUIET, "slot update_slots: id  0 | task 5 | slot context shift", abort)
     assert found.crashed is True and found.root_cause == abort
+
+
+def test_a_cancelled_task_yields_to_what_cancelled_it() -> None:
+    timed_out = "asyncio.exceptions.TimeoutError"
+    found = diagnose(*QUIET, *TB, "asyncio.exceptions.CancelledError", "",
+                     "During handling of the above exception, another exception occurred:", "",
+                     *TB, timed_out)  # fmt: skip
+    assert found.root_cause == timed_out and found.error_class == "timeout_or_hang"
+
+
+def test_a_worker_the_engine_terminated_yields_to_the_engine_s_failure() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.59 GiB."
+    found = diagnose(*QUIET, "ERROR 10-15 02:47:20 multiproc_worker_utils.py:117] Worker "
+                     "VllmWorkerProcess pid 1017165 died, exit code: -15", *TB, oom)  # fmt: skip
+    assert found.root_cause == oom and found.error_class == "oom_gpu"

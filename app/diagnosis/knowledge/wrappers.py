@@ -91,6 +91,23 @@ WRAPPERS = (
         "build's own error is in the output it replays above; observed in corpus case Z006",
     ),
     Wrapper(
+        r"^(?:asyncio\.(?:exceptions\.)?|concurrent\.futures\._base\.)?CancelledError\s*$",
+        ("python",),
+        "asyncio.exceptions.CancelledError",
+        "asyncio (asyncio/exceptions.py): a task cancelled by another, with no word of its own; "
+        "what cancelled it (a timeout, a failed sibling, a shutdown) is said by the next of its "
+        "chain or by the lines around it; observed in corpus case Z019",
+    ),
+    Wrapper(
+        r"\bWorker \w+ pid \d+ died, exit code: -15\b",
+        ("vllm",),
+        "ERROR 10-15 02:47:20 multiproc_worker_utils.py:117] Worker VllmWorkerProcess pid 1017165 "
+        "died, exit code: -15",
+        "vLLM's worker monitor (vllm/executor/multiproc_worker_utils.py) on a worker that "
+        "SIGTERM ended: the engine shutting its workers down after its own failure, which its "
+        "traceback says; observed in corpus case Z017",
+    ),
+    Wrapper(
         r"\bError compiling objects for extension\b",
         ("pytorch",),
         "RuntimeError: Error compiling objects for extension",
