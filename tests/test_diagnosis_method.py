@@ -1873,3 +1873,16 @@ def test_a_worker_the_engine_terminated_yields_to_the_engine_s_failure() -> None
     found = diagnose(*QUIET, "ERROR 10-15 02:47:20 multiproc_worker_utils.py:117] Worker "
                      "VllmWorkerProcess pid 1017165 died, exit code: -15", *TB, oom)  # fmt: skip
     assert found.root_cause == oom and found.error_class == "oom_gpu"
+
+
+def test_a_logged_exception_whose_traceback_the_paste_cut_is_the_failure() -> None:
+    prefix = "ERROR 05-26 00:17:47 [engine.py:448] "
+    message = prefix + "'ColumnParallelLinear' object has no attribute 'input_scale'"
+    frames = [prefix + "Traceback (most recent call last):",
+              prefix + '  File "/vllm/engine/engine.py", line 436, in run_mp_engine',
+              prefix + "    engine = MQLLMEngine.from_vllm_config("]  # fmt: skip
+    found = diagnose(message, *frames)
+    assert found.crashed is True and found.root_cause == message
+    # Its traceback's own exception, when the log holds it, is the line to read.
+    raised = prefix + "AttributeError: 'ColumnParallelLinear' object has no attribute 'input_scale'"
+    assert diagnose(message, *frames, raised).root_cause == raised

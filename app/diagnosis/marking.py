@@ -198,7 +198,31 @@ def mark(entries: list[Entry]) -> None:
         if traceback_start is not None and not rules.FRAME.search(content) and entry.strength == 0:
             # Source lines under a frame belong to the traceback too.
             entry.in_traceback = traceback_start
+    _cut_tracebacks(entries, levels)
     _details_and_recoveries(entries)
+
+
+def _cut_tracebacks(entries: list[Entry], levels: list[str | None]) -> None:
+    """logging.exception's shape, the message at error severity and then its traceback under
+    the same prefix, where the log ends before the traceback's exception (a paste cut short)
+    and nothing else failed: the message is the exception's, whatever severity every line
+    carries."""
+    for index, entry in enumerate(entries[:-1]):
+        following = entries[index + 1]
+        if (
+            levels[index] == "error"
+            and not entry.strength
+            and not entry.noise
+            and entry.in_traceback is None
+            and following.line.number == entry.line.number + 1
+            and following.content.startswith(rules.TRACEBACK)
+            and following.prefix == entry.prefix
+            and not any(
+                e.strength or e.noise for e in entries[index + 2 :] if e.in_traceback == index + 1
+            )
+            and not any(e.strength for e in entries if e.in_traceback != index + 1)
+        ):
+            entry.strength = 2
 
 
 def _frame_follows(entries: list[Entry], index: int) -> bool:
