@@ -871,6 +871,14 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("mlx5: host-1: got completion with error:", "nccl_comm"),
         ("rocBLAS error: Could not initialize Tensile host: No devices found",
          "unsupported_arch"),
+        ('RuntimeError: Form data requires "python-multipart" to be installed.',
+         "import_or_version"),
+        ("fatal error: error in backend: Cannot select: 0x7fa6c4096f48: v8f16,ch = load",
+         "import_or_version"),
+        ("RuntimeError: Internal: could not parse ModelProto from /models/x/tokenizer.model",
+         "model_loading"),
+        ("RuntimeError: Failed to allocate memory for batch_prefill_tmp_v with size 450494464 and "
+         "alignment 16 in AlignedAllocator", "oom_gpu"),
         ("ggml_vulkan: Requested buffer size exceeds device buffer size limit: "
          "ErrorOutOfDeviceMemory", "oom_gpu"),
         ("llama.cpp/ggml/src/ggml-vulkan/vulkan-shaders/mul_mm.comp:195: error: 'coopmat' : "

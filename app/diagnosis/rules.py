@@ -178,6 +178,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bFailed to alloc DEVICE memory\b", r"\bnrt_tensor_allocate\b.*Allocation Failure",
         r"\bcan't (?:allocate|malloc) \d+ Bytes (?:of )?memory on device",  # ggml's SYCL backend
         r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b",  # a Vulkan driver's own word (Mesa's)
+        # FlashInfer's workspace too small for a kernel's temporary buffer
+        r"\bFailed to allocate memory for \w+ with size \d+ and alignment \d+ in AlignedAllocator",
         # ggml's buffer allocation that came back empty, asserted on
         r"\bbackend buffer base cannot be NULL\b",
     )),
@@ -313,6 +315,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
         # a JIT build with no compiler to run ("Could not find nvcc and default cuda_home=...")
         r"\bCould not find nvcc\b",
+        # a package a feature needs ('Form data requires "python-multipart" to be installed.')
+        r"\brequires \S+ to be installed\b",
+        # a compiler's own backend giving up on the code ("fatal error: error in backend: Cannot
+        # select: ...")
+        r"\bfatal error: error in backend\b",
         # a name a library binds only where an optional import succeeded
         r"^NameError: name '\w+' is not defined",
     )),
@@ -516,6 +523,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bcustom template is not supported\b",  # llama.cpp on a model's chat template
         # a model folder whose config names no architecture or is in no format the engine reads
         r"\bNo model architectures are specified\b", r"\bNo supported config format found\b",
+        # a SentencePiece tokenizer file that is not one (an LFS pointer, a truncated download)
+        r"\bcould not parse ModelProto\b",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
