@@ -1894,3 +1894,31 @@ def test_a_logged_exception_whose_traceback_the_paste_cut_is_the_failure() -> No
     # Its traceback's own exception, when the log holds it, is the line to read.
     raised = prefix + "AttributeError: 'ColumnParallelLinear' object has no attribute 'input_scale'"
     assert diagnose(message, *frames, raised).root_cause == raised
+
+
+def test_an_exception_python_ignored_is_not_why_the_process_stopped() -> None:
+    found = diagnose(*QUIET, "Exception ignored in: <function AllReduceFusionWorkspace.__del__ at "
+                     "0x7f1c2b5e0>", *TB, "ImportError: sys.meta_path is None, Python is likely "
+                     "shutting down")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+    raised = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    found = diagnose(*QUIET, *TB, raised, "Exception ignored in: <function Worker.__del__ at "
+                     "0x7f1c2b5e0>", *TB, "ImportError: sys.meta_path is None")  # fmt: skip
+    assert found.root_cause == raised
+
+
+def test_vllm_s_model_execution_wrapper_yields_to_the_exception_it_re_raised() -> None:
+    prefix = "ERROR 12-18 22:57:54 engine.py:135] "
+    inner = prefix + "IndexError: tuple index out of range"
+    wrapper = (prefix + "IndexError: Error in model execution (input dumped to /tmp/err_execute_"
+               "model_input_20241218-225754.pkl): tuple index out of range")  # fmt: skip
+    assert diagnose(*QUIET, *TB, inner, "", *TB, wrapper).root_cause == inner
+    # alone, it is the line that says what failed
+    assert diagnose(*QUIET, *TB, wrapper).root_cause == wrapper
+    # under a logging format that puts the process id before vLLM's file and line
+    own = "2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] "
+    found = diagnose(*QUIET, own + '    raise type(err)(f"Error in model execution: "',
+                     own + "RuntimeError: Error in model execution: CUDA error: an illegal "
+                     "memory access was encountered")  # fmt: skip
+    assert found.root_cause is not None and "RuntimeError" in found.root_cause
+    assert found.error_class == "cuda_runtime"

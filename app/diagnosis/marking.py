@@ -35,6 +35,7 @@ _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+_IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
@@ -244,6 +245,13 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 detail.strength, detail.detail = 3, True
         elif rules.DETAIL_BELOW.search(entry.content):
             entry.strength, entry.detail = 3, True
+        elif _IGNORED.match(entry.content):
+            # Python's unraisable hook: an exception in a destructor or at exit, printed and
+            # ignored (often the interpreter shutting down after the real failure)
+            ignored = _exception_below(entries, index)
+            if ignored is not None:
+                ignored.strength = 0
+                ignored.set_aside = "an exception Python ignored (a destructor's, at exit)"
         elif rules.LOOP_LIVED_THROUGH.search(entry.content):
             for line in (entry, _exception_below(entries, index)):
                 if line is not None:

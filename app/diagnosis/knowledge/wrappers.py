@@ -124,6 +124,16 @@ WRAPPERS = (
         "logger",
     ),
     Wrapper(
+        r"\bError in model execution(?: \(input dumped to [^)]*\))?: \S",
+        ("vllm",),
+        "ERROR 12-18 22:57:54 engine.py:135] IndexError: Error in model execution (input dumped "
+        "to /tmp/err_execute_model_input_20241218-225754.pkl): tuple index out of range",
+        "vLLM's model runner (vllm/worker/model_runner_base.py, dump_input_when_exception) "
+        "raising the step's exception again with its own words before the original message; "
+        "the original's own line is in its traceback above, where the log holds it; observed "
+        "in corpus case A010",
+    ),
+    Wrapper(
         r"EngineDeadError",
         ("vllm",),
         "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack "
