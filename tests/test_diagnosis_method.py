@@ -873,6 +873,8 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "unsupported_arch"),
         ('RuntimeError: Form data requires "python-multipart" to be installed.',
          "import_or_version"),
+        ("/usr/bin/ld: ../../ggml/src/libggml.a(ggml-sycl.cpp.o): undefined reference to symbol "
+         "'_ZNK4sycl3_V16device8get_infoEv'", "import_or_version"),
         ("fatal error: error in backend: Cannot select: 0x7fa6c4096f48: v8f16,ch = load",
          "import_or_version"),
         ("RuntimeError: Internal: could not parse ModelProto from /models/x/tokenizer.model",

@@ -466,7 +466,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"was compiled (?:against|with)", r"incompatible (?:version|with)", r"cannot import name",
         # a newer transformers already registering a config the engine registers itself
         r"\bis already used by a Transformers model\b",
-        r": undefined reference to [`']",
+        r": undefined reference to (?:symbol )?[`']",
         r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
         r"\b[Cc]ould not load any \w+ library\b",
         # cuDNN that cannot start under this framework's build (XLA's "cudnn handle")
@@ -836,7 +836,7 @@ NATIVE_FAILURE = _any(
     # a shared library built against another version of what it links ("x.so: undefined
     # symbol: _ZN3c105Error..."), a linker's unresolved symbol, HIP's fat binary lacking this GPU
     r"\.so(?:\.[\d.]+)?: undefined symbol: ",
-    r": undefined reference to [`']",
+    r": undefined reference to (?:symbol )?[`']",
     r"\bNo compatible code objects found for\b",
     # Open MPI's runtime failing to start ("It looks like orte_init failed for some reason")
     r"\bIt looks like (?:orte_init|opal_init|MPI_INIT|ompi_mpi_init) failed\b",

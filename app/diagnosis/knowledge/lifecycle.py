@@ -505,6 +505,15 @@ REQUEST_ANSWERED = (
         "corpus case V004 has one with trailing spaces",
     ),
     Fact(
+        r"\bError trying to handle streaming tool call\.?\s*$",
+        ("vllm",),
+        "2025-03-21 07:44:04 ERROR 03-20 16:44:04 hermes_tool_parser.py:338] Error trying to "
+        "handle streaming tool call.",
+        "vLLM's tool parsers while streaming (vllm/entrypoints/openai/tool_parsers/"
+        "*_tool_parser.py, extract_tool_calls_streaming: logger.exception, then no delta for "
+        "that chunk); observed in corpus case A002",
+    ),
+    Fact(
         r"\bError in extracting tool call from response\.?\s*$",
         ("vllm",),
         "ERROR 05-01 01:52:15 [hermes_tool_parser.py:110] Error in extracting tool call from "
