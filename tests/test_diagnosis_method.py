@@ -1924,3 +1924,16 @@ def test_vllm_s_model_execution_wrapper_yields_to_the_exception_it_re_raised() -
                      "memory access was encountered")  # fmt: skip
     assert found.root_cause is not None and "RuntimeError" in found.root_cause
     assert found.error_class == "cuda_runtime"
+
+
+def test_buildkit_s_terminal_view_yields_to_the_failed_step_s_own_output() -> None:
+    failed = (
+        '0.278 CMake Error: The source directory "/app" does not appear to contain CMakeLists.txt.'
+    )
+    found = diagnose(*QUIET, " => [build 4/5] COPY . .                                      0.0s",
+                     ' => ERROR [build 5/5] RUN cmake -B build -DGGML_CUDA=ON .              0.3s',
+                     "------", " > [build 5/5] RUN cmake -B build -DGGML_CUDA=ON .:", failed,
+                     "0.278 Specify --help for usage, or press the help button on the CMake GUI.",
+                     "------", 'ERROR: failed to solve: process "/bin/sh -c cmake -B build" did '
+                     "not complete successfully: exit code: 1")  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "config_or_args"

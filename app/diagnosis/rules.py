@@ -603,7 +603,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bibv_\w+", r"\b[NR]CCL\b", r"\bmlx5: \S+: got completion with error\b",
     )),
     # A path that is not there, when nothing says it held weights or a checkpoint.
-    ("config_or_args", _any(r"\bFileNotFoundError\b", r"\bNo such file or directory\b")),
+    ("config_or_args", _any(
+        r"\bFileNotFoundError\b", r"\bNo such file or directory\b",
+        r"\bdoes not appear to contain CMakeLists\.txt\b",  # a build pointed at the wrong folder
+    )),
     # The engine's own bookkeeping found inconsistent (a tuple of another length, its KV pool's
     # leak check, multimodal tokens and their placeholders): no value the user gave.
     ("other", _any(

@@ -108,6 +108,14 @@ WRAPPERS = (
         "traceback says; observed in corpus case Z017",
     ),
     Wrapper(
+        r"^\s*=> ERROR \[[^\]]*\] (?:RUN|COPY|ADD)\b",
+        ("docker",),
+        ' => ERROR [build 5/5] RUN if [ "default" != "default" ]; then export CMAKE_ARGS=x; fi '
+        "&& cma  0.3s",
+        "Docker BuildKit's progress view naming the step that failed: the step's own output, "
+        "replayed under it between '------' lines, says why; corpus case A037 has one"
+    ),
+    Wrapper(
         r"\bError compiling objects for extension\b",
         ("pytorch",),
         "RuntimeError: Error compiling objects for extension",
