@@ -62,7 +62,8 @@ _PREFIXES = [
     r"\d{0,5}\[rank\d+\]:\s?",
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 ", and in its terminal view
     # the seconds alone before a failed step's output, "0.278 CMake Error: ..."
-    r"#\d+ \d+\.\d{1,3} ", r"\d{1,5}\.\d{3} (?=\S)",
+    r"#\d+ \d+\.\d{1,3} ",
+    r"\d{1,5}\.\d{3} (?=\S)",
     # kubectl logs --prefix: "[pod/host-1/axlearn-fuji-model] "
     r"\[pod/[\w.-]+/[\w.-]+\]\s",
     # docker compose: "deepseek-v32-exp  | "

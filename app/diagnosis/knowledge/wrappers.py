@@ -113,7 +113,7 @@ WRAPPERS = (
         ' => ERROR [build 5/5] RUN if [ "default" != "default" ]; then export CMAKE_ARGS=x; fi '
         "&& cma  0.3s",
         "Docker BuildKit's progress view naming the step that failed: the step's own output, "
-        "replayed under it between '------' lines, says why; corpus case A037 has one"
+        "replayed under it between '------' lines, says why; corpus case A037 has one",
     ),
     Wrapper(
         r"\bError compiling objects for extension\b",
