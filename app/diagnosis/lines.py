@@ -74,6 +74,8 @@ _PREFIXES = [
     r"\|\s+",
     # pytest's failure lines: "E       RuntimeError: ..."
     r"E {3,}(?=\S)",
+    # LocalAI relaying a backend's output: "8:59PM DBG GRPC(model-127.0.0.1:45725): stderr "
+    r"(?:\d{1,2}:)?\d\d[AP]M\s+[A-Z]{3}\s+GRPC\([^)]*\):\s+std(?:err|out)\s",
     # loguru style: "[ERROR    | TRT-LLM            ]: "
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*\|[^\]]*\]:\s?",
 ]

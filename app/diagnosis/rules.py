@@ -603,6 +603,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bibv_\w+", r"\b[NR]CCL\b", r"\bmlx5: \S+: got completion with error\b",
     )),
     # A path that is not there, when nothing says it held weights or a checkpoint.
+    # The host's allocator saying no (ENOMEM), when nothing above named a device or transport.
+    ("oom_host_killed", _any(r"(?i)\bcannot allocate memory\b")),
     ("config_or_args", _any(
         r"\bFileNotFoundError\b", r"\bNo such file or directory\b",
         r"\bdoes not appear to contain CMakeLists\.txt\b",  # a build pointed at the wrong folder
@@ -744,6 +746,9 @@ NATIVE_FAILURE = _any(
     r"cudaMalloc\w* failed",
     # Vulkan's result code for a device allocation refused, as ggml_vulkan prints its what()
     r"\bErrorOutOfDeviceMemory\b",
+    # a library told no by the host's allocator (ENOMEM's words: "oneapi::mkl::blas::gemm:
+    # cannot allocate memory on host")
+    r"(?i)\bcannot allocate memory\b",
     # ggml's host allocator refused ("ggml_aligned_malloc: insufficient memory (attempted to
     # allocate 44668.09 MB)")
     r"\binsufficient memory \(attempted to allocate\b",
