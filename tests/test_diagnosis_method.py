@@ -1942,7 +1942,7 @@ def test_buildkit_s_terminal_view_yields_to_the_failed_step_s_own_output() -> No
 def test_localai_s_relay_prefix_is_peeled_and_enomem_is_host_memory() -> None:
     relay = "8:59PM DBG GRPC(c0c3c83d0ec3-127.0.0.1:45725): stderr "
     refused = relay + "oneapi::mkl::oneapi::mkl::blas::gemm: cannot allocate memory on host"
-    found = diagnose(*QUIET, refused, relay + "Exception caught at file:/build/ggml-sycl.cpp, "
-                     "line:13449, func:operator()", relay + 'GGML_ASSERT: /build/ggml-sycl.cpp:2891: '
-                     '!"SYCL error"')  # fmt: skip
+    caught = relay + "Exception caught at file:/build/ggml-sycl.cpp, line:13449, func:operator()"
+    asserted = relay + 'GGML_ASSERT: /build/ggml-sycl.cpp:2891: !"SYCL error"'
+    found = diagnose(*QUIET, refused, caught, asserted)
     assert found.root_cause == refused and found.error_class == "oom_host_killed"
