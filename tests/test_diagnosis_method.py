@@ -873,6 +873,10 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "unsupported_arch"),
         ('RuntimeError: Form data requires "python-multipart" to be installed.',
          "import_or_version"),
+        ("ValueError: Model architectures ['LlamaForCausalLM'] failed to be inspected. Please "
+         "check the logs for more details.", "import_or_version"),
+        ("AssertionError: fp8e4nv data type is not supported on CUDA arch < 89",
+         "unsupported_arch"),
         ("/usr/bin/ld: ../../ggml/src/libggml.a(ggml-sycl.cpp.o): undefined reference to symbol "
          "'_ZNK4sycl3_V16device8get_infoEv'", "import_or_version"),
         ("fatal error: error in backend: Cannot select: 0x7fa6c4096f48: v8f16,ch = load",

@@ -315,6 +315,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
         # a JIT build with no compiler to run ("Could not find nvcc and default cuda_home=...")
         r"\bCould not find nvcc\b",
+        # vLLM's registry importing a model's class in a subprocess that failed
+        r"\bModel architectures? \[.*\] failed to be inspected\b",
         # a package a feature needs ('Form data requires "python-multipart" to be installed.')
         r"\brequires \S+ to be installed\b",
         # a compiler's own backend giving up on the code ("fatal error: error in backend: Cannot
@@ -336,6 +338,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
         r"\bdoes not support \.target sm_\d+",  # ptxas on a PTX ISA older than the GPU
+        r"\bnot supported on CUDA arch\b",  # Triton's fp8e4nv below sm_89
         r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
         r"\bhipErrorInvalidDeviceFunction\b",
         # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support")
