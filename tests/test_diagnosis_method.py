@@ -1950,3 +1950,24 @@ def test_localai_s_relay_prefix_is_peeled_and_enomem_is_host_memory() -> None:
     asserted = relay + 'GGML_ASSERT: /build/ggml-sycl.cpp:2891: !"SYCL error"'
     found = diagnose(*QUIET, refused, caught, asserted)
     assert found.root_cause == refused and found.error_class == "oom_host_killed"
+
+
+@pytest.mark.parametrize(
+    "report",
+    ["段错误 (核心已转储)", "Speicherzugriffsfehler (Speicherabzug geschrieben)",
+     "Erreur de segmentation (core dumped)", "Violación de segmento (`core' generado)"],
+)  # fmt: skip
+def test_a_shell_s_segfault_report_in_another_locale_is_a_crash(report: str) -> None:
+    found = diagnose("llama_new_context_with_model: n_ctx = 4096", *QUIET, report)
+    assert found.crashed is True and found.root_cause == report
+
+
+def test_hip_s_device_side_assertion_and_clblast_s_error_are_failures() -> None:
+    hip = ("/pytorch/aten/src/ATen/native/hip/Indexing.hip:1294: indexSelectLargeIndex: "
+           "Device-side assertion `srcIndex < srcSelectDimSize' failed.")  # fmt: skip
+    found = diagnose(*QUIET, hip, ":0:rocdevice.cpp            :2726: 1292301652939 us: Callback: "
+                     "Queue 0x7eeb aborting with error : HSA_STATUS_ERROR_EXCEPTION")  # fmt: skip
+    assert found.root_cause == hip and found.error_class == "cuda_runtime"
+    clblast = " CLBlast: OpenCL error: clEnqueueNDRangeKernel: -54"
+    found = diagnose(*QUIET, clblast, "GGML_ASSERT: ggml-opencl.cpp:1747: false")
+    assert found.root_cause == clblast

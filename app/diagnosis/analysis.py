@@ -755,7 +755,7 @@ def _raised_below(entries: list[Entry], root: Entry) -> Entry | None:
 
 
 _DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
-_KERNEL_ASSERTION = re.compile(r"\.(?:cu|cuh)(?::\d+)?: .*\bAssertion [`'].*[`'] failed")
+_KERNEL_ASSERTION = re.compile(r"\.(?:cu|cuh|hip)(?::\d+)?: .*\b[Aa]ssertion [`'].*[`'] failed")
 
 
 def _asserted(entries: list[Entry], root: Entry) -> Entry | None:

@@ -256,7 +256,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
         # a launch's grid or block the kernel cannot take (cudaErrorInvalidConfiguration)
         r"\binvalid configuration argument\b",
-        r"device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
+        r"(?i)device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
         # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'"), peer
         # mappings (nccl_comm's, below) or a graph capture (cuda_graph's)
         r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur|not supported))",
@@ -730,7 +730,11 @@ NATIVE_FAILURE = _any(
     r"SIGSEGV",
     r"Aborted \(core dumped\)",
     r"Fatal Python error",
-    r"Assertion `.*` failed",
+    # (HIP's: "Device-side assertion `srcIndex < srcSelectDimSize' failed.")
+    r"[Aa]ssertion [`'].*[`'] failed",
+    # a shell's segfault and abort reports in other locales
+    r"段错误|已放弃|核心已转储|Speicherzugriffsfehler|Erreur de segmentation|Violación de segmento",
+    r"\bOpenCL error: \w+: -\d+",  # CLBlast's
     r"CUDA Error:",
     r"CUDA error:",
     r"NCCL error",
@@ -909,6 +913,8 @@ SPECIFICITY = [
     # memory running out is the fault; a complaint about a size or a buffer beside it is not
     (re.compile(r"(?i)\bout of memory\b|OutOfMemory\b|\bInsufficient Memory\b"), 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
+    # the kernel's own assertion, before the runtime's word that the queue aborted on it
+    (re.compile(r"\.(?:cu|cuh|hip)(?::\d+)?: .*\b[Aa]ssertion [`'].*[`'] failed"), 3),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),
     # which collective timed out, beside the watchdog's word that something did

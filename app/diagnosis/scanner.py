@@ -62,6 +62,9 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
         b"o space left", b"ouble free", b"ignal (", b"eyboardInterrupt", b"econd interrupt",
         b"ibrary not loaded", b"ailed assertion", b"sh: abort", b"SSERT: ",
+        # a shell's "core dumped" and "segmentation fault" in Chinese, German, French, Spanish
+        "核心已转储".encode(), "段错误".encode(), b"Speicherzugriffsfehler",
+        b"rreur de segmentation", "ción de segmento".encode(),
     )
 ]  # fmt: skip
 
