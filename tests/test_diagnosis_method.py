@@ -877,6 +877,13 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "check the logs for more details.", "import_or_version"),
         ("AssertionError: fp8e4nv data type is not supported on CUDA arch < 89",
          "unsupported_arch"),
+        ("RuntimeError: Not enought memory. Please try to increase --mem-fraction-static.",
+         "oom_gpu"),
+        ("RuntimeError: Found NVIDIA GeForce GTX 1070 which is too old to be supported by the "
+         "triton GPU compiler, which is used as the backend.", "unsupported_arch"),
+        (" CLBlast: OpenCL error: clEnqueueNDRangeKernel: -54", "unsupported_arch"),
+        ("[rank3]: RuntimeError: Rank 3 successfully reached monitoredBarrier, but received "
+         "errors while waiting for send/recv from rank 0.", "timeout_or_hang"),
         ("/usr/bin/ld: ../../ggml/src/libggml.a(ggml-sycl.cpp.o): undefined reference to symbol "
          "'_ZNK4sycl3_V16device8get_infoEv'", "import_or_version"),
         ("fatal error: error in backend: Cannot select: 0x7fa6c4096f48: v8f16,ch = load",

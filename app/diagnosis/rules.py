@@ -178,6 +178,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bFailed to alloc DEVICE memory\b", r"\bnrt_tensor_allocate\b.*Allocation Failure",
         r"\bcan't (?:allocate|malloc) \d+ Bytes (?:of )?memory on device",  # ggml's SYCL backend
         r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b",  # a Vulkan driver's own word (Mesa's)
+        # early sglang's memory pool check, its typo included
+        r"\bNot enought? memory\. Please try to increase --mem-fraction-static\b",
         # FlashInfer's workspace too small for a kernel's temporary buffer
         r"\bFailed to allocate memory for \w+ with size \d+ and alignment \d+ in AlignedAllocator",
         # ggml's buffer allocation that came back empty, asserted on
@@ -327,6 +329,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("timeout_or_hang", _any(
         r"\b\w*Timeout\w*Error\b", r"\bCANCELLED AT\b",  # a scheduler ending a job that overran
+        # torch.distributed's monitored barrier naming the rank that never arrived
+        r"\bmonitoredBarrier\b",
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
         r"\bDEADLINE_EXCEEDED\b",
     )),
@@ -339,6 +343,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"not supported.*\b[sS][mM][_ ]?\d{2,3}", r"device kernel image is invalid",
         r"\bdoes not support \.target sm_\d+",  # ptxas on a PTX ISA older than the GPU
         r"\bnot supported on CUDA arch\b",  # Triton's fp8e4nv below sm_89
+        # Triton refusing a GPU below its minimum ("... is too old to be supported by the triton
+        # GPU compiler"), and OpenCL's CL_INVALID_WORK_GROUP_SIZE by its number (CLBlast's)
+        r"\btoo old to be supported by the triton\b", r"\bOpenCL error: \w+: -54\b",
         r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
         r"\bhipErrorInvalidDeviceFunction\b",
         # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support")
