@@ -208,6 +208,13 @@ def _cut_tracebacks(entries: list[Entry], levels: list[str | None]) -> None:
     the same prefix, where the log ends before the traceback's exception (a paste cut short)
     and nothing else failed: the message is the exception's, whatever severity every line
     carries."""
+    # (counted once: a log may hold thousands of logged tracebacks)
+    failing = Counter(e.in_traceback for e in entries if e.strength)
+    ended = {
+        e.in_traceback
+        for index, e in enumerate(entries)
+        if (e.strength or e.noise) and e.in_traceback is not None and e.in_traceback != index
+    }
     for index, entry in enumerate(entries[:-1]):
         following = entries[index + 1]
         if (
@@ -218,10 +225,8 @@ def _cut_tracebacks(entries: list[Entry], levels: list[str | None]) -> None:
             and following.line.number == entry.line.number + 1
             and following.content.startswith(rules.TRACEBACK)
             and following.prefix == entry.prefix
-            and not any(
-                e.strength or e.noise for e in entries[index + 2 :] if e.in_traceback == index + 1
-            )
-            and not any(e.strength for e in entries if e.in_traceback != index + 1)
+            and index + 1 not in ended
+            and failing.total() == failing[index + 1]
         ):
             entry.strength = 2
 
