@@ -1978,3 +1978,71 @@ def test_hip_s_device_side_assertion_and_clblast_s_error_are_failures() -> None:
     clblast = " CLBlast: OpenCL error: clEnqueueNDRangeKernel: -54"
     found = diagnose(*QUIET, clblast, "GGML_ASSERT: ggml-opencl.cpp:1747: false")
     assert found.root_cause == clblast
+
+
+@pytest.mark.parametrize(
+    ("report", "error_class"),
+    [("[1]    34950 segmentation fault  ./llama-infill -m model.gguf", "other"),
+     ("[2]  + 4242 killed     python train.py", "oom_host_killed"),
+     ("[   1/ 363]  token_embd.weight - [ 5120, 32000], quantizing to q5_K .. zsh: illegal "
+      "hardware instruction  ./quantize model.gguf out.gguf 17", "unsupported_arch")],
+)  # fmt: skip
+def test_zsh_s_job_reports_are_crashes_and_the_command_is_not_the_fault(
+    report: str, error_class: str
+) -> None:
+    found = diagnose("llama_model_loader: - type  f16:  282 tensors", *QUIET, report)
+    assert found.crashed is True and found.root_cause == report
+    assert found.error_class == error_class
+
+
+def test_an_arena_too_small_for_a_tensor_is_read_before_the_segfault_it_causes() -> None:
+    refused = (
+        "ggml_new_tensor_impl: not enough space in the context's memory pool (needed 268478672, "
+        "available 268435456)"
+    )
+    found = diagnose(*QUIET, refused, "[1]    54172 segmentation fault  ./main -m 65B.bin")
+    assert found.root_cause == refused and found.crashed is True
+
+
+def test_the_last_error_nccl_repeats_yields_to_its_first_warn() -> None:
+    warn = (
+        "host-1:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from peer "
+        "10.0.1.23<34696> with status=5 opcode=0 len=0 vendor err 249 (Recv) hca ibp152s0"
+    )
+    found = diagnose(*QUIET, warn, "host-1:34610:36821 [4] NCCL INFO proxy.cc:638 -> 6",
+                     "[rank4]:[E1229 16:47:25.333820755 ProcessGroupNCCL.cpp:541] [Rank 4] found "
+                     "async exception when checking for NCCL errors: NCCL error: remote process "
+                     "exited or there was a network error, NCCL version 2.22.3",
+                     "ncclRemoteError: A call failed possibly due to a network error or a remote "
+                     "process exiting prematurely.", "Last error:",
+                     warn.split("NCCL WARN ")[1])  # fmt: skip
+    assert found.root_cause == warn and found.error_class == "nccl_comm"
+
+
+def test_a_logged_failure_yields_to_another_record_quoting_the_exception_below() -> None:
+    quoting = (
+        'pb_stub.cc:366] "Failed to initialize Python stub: ValueError: signal only works in '
+        "main thread of the main interpreter"
+    )
+    found = diagnose(*QUIET, 'model.py:244] "[vllm] Failed to start engine: signal only works '
+                     'in main thread of the main interpreter"', quoting)  # fmt: skip
+    assert found.root_cause == quoting and found.error_class == "config_or_args"
+    # an exception already named on the chosen line stays the one chosen
+    named = "ERROR [core.py:1136] torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2G"
+    found = diagnose(*QUIET, named, "EngineCore: torch.OutOfMemoryError: HIP out of memory. Tried "
+                     "to allocate 2G")  # fmt: skip
+    assert found.root_cause == named
+
+
+def test_cann_s_error_record_says_what_the_npu_warning_only_numbers() -> None:
+    record = (
+        "EE1002: 2024-09-03-16:50:00.041.231 Stream synchronize timeout. rtDeviceSynchronize "
+        "execute failed, reason=[stream sync timeout]"
+    )
+    found = diagnose(*QUIET, "W NPUStream.cpp:409] Warning: NPU warning, error code is "
+                     "507046[Error]: ", "[Error]: In the specified timeout waiting event, all "
+                     "tasks in the specified stream are not completed.", record)  # fmt: skip
+    assert found.root_cause == record and found.error_class == "timeout_or_hang"
+    # its "Inner Error!" only points to the device's words below
+    found = diagnose(*QUIET, "EZ9999: Inner Error!", record)
+    assert found.root_cause == record

@@ -226,8 +226,9 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             if e.detail and 0 <= position[id(e)] - position[id(first)] <= 8
             and _NAMES_A_VALUE.search(e.content)
         ]  # fmt: skip
-        if details:
-            # "Last error:" then the line an exception's summary was made of.
+        if details and details[0].content not in first.content:
+            # "Last error:" then the line an exception's summary was made of, unless that line
+            # repeats the one already chosen (NCCL's WARN, first in time).
             first = details[0]
         if _GOES_ON.search(first.content) or _introduces_a_quote(entries, position[id(first)]):
             # "RuntimeError: Internal Triton PTX codegen error:" (or its next line "`ptxas`
@@ -735,6 +736,10 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
 
 RAISED_MESSAGE_CHARS = 20  # a message long enough to be the same error's, not a word
 RAISED_REACH_LINES = 300  # how far below its logged message an exception's traceback may end
+# another record quoting an exception with its message ('stub: "ValueError: <message>')
+_QUOTED_RAISE = re.compile(
+    r"""(?:^|[\s"':])(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): (.+?)["']?$"""
+)
 _NATIVE_RECORD = re.compile(r"\.(?:cpp|cc|cu|h):\d+\]")  # glog's and c10's "file.cpp:12] "
 
 
@@ -742,13 +747,19 @@ def _raised_below(entries: list[Entry], root: Entry) -> Entry | None:
     """A program's own word that something failed, quoting the exception's message
     ("Training failed: CUDA out of memory. Tried to allocate ..."), then that exception's
     traceback (logging.exception): the exception's own line names it."""
-    if rules.EXCEPTION_LINE.match(root.content) or _NATIVE_RECORD.search(root.prefix):
+    if (
+        rules.EXCEPTION_LINE.match(root.content)
+        or _QUOTED_RAISE.search(root.content)
+        or _NATIVE_RECORD.search(root.prefix)
+    ):
         return None  # (a C++ library's own record of the fault is no program's word on it)
     for entry in entries[entries.index(root) + 1 :]:
         if entry.line.number - root.line.number > RAISED_REACH_LINES:
             break
         raised = rules.EXCEPTION_LINE.match(entry.content)
         message = raised[2] if raised else None
+        if message is None and (quoted := _QUOTED_RAISE.search(entry.content)):
+            message = quoted[1]
         if message and len(message) >= RAISED_MESSAGE_CHARS and message in root.content:
             return entry
     return None

@@ -395,6 +395,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
+        r"\billegal hardware instruction\b",  # zsh's word for SIGILL
         r"\bsignal 4\b",
         # an engine plan built for another GPU ("expecting compute 9.0 got compute 8.9")
         r"generated on an incompatible device", r"expecting compute \d",
@@ -429,8 +430,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"(?:^|[\s\]|>])Killed(?:\s.*)?$",
-        # a supervisor's word that its child was killed (Go's "signal: killed")
-        r"\bsignal: killed\b",
+        # a supervisor's word that its child was killed (Go's "signal: killed"), and zsh's
+        r"\bsignal: killed\b", r"\bzsh: killed\b", r"^\[\d+\]\s+[+-]?\s*\d+ killed\b",
         r"died with <Signals\.SIGKILL", r"\bstatus=9/KILL\b",
         # cluster managers and cgroups killing for memory
         r"oom[-_]kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
@@ -729,6 +730,12 @@ INTERLEAVED = re.compile(r"(\S+\.\w+:\d+: ).*\1")
 # before mid-2024 "GGML_ASSERT: ggml-cuda.cu:727: tensor->view_src == nullptr"): fatal even
 # where a logger stamped them DEBUG.
 ASSERTION_MACRO = re.compile(r"\b[A-Z_]*ASSERT\w*(?:\(.*\) failed|: \S+:\d+: \S)")
+# zsh's job table on a job a signal ended ("[1]    34950 segmentation fault  ./main ...")
+ZSH_JOB = (
+    r"^\[\d+\]\s+[+-]?\s*\d+ (?:segmentation fault|abort|killed|bus error"
+    r"|illegal hardware instruction|floating point exception)\s"
+)
+CANN_RECORD = r"^E[A-Z0-9]\d{4}: (?!Inner Error!)\S"
 # Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
 NATIVE_FAILURE = _any(
     r"\bwhat\(\):",
@@ -883,8 +890,16 @@ NATIVE_FAILURE = _any(
     r"^Undefined symbols for architecture \w+:",
     r"\bUNREACHABLE executed at\b",
     r"\bfailed assertion [`']",
-    # zsh's report on a job a signal ended ("zsh: abort      ./llama-server -m ...")
-    r"^zsh: (?:abort|segmentation fault|killed|bus error|illegal hardware instruction)\s",
+    # zsh's report on a job a signal ended ("zsh: abort      ./llama-server -m ...", glued
+    # to a progress line too), and its job table's ("[1]    34950 segmentation fault  ./main")
+    r"\bzsh: (?:abort|segmentation fault|killed|bus error|illegal hardware instruction)\s",
+    ZSH_JOB,
+    # Ascend CANN's error record with its message ("EE1002: <time> Stream synchronize timeout.
+    # ..."); its "EZ9999: Inner Error!" only points below (LAST_ERROR)
+    CANN_RECORD,
+    # a fixed-size arena too small for what was asked of it ("not enough space in the context's
+    # memory pool (needed 268478672, available 268435456)", ggml's before its segfault)
+    r"\bnot enough space in\b.*\(needed \d+, available \d+\)",
     # ggml's backends without an operation, llama.cpp's flash attention without a cache type
     r"_graph_compute: (?:error: )?op not supported\b",
     r"\bUnsupported KV type combination\b",
@@ -899,6 +914,8 @@ CHANNEL_CLOSED = re.compile(r"\b(?:SendError|RecvError|PoisonError)\b")
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
     r"|Floating point exception|Terminated)(?:\s+\(core dumped\))?(?=\s)"
+    r"|\bzsh: (?:abort|segmentation fault|killed|bus error|illegal hardware instruction)(?=\s)"
+    r"|" + ZSH_JOB.removesuffix(r"\s")
 )
 # Of several lines describing one failure, the most telling one.
 # An allocator saying memory ran out, at any severity (XLA's BFC allocator warns).
@@ -924,6 +941,8 @@ SPECIFICITY = [
     (re.compile(r"\.(?:cu|cuh|hip)(?::\d+)?: .*\b[Aa]ssertion [`'].*[`'] failed"), 3),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
     (re.compile(r"\bNCCL WARN\b"), 1),
+    # CANN's record says what the NPU runtime's warning only numbers ("error code is 507046")
+    (re.compile(CANN_RECORD), 1),
     # which collective timed out, beside the watchdog's word that something did
     (re.compile(r"Watchdog caught collective operation timeout"), 1),
     (re.compile(r"terminate called after throwing"), -2),

@@ -57,7 +57,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"xit status", b"xited", b"eturn code", b"larger than the maximum", b"Try increasing",
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",
         b"(idle)", b"xitcode", b"(cuda",
-        b"panicked", b"opcode", b"llegal instruction", b"ompiled with",
+        b"panicked", b"opcode", b"llegal instruction", b"ardware instruction", b"ompiled with",
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
         b"o space left", b"ouble free", b"ignal (", b"eyboardInterrupt", b"econd interrupt",
