@@ -2046,3 +2046,10 @@ def test_cann_s_error_record_says_what_the_npu_warning_only_numbers() -> None:
     # its "Inner Error!" only points to the device's words below
     found = diagnose(*QUIET, "EZ9999: Inner Error!", record)
     assert found.root_cause == record
+
+
+def test_ggml_s_early_loader_refusing_a_tensor_s_size_is_a_model_loading_crash() -> None:
+    refused = "stablelm_model_load: tensor 'gpt_neox.embed_in.weight' has wrong size in model file"
+    found = diagnose("stablelm_model_load: n_layer = 32", *QUIET, refused)
+    assert found.root_cause == refused and found.error_class == "model_loading"
+    assert found.crashed is True

@@ -528,7 +528,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     # A checkpoint whose tensors do not fit the model built (before ValueError's default below).
     ("model_loading", _any(
-        r"\bSize mismatch between saved\b",
+        r"\bSize mismatch between saved\b", r"\btensor '[^']+' has wrong (?:size|shape)\b",
         # a safetensors file cut short or not safetensors at all
         r"\bSafetensorError\b", r"\bwhile deserializing header\b",
         r"\bcustom template is not supported\b",  # llama.cpp on a model's chat template
@@ -897,6 +897,8 @@ NATIVE_FAILURE = _any(
     # Ascend CANN's error record with its message ("EE1002: <time> Stream synchronize timeout.
     # ..."); its "EZ9999: Inner Error!" only points below (LAST_ERROR)
     CANN_RECORD,
+    # ggml's early model loaders refusing a file ("tensor 'x' has wrong size in model file")
+    r"\btensor '[^']+' has wrong (?:size|shape)\b",
     # a fixed-size arena too small for what was asked of it ("not enough space in the context's
     # memory pool (needed 268478672, available 268435456)", ggml's before its segfault)
     r"\bnot enough space in\b.*\(needed \d+, available \d+\)",
