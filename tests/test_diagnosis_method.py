@@ -2053,3 +2053,42 @@ def test_ggml_s_early_loader_refusing_a_tensor_s_size_is_a_model_loading_crash()
     found = diagnose("stablelm_model_load: n_layer = 32", *QUIET, refused)
     assert found.root_cause == refused and found.error_class == "model_loading"
     assert found.crashed is True
+
+
+def test_a_command_line_program_s_last_error_yields_to_the_record_it_sums_up() -> None:
+    logged = (
+        "2026-01-23T13:41:25.805694Z ERROR text_embeddings_backend: backends/src/lib.rs:491: "
+        "Could not start Candle backend: Could not start backend: Runtime compute cap 120 is not "
+        "compatible with compile time compute cap 80"
+    )
+    found = diagnose(*QUIET, logged, "Error: Could not create backend", "", "Caused by:",
+                     "    Could not start backend: Could not start a suitable backend")  # fmt: skip
+    assert found.root_cause == logged and found.error_class == "unsupported_arch"
+    # alone, it is the failure
+    found = diagnose(*QUIET, "Error: listen tcp 127.0.0.1:11434: bind: address already in use")
+    assert found.root_cause == "Error: listen tcp 127.0.0.1:11434: bind: address already in use"
+
+
+def test_glog_s_prefix_with_the_year_carries_its_severity() -> None:
+    refused = (
+        "E20250522 23:38:30.164904 764015 transfer_metadata_plugin.cpp:235] Unexpected code in "
+        "http response, PUT http://127.0.0.1:2379?key=rpc_meta response code: 404 response body: "
+        "404 page not found"
+    )
+    found = diagnose("I20250522 23:38:30.162225 764015 transfer_engine.cpp:91] Transfer Engine "
+                     "uses port 16702", refused, "E20250522 23:38:30.164921 764015 "
+                     "transfer_metadata.cpp:453] Failed to set location of 156:2345",
+                     "F20250522 23:38:30.165388 764015 bench.cpp:291] Assert failed: xport",
+                     "*** Check failure stack trace: ***", "Aborted (core dumped)")  # fmt: skip
+    assert found.root_cause == refused and found.error_class == "config_or_args"
+
+
+@pytest.mark.parametrize(
+    ("code", "error_class"), [("0xC0000005", "other"), ("0xC000001D", "unsupported_arch")]
+)
+def test_windows_report_of_a_hardware_exception_is_a_crash(code: str, error_class: str) -> None:
+    report = f"2026-03-17 22:57:10.978 [Info] (Process) Exception Code: {code}"
+    found = diagnose("2026-03-17 22:56:55.653 [Info] (Server) POST /api/v1/chat/completions",
+                     *QUIET, report)  # fmt: skip
+    assert found.crashed is True and found.root_cause == report
+    assert found.error_class == error_class

@@ -540,6 +540,7 @@ def analyze(
     if root is not None:
         root = (
             _said_below(entries, root)
+            or _summarised_at_exit(entries, root)
             or _raised_below(entries, root)
             or _asserted(entries, root)
             or _disk_full(entries, root)
@@ -732,6 +733,25 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
             entry.strength = max(entry.strength, 3)
             return entry
     return None
+
+
+_EXIT_SUMMARY = re.compile(r"^Error: \S")
+EXIT_SUMMARY_LINES = 10
+
+
+def _summarised_at_exit(entries: list[Entry], root: Entry) -> Entry | None:
+    """A command-line program's last word ("Error: Could not create backend", anyhow's in
+    Rust, Go's) sums up what its logger recorded as an error just before: that record says
+    which."""
+    if not _EXIT_SUMMARY.match(root.content):
+        return None
+    index = entries.index(root)
+    logged = [
+        e for e in entries[max(0, index - EXIT_SUMMARY_LINES) : index]
+        if e.strength >= 2 and e.level == "error" and not e.warning and not e.noise
+        and root.line.number - e.line.number <= EXIT_SUMMARY_LINES
+    ]  # fmt: skip
+    return logged[0] if logged else None
 
 
 RAISED_MESSAGE_CHARS = 20  # a message long enough to be the same error's, not a word

@@ -39,7 +39,8 @@ _PREFIXES = [
     r"\d+\.\d\d\.\d{3}\.\d{3}\s[IWEDN]\s",
     # glog: "E1103 02:59:01.152656 81041 backend_model.cc:553] "
     # (PyTorch's own: "E0716 18:21:22.792000 132331 torch/_inductor/runtime/x.py:874] ")
-    r"[IWEF]\d{4}\s+[\d:.]+\s+\d+\s+[\w./-]+:\d+\]\s?",
+    # (glog 0.7 may put the year first: "E20250522 23:38:30.164904 764015 file.cpp:235] ")
+    r"[IWEF](?:\d{4})?\d{4}\s+[\d:.]+\s+\d+\s+[\w./-]+:\d+\]\s?",
     # PyTorch's c10 logging: "[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ", and
     # before torch 2.3 "[E ProcessGroupNCCL.cpp:458] "
     r"\[[IWEF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s?",

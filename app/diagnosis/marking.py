@@ -10,20 +10,21 @@ from app.diagnosis.entry import Entry
 from app.diagnosis.frames import raised_in_logging
 from app.diagnosis.knowledge.lifecycle import REQUEST_ANSWERED, REQUEST_REFUSED
 
-# (glog's "E0720 03:42:54.944486 1 file.cc:810] " may follow a container's or a launcher's prefix)
+# (glog's "E0720 03:42:54.944486 1 file.cc:810] ", "E20250720 ..." with the year, may follow a
+# container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
-    r"|(?:^|[\s:>])[IW]\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
+    r"|(?:^|[\s:>])[IW](?:\d{4})?\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
 )
 _ERROR_LEVEL = re.compile(
-    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|\[F\s|(?:^|[\s:>])[EF]\d{4}\s|\[[EF]\d{3,4}\s"
+    r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|\[F\s|(?:^|[\s:>])[EF](?:\d{4})?\d{4}\s|\[[EF]\d{3,4}\s"
     r"|:\s[EF]\s[\w/.-]+:\d+\]"
 )
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").
 # llama.cpp's logger the same: "0.00.065.436 E srv  start: ...".
 _GLOG = re.compile(
-    r"(?:^|[\s:>|])[EF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$"
+    r"(?:^|[\s:>|])[EF](?:\d{4})?\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$"
     # PyTorch's c10 logging: "[rank1]:[E ProcessGroupNCCL.cpp:1316] ", "[F217 ... f.cpp:9] "
     r"|\[[EF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s*$"
     r"|^\d+\.\d\d\.\d{3}\.\d{3}\s[EF]\s*$"

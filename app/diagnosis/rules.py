@@ -354,6 +354,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"NoBinaryForGpu", r"Unable to find code object",
         r"Unknown recipe",
         r"compute ?[Cc]apability.*(?:not supported|at least|or (?:higher|newer))",
+        # a binary built for another GPU ("Runtime compute cap 120 is not compatible with
+        # compile time compute cap 80", TEI's Candle backend)
+        r"\bcompute cap\w* \d+ is not compatible with\b",
         r"(?:only )?supported (?:only )?on GPUs with compute capability",
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
         r"unsupported (?:GPU|CUDA) arch", r"ptxas fatal", r"cudaErrorNoKernelImageForDevice",
@@ -395,7 +398,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
-        r"\billegal hardware instruction\b",  # zsh's word for SIGILL
+        r"\billegal hardware instruction\b",  # zsh's word for SIGILL, and Windows' code
+        r"\b0x[Cc]000001[Dd]\b",
         r"\bsignal 4\b",
         # an engine plan built for another GPU ("expecting compute 9.0 got compute 8.9")
         r"generated on an incompatible device", r"expecting compute \d",
@@ -899,6 +903,9 @@ NATIVE_FAILURE = _any(
     CANN_RECORD,
     # ggml's early model loaders refusing a file ("tensor 'x' has wrong size in model file")
     r"\btensor '[^']+' has wrong (?:size|shape)\b",
+    # Windows' report of a process a hardware exception ended ("Exception Code: 0xC0000005",
+    # an access violation; 0xC000001D, an illegal instruction; 0xC0000409, a fail-fast)
+    r"\bException [Cc]ode:? 0x[Cc]0000(?:005|409|01[Dd]|096|094|0[Ff][Dd])\b",
     # a fixed-size arena too small for what was asked of it ("not enough space in the context's
     # memory pool (needed 268478672, available 268435456)", ggml's before its segfault)
     r"\bnot enough space in\b.*\(needed \d+, available \d+\)",

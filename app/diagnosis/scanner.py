@@ -72,7 +72,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
 # Severity prefixes with no rare literal of their own: glog's "E1201 10:00:00.123456" and
 # "F1201 ...", c10's "[E1201 10:00:00.000 file.cpp:12]" and "[E file.cpp:12]" (torch < 2.3).
 _SEVERITY_ANCHORS = (
-    rb"[EF][01]\d[0-3]\d \d\d:\d\d:\d\d\.",  # (month and day: fewer false starts)
+    rb"[EF](?:20\d\d)?[01]\d[0-3]\d \d\d:\d\d:\d\d\.",  # (month and day: fewer false starts)
     rb"\[[EF](?:\d{3,4} [\d:.]+)? [\w.-]+\.(?:cpp|cc|h|py):\d+\]",
     # TensorFlow's and XLA's "2025-03-23 20:28:49.804409: E external/xla/...cc:654]", and
     # llama.cpp's "0.00.065.436 E srv  start: ..."
