@@ -1436,9 +1436,13 @@ def test_ascend_s_unknown_application_exception_is_a_wrapper() -> None:
     assert found.root_cause == failed
 
 
-def test_an_editor_s_line_numbers_glued_before_a_rank_prefix_are_peeled() -> None:
-    failed = "34[rank1]: AssertionError: data_iterator is None vp_stage: None"
-    found = diagnose("31[rank1]: return get_batch_func(data_iterator, vp_stage)", failed)
+@pytest.mark.parametrize("number", ["34", "517 "])
+def test_an_editor_s_line_numbers_before_a_rank_prefix_are_peeled(number: str) -> None:
+    failed = f"{number}[rank1]: AssertionError: data_iterator is None vp_stage: None"
+    found = diagnose(f"{number}[rank1]: Traceback (most recent call last):",
+                     f'{number}[rank1]:   File "/x/pretrain.py", line 3, in get_batch',
+                     f"{number}[rank1]:     return get_batch_func(data_iterator, vp_stage)",
+                     failed)  # fmt: skip
     assert found.root_cause == failed and found.crashed is True
 
 

@@ -59,8 +59,9 @@ _PREFIXES = [
     # mpirun --tag-output: "[1,0]<stderr>:"; torchrun's per-rank tee: "[default0]:"
     r"\[\d+,\d+\]<std(?:out|err)>:\s?",
     r"\[default\d+\]:\s?",
-    # torch.distributed: "[rank1]: " (an editor's line numbers glued before it: "34[rank1]: ")
-    r"\d{0,5}\[rank\d+\]:\s?",
+    # torch.distributed: "[rank1]: " (an editor's line numbers before it: "34[rank1]: ",
+    # "517 [rank0]: ")
+    r"(?:\d{1,5} ?)?\[rank\d+\]:\s?",
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 ", and in its terminal view
     # the seconds alone before a failed step's output, "0.278 CMake Error: ..."
     r"#\d+ \d+\.\d{1,3} ",
