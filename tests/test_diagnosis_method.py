@@ -2096,3 +2096,16 @@ def test_windows_report_of_a_hardware_exception_is_a_crash(code: str, error_clas
                      *QUIET, report)  # fmt: skip
     assert found.crashed is True and found.root_cause == report
     assert found.error_class == error_class
+
+
+def test_torch_spawn_s_re_raise_yields_to_the_child_s_own_exception() -> None:
+    child = "ValueError: Specified device cuda:1 does not match device of data cuda:0"
+    found = diagnose(*QUIET, "Traceback (most recent call last):",
+                     '  File "/torch/multiprocessing/spawn.py", line 215, in join',
+                     "    raise ProcessRaisedException(msg, error_index, failed_process.pid)",
+                     "torch.multiprocessing.spawn.ProcessRaisedException:", "",
+                     "-- Process 1 terminated with the following error:",
+                     "Traceback (most recent call last):",
+                     '  File "/torch/multiprocessing/spawn.py", line 90, in _wrap',
+                     "    fn(i, *args)", child)  # fmt: skip
+    assert found.root_cause == child and found.crashed is True

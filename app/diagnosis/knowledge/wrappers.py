@@ -66,6 +66,15 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"\bProcessRaisedException:\s*$",
+        ("pytorch",),
+        "torch.multiprocessing.spawn.ProcessRaisedException:",
+        "torch.multiprocessing.spawn (torch/multiprocessing/spawn.py) re-raising a child's "
+        "exception; the child's traceback follows '-- Process 1 terminated with the following "
+        "error:'; observed in corpus case D131",
+        strong=True,
+    ),
+    Wrapper(
         r"failed! Received signal",
         ("pytorch",),
         "Oct 16 02:07:00 RuntimeError: test_c10d failed! Received signal: SIGIOT",
