@@ -2109,3 +2109,15 @@ def test_torch_spawn_s_re_raise_yields_to_the_child_s_own_exception() -> None:
                      '  File "/torch/multiprocessing/spawn.py", line 90, in _wrap',
                      "    fn(i, *args)", child)  # fmt: skip
     assert found.root_cause == child and found.crashed is True
+
+
+def test_a_rocm_library_s_underscored_error_tag_is_a_failure_and_its_missing_kernels_the_arch(
+) -> None:  # fmt: skip
+    missing = (
+        "hipsparselt_error: Cannot read /opt/rocm/lib/hipsparselt/library/"
+        "TensileLibrary_lazy_gfx950.dat: No such file or directory"
+    )
+    found = diagnose("[ RUN      ] compress/0", missing, "hipsparselt_error: Could not load "
+                     "/opt/rocm/lib/hipsparselt/library/TensileLibrary_lazy_gfx950.dat",
+                     " error: file not found", " error: file not found")  # fmt: skip
+    assert found.root_cause == missing and found.error_class == "unsupported_arch"

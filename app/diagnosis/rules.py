@@ -379,6 +379,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bfor GPU arch\s*:\s*gfx\w+",
         # rocBLAS finding no device its Tensile kernels were built for
         r"\bCould not initialize Tensile host\b",
+        # a ROCm library's kernels for this GPU not shipped ("Cannot read .../hipsparselt/
+        # library/TensileLibrary_lazy_gfx950.dat: No such file or directory")
+        r"\bTensileLibrary\w*_gfx\w+\.(?:dat|co)\b",
         # a kernel's minimum compute capability over this GPU's ("Min capability: 75. Current
         # capability: 70.")
         r"\bMin(?:imum)? capability: \d+",
@@ -847,7 +850,7 @@ NATIVE_FAILURE = _any(
     # "python3[1234]: segfault at 0 ip ... error 4 in libfoo.so"
     r"\btraps: \S+\[\d+\] trap\b|\[\d+\]: segfault at\b",
     # C libraries' and compilers' own summaries of a failure
-    r"^[\w.-]+ error: ",  # "rocBLAS error: Cannot read ...TensileLibrary.dat"
+    r"^[\w.-]+[ _]error: ",  # "rocBLAS error: Cannot read ...", "hipsparselt_error: ..."
     r"\bmemory allocation of \d+ bytes failed\b",  # Rust's allocator (llama.cpp's tools too)
     r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
     r"\(\d+\): (?:catastrophic )?error: ",  # nvcc's "x.cu(12): error: ..."
