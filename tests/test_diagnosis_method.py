@@ -2111,8 +2111,7 @@ def test_torch_spawn_s_re_raise_yields_to_the_child_s_own_exception() -> None:
     assert found.root_cause == child and found.crashed is True
 
 
-def test_a_rocm_library_s_underscored_error_tag_is_a_failure_and_its_missing_kernels_the_arch(
-) -> None:  # fmt: skip
+def test_a_rocm_library_s_error_tag_is_a_failure_and_its_missing_kernels_the_arch() -> None:
     missing = (
         "hipsparselt_error: Cannot read /opt/rocm/lib/hipsparselt/library/"
         "TensileLibrary_lazy_gfx950.dat: No such file or directory"
