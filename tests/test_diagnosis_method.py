@@ -2120,3 +2120,101 @@ def test_a_rocm_library_s_error_tag_is_a_failure_and_its_missing_kernels_the_arc
                      "/opt/rocm/lib/hipsparselt/library/TensileLibrary_lazy_gfx950.dat",
                      " error: file not found", " error: file not found")  # fmt: skip
     assert found.root_cause == missing and found.error_class == "unsupported_arch"
+
+
+def test_nccl_s_name_for_an_internal_error_is_no_advice() -> None:
+    failed = (
+        "host-2: Test NCCL failure common.cu:959 'internal error - please report this issue to "
+        "the NCCL developers / '"
+    )
+    found = diagnose("#  Rank  2 Group  0 Pid 3164639 on host-2 device  0 NVIDIA RTX A6000", failed,
+                     " .. host-2 pid 3164639: Test failure common.cu:844")  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "nccl_comm"
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["ERROR: test_chunked_prefill (test_vision.TestVision.test_chunked_prefill)",
+     "\tFAIL: test_all_gather (__main__.AllGatherTest.test_all_gather) (count=1048576)"],
+)  # fmt: skip
+def test_unittest_s_header_of_a_failed_test_yields_to_its_exception(header: str) -> None:
+    raised = "AssertionError: Lists differ: ['a'] != ['b']"
+    found = diagnose(*QUIET, header, "-" * 70, "Traceback (most recent call last):",
+                     '  File "/tests/test_vision.py", line 12, in test_chunked_prefill',
+                     "    self.assertEqual(a, b)", raised)  # fmt: skip
+    assert found.root_cause == raised
+
+
+def test_a_superbuild_s_stage_prefix_is_peeled() -> None:
+    failed = (
+        "[hipSPARSELt configure] CMake Error at /therock/cmake/therock_subproject_dep_provider"
+        ".cmake:64 (message):"
+    )
+    found = diagnose("[hipSPARSELt configure] -- The CXX compiler identification is Clang 20",
+                     failed, '[hipSPARSELt configure]   Could not find a package configuration '
+                     'file provided by "rocsparse"')  # fmt: skip
+    assert found.root_cause == failed and found.crashed is True
+
+
+def test_mpich_s_abort_and_a_test_runner_s_segfault_report_are_crashes() -> None:
+    abort = (
+        "Abort(1090447) on node 0 (rank 0 in comm 0): Fatal error in PMPI_Init_thread: Unknown "
+        "error class, error stack:"
+    )
+    found = diagnose("Running: pytest tests/comm/test_allreduce.py", abort,
+                     "MPIR_Init_thread(192)........:", "MPID_Init(1665)..............:",
+                     "MPIDI_OFI_mpi_init_hook(1586):", "(unknown)(): Unknown error class",
+                     "[unset]: write_line error; fd=-1 buf=:cmd=abort exitcode=1090447",
+                     "system msg for write_line failure : Bad file descriptor",
+                     "!!!!!!! Segfault encountered !!!!!!!", "...",
+                     "FAILED: tests/comm/test_allreduce.py")  # fmt: skip
+    assert found.root_cause == abort and found.crashed is True
+
+
+def test_compute_sanitizer_s_finding_is_a_kernel_fault() -> None:
+    race = (
+        "========= Error: Race reported between Read access at void topk_kernel<float>(const "
+        "float *, int *)+0x111e0"
+    )
+    found = diagnose("========= COMPUTE-SANITIZER", race, "=========     and Write access at "
+                     "void topk_kernel<float>(const float *, int *)+0x11100", "completed",
+                     "========= RACECHECK SUMMARY: 1 hazard displayed (1 error)")  # fmt: skip
+    assert found.root_cause == race and found.error_class == "cuda_runtime"
+    assert found.crashed is True
+
+
+def test_cublas_s_own_word_on_the_argument_it_refused_is_read_before_its_status() -> None:
+    refused = " ** On entry to SGEMM  parameter number 10 had an illegal value"
+    status = "cupy_backends.cuda.libs.cublas.CUBLASError: CUBLAS_STATUS_INVALID_VALUE"
+    found = diagnose(*QUIET, refused, *TB, status)
+    assert found.root_cause == refused and found.error_class == "cuda_runtime"
+
+
+@pytest.mark.parametrize(
+    "report",
+    ["Timeout (0:00:25)!",
+     "Training:  16%|█▌        | 80/512 [00:00<00:03, 141.79it/s, loss=9.3018]Timeout (0:00:15)!"],
+)  # fmt: skip
+def test_faulthandler_s_timer_on_a_process_that_stopped_moving_is_a_hang(report: str) -> None:
+    found = diagnose(*QUIET, report, "", "Thread 0x00007f5e (most recent call first):",
+                     '  File "/train.py", line 88 in maybe_save')  # fmt: skip
+    assert found.root_cause == report and found.error_class == "timeout_or_hang"
+    assert found.crashed is True
+
+
+def test_an_exception_named_with_a_leading_underscore_is_one() -> None:
+    raised = (
+        "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 47.4 GiB for an array "
+        "with shape (1552592, 4096) and data type int64"
+    )
+    found = diagnose(*QUIET, *TB, raised)
+    assert found.root_cause == raised and found.error_class == "oom_host_killed"
+
+
+def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> None:
+    said = "cupy.cuda.compiler.CompileException: nvrtc: error: unrecognized option -O3 found"
+    found = diagnose(*QUIET, *TB, "cupy_backends.cuda.libs.nvrtc.NVRTCError: "
+                     "NVRTC_ERROR_INVALID_OPTION (5)", "",
+                     "During handling of the above exception, another exception occurred:", "",
+                     *TB, said)  # fmt: skip
+    assert found.root_cause == said and found.error_class == "import_or_version"

@@ -308,6 +308,8 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
 _EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): (.+)$")
 EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
 _OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+# a library's status code alone ("NVRTCError: NVRTC_ERROR_INVALID_OPTION (5)")
+_STATUS_CODE = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+(?: \(-?\d+\))?")
 
 
 def _lived_through(
@@ -342,11 +344,13 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     recognize this architecture ..."): the explanation is the line to read."""
     named = rules.EXCEPTION_LINE.match(first.content)
     if named is not None and (
-        not (named[2] or named[3]) or _OBJECT_REPR.fullmatch((named[2] or "").strip())
+        not (named[2] or named[3])
+        or _OBJECT_REPR.fullmatch((named[2] or "").strip())
+        or _STATUS_CODE.fullmatch((named[2] or "").strip())
     ):
         # A bare name ("TimeoutError", "StopIteration") quotes nothing, nor does an object's
-        # default repr ("KeyError: <vllm.config.ModelConfig object at 0x7fec41821900>"): the
-        # next exception of its chain that says something explains it.
+        # default repr ("KeyError: <vllm.config.ModelConfig object at 0x7fec41821900>") or a
+        # status code alone: the next exception of its chain that says something explains it.
         start = position[id(first)]
         for entry in entries[start + 1 : start + 1 + FOLLOW_UP_LINES]:
             if entry.strength == 3 and not entry.noise:

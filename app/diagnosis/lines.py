@@ -66,6 +66,10 @@ _PREFIXES = [
     # the seconds alone before a failed step's output, "0.278 CMake Error: ..."
     r"#\d+ \d+\.\d{1,3} ",
     r"\d{1,5}\.\d{3} (?=\S)",
+    # NVIDIA's compute-sanitizer: "========= Error: Race reported between Read access at ..."
+    r"={9} ",
+    # a superbuild's subproject and stage (ROCm TheRock's): "[hipSPARSELt configure] "
+    r"\[[\w.+-]+ (?:configure|build|install)\]\s?",
     # kubectl logs --prefix: "[pod/host-1/axlearn-fuji-model] "
     r"\[pod/[\w.-]+/[\w.-]+\]\s",
     # docker compose: "deepseek-v32-exp  | "

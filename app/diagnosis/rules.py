@@ -192,6 +192,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bnode running low on memory", r"\bOOMKilled\b",
         # ggml's host buffer ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate")
         r"cpu_buffer\w*: failed to allocate\b", r"\bggml_aligned_malloc: insufficient memory\b",
+        # numpy's host allocation ("_ArrayMemoryError: Unable to allocate 47.4 GiB for an array")
+        r"\bUnable to allocate [\d.]+ [KMGT]i?B for an array\b",
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -256,6 +258,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
+        # cuBLAS refusing an argument ("On entry to SGEMM parameter number 10 had an illegal
+        # value")
+        r"\bOn entry to \w+ +parameter number \d+\b",
+        # compute-sanitizer's findings in a kernel
+        r"\bRace reported between\b", r"\bInvalid __(?:global|shared|local)__ (?:read|write)\b",
         # a launch's grid or block the kernel cannot take (cudaErrorInvalidConfiguration)
         r"\binvalid configuration argument\b",
         r"(?i)device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
@@ -490,7 +497,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # cuDNN that cannot start under this framework's build (XLA's "cudnn handle")
         r"\bCould not create cudnn handle\b",
         r"\barchitecture \w+ is not supported\b",
-        r"\b(?:nvlink|nvcc|fatbinary|cicc)\s+(?:fatal|error)\s*: ",
+        r"\b(?:nvlink|nvcc|fatbinary|cicc)\s+(?:fatal|error)\s*: ", r"\bnvrtc: error: ",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
         r"not compiled with CUDA", r"cannot open shared object file",
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
@@ -709,7 +716,7 @@ SEVERITY_ERROR = re.compile(
 # A Python exception line: "KeyError: 12", "torch.OutOfMemoryError: ...", bare
 # "NotImplementedError", or vLLM's repr form "OutOfMemoryError('CUDA out of memory...')".
 EXCEPTION_LINE = re.compile(
-    r"^((?:[A-Za-z_][\w]*\.)*(?:(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
+    r"^((?:[A-Za-z_][\w]*\.)*(?:(?:_*[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
     r"|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit))"
     r"(?::\s?(.*)|\((.*)\)?)?$"
 )
@@ -909,6 +916,14 @@ NATIVE_FAILURE = _any(
     # Windows' report of a process a hardware exception ended ("Exception Code: 0xC0000005",
     # an access violation; 0xC000001D, an illegal instruction; 0xC0000409, a fail-fast)
     r"\bException [Cc]ode:? 0x[Cc]0000(?:005|409|01[Dd]|096|094|0[Ff][Dd])\b",
+    # cuBLAS naming the argument it refused, before its status reaches the caller
+    r"\bOn entry to \w+ +parameter number \d+ had an illegal value\b",
+    # faulthandler's timer on a process that stopped moving (dump_traceback_later)
+    r"\bTimeout \(\d+:\d\d:\d\d\)!$",
+    # MPICH aborting a rank ("Abort(1090447) on node 0 (rank 0 in comm 0): Fatal error in
+    # PMPI_Init_thread: ..."), and a test runner's word that its process segfaulted
+    r"^Abort\(\d+\) on node \d+ .*\bFatal error in\b",
+    r"\bSegfault encountered\b",
     # a fixed-size arena too small for what was asked of it ("not enough space in the context's
     # memory pool (needed 268478672, available 268435456)", ggml's before its segfault)
     r"\bnot enough space in\b.*\(needed \d+, available \d+\)",

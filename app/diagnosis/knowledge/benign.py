@@ -276,7 +276,9 @@ BENIGN = (
         "M002",
     ),
     Benign(
-        r"please (?:try|consider|check|report|file)",
+        # (not NCCL's own name for ncclInternalError, "internal error - please report this
+        # issue to the NCCL developers", quoted in its failures)
+        r"please (?:try|consider|check|report|file)(?! this issue to the NCCL developers)",
         ("pytorch",),
         "If you need this call to be captured, please file an issue.",
         "PyTorch: the advice after an operation that CUDA graph capture does not allow "

@@ -75,6 +75,15 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
+        r"^\s*(?:ERROR|FAIL): test\w* \([\w.]+\)",
+        ("python",),
+        "ERROR: test_chunked_prefill (test_vision_chunked_prefill.TestVisionChunkedPrefill."
+        "test_chunked_prefill)",
+        "Python's unittest: the header of a failed test, its traceback and exception below; "
+        "observed in corpus cases O088, O096 and O129",
+        strong=True,
+    ),
+    Wrapper(
         r"failed! Received signal",
         ("pytorch",),
         "Oct 16 02:07:00 RuntimeError: test_c10d failed! Received signal: SIGIOT",
