@@ -2218,3 +2218,17 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
                      "During handling of the above exception, another exception occurred:", "",
                      *TB, said)  # fmt: skip
     assert found.root_cause == said and found.error_class == "import_or_version"
+
+
+@pytest.mark.parametrize(
+    ("raised", "error_class"),
+    [("NotImplementedError: The head dim must be <= 256 and a multiple of 8, but got 320.",
+      "config_or_args"),
+     ("lightning.fabric.utilities.exceptions.MisconfigurationException: You requested gpu: "
+      "[0, 1]", "config_or_args"),
+     ("RuntimeError: CUDA graphs must be captured on a non-default stream. (However, after "
+      "capture, it's ok to replay them on the default stream.)", "cuda_graph")],
+)  # fmt: skip
+def test_the_class_of_a_library_s_own_words_on_a_setting(raised: str, error_class: str) -> None:
+    found = diagnose(*QUIET, *TB, raised)
+    assert found.root_cause == raised and found.error_class == error_class

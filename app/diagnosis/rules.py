@@ -199,6 +199,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # not permitted when stream is capturing'").
     ("cuda_graph", _any(
         r"\bdependency created on uncaptured work\b", r"\bnot permitted when stream is capturing",
+        r"\bCUDA graphs must be captured on a non-default stream\b",
         r"\bprevious error during capture\b",
     )),
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
@@ -212,6 +213,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"[Uu]nsupported head[ _](?:dim|dimension|size)",
         r"\bhead[ _](?:dim|dimension|size)s?\b.*\bnot (?:be )?supported",
         r"\bsupports? (?:only )?head[ _](?:dim|dimension|size)",
+        r"\bhead[ _]dim\w* must be\b",  # "The head dim must be <= 256 and a multiple of 8"
+        # Lightning's own word for a setting that cannot work here ("You requested gpu: [0, 1]")
+        r"\bMisconfigurationException\b",
         # Uvicorn given an application it cannot import
         r"\bError loading ASGI app\b",
         # a local path that is not there, taken for a hub repository's id
