@@ -2232,3 +2232,19 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
 def test_the_class_of_a_library_s_own_words_on_a_setting(raised: str, error_class: str) -> None:
     found = diagnose(*QUIET, *TB, raised)
     assert found.root_cause == raised and found.error_class == error_class
+
+
+def test_of_records_quoting_one_exception_the_first_in_time_whatever_its_severity() -> None:
+    stub = (
+        "I1115 02:58:49.477216 1 pb_stub.cc:325] Failed to initialize Python stub: TypeError: "
+        "'NoneType' object is not subscriptable"
+    )
+    found = diagnose(
+        "I1115 02:58:49.401000 1 model.py:12] # GPU blocks: 2361",
+        stub,
+        "E1115 02:58:51.162611 1 backend_model.cc:634] ERROR: Failed to create "
+        "instance: TypeError: 'NoneType' object is not subscriptable",
+        "E1115 02:58:51.162838 1 model_lifecycle.cc:621] failed to load 'vllm' "
+        "version 1: Internal: TypeError: 'NoneType' object is not subscriptable",
+    )
+    assert found.root_cause == stub and found.crashed is True

@@ -544,6 +544,7 @@ def analyze(
     if root is not None:
         root = (
             _said_below(entries, root)
+            or _quoted_first(entries, root)
             or _summarised_at_exit(entries, root)
             or _raised_below(entries, root)
             or _asserted(entries, root)
@@ -737,6 +738,26 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
             entry.strength = max(entry.strength, 3)
             return entry
     return None
+
+
+_QUOTED_EXCEPTION = re.compile(r"\b(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): .{20,}")
+QUOTED_FIRST_LINES = 20
+
+
+def _quoted_first(entries: list[Entry], root: Entry) -> Entry | None:
+    """Records quoting one exception ("Failed to create instance: TypeError: ...", logged
+    after the stub's own "Failed to initialize Python stub: TypeError: ..." at INFO): the first
+    in time, whatever severity its logger gave it."""
+    quoted = _QUOTED_EXCEPTION.search(root.content)
+    if quoted is None or quoted.start() == 0:
+        return None
+    index = entries.index(root)
+    earlier = [
+        e for e in entries[max(0, index - QUOTED_FIRST_LINES) : index]
+        if quoted[0] in e.content and e.content.find(quoted[0]) > 0
+        and root.line.number - e.line.number <= QUOTED_FIRST_LINES
+    ]  # fmt: skip
+    return earlier[0] if earlier else None
 
 
 _EXIT_SUMMARY = re.compile(r"^Error: \S")
