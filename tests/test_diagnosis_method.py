@@ -2248,3 +2248,14 @@ def test_of_records_quoting_one_exception_the_first_in_time_whatever_its_severit
         "version 1: Internal: TypeError: 'NoneType' object is not subscriptable",
     )
     assert found.root_cause == stub and found.crashed is True
+
+
+def test_an_exception_python_ignored_inside_a_logging_error_block_is_no_crash() -> None:
+    found = diagnose(*QUIET, "--- Logging error ---",
+                     "Exception ignored in: <function RayDistributedExecutor.__del__ at 0x7f3c>",
+                     "Traceback (most recent call last):",
+                     '  File "/vllm/executor/ray_distributed_executor.py", line 662, in __del__',
+                     '  File "/usr/lib/python3.10/logging/__init__.py", line 1022, in handleError',
+                     '  File "/exceptiongroup/_formatting.py", line 62, in emit',
+                     "TypeError: 'NoneType' object is not callable")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

@@ -254,9 +254,14 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
         elif _IGNORED.match(entry.content):
             # Python's unraisable hook: an exception in a destructor or at exit, printed and
             # ignored (often the interpreter shutting down after the real failure)
-            ignored = _exception_below(entries, index)
+            # (inside a "--- Logging error ---" block too, where no traceback is counted)
+            ignored = _exception_below(entries, index) or next(
+                (e for e in entries[index + 1 : index + HANDLER_TRACEBACK_LINES]
+                 if rules.EXCEPTION_LINE.match(e.content)),
+                None,
+            )  # fmt: skip
             if ignored is not None:
-                ignored.strength = 0
+                ignored.strength, ignored.quoted = 0, False
                 ignored.set_aside = "an exception Python ignored (a destructor's, at exit)"
         elif rules.LOOP_LIVED_THROUGH.search(entry.content):
             for line in (entry, _exception_below(entries, index)):
