@@ -2259,3 +2259,14 @@ def test_an_exception_python_ignored_inside_a_logging_error_block_is_no_crash() 
                      '  File "/exceptiongroup/_formatting.py", line 62, in emit',
                      "TypeError: 'NoneType' object is not callable")  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_a_record_logging_could_not_encode_on_windows_is_logging_s_own_failure() -> None:
+    found = diagnose(*QUIET, "--- Logging error ---", "Traceback (most recent call last):",
+                     r'  File "C:\Python312\Lib\logging\__init__.py", line 1163, in emit',
+                     "    stream.write(msg + self.terminator)",
+                     r'  File "C:\Python312\Lib\encodings\cp1252.py", line 19, in encode',
+                     "UnicodeEncodeError: 'charmap' codec can't encode character '\\uff0a' in "
+                     "position 73: character maps to <undefined>", "Call stack:",
+                     r'  File "D:\b\setup.py", line 1785, in <module>', "    main()")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

@@ -12,10 +12,12 @@ FOLLOW_UP_LINES = 60  # a line logged before its traceback: how far the frames m
 _FRAME_LINE = re.compile(
     r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>[\w<>.]+))?'
 )
-# The standard library: an interpreter's lib/python3.X/ outside site- and dist-packages, and
-# frozen modules. Site-packages frames are someone's code to patch, so they count.
+# The standard library: an interpreter's lib/python3.X/ (Windows' Python3XY\Lib\) outside
+# site- and dist-packages, and frozen modules. Site-packages frames are someone's code to
+# patch, so they count.
 _STDLIB = re.compile(
     r"(?:^|[/\\])lib[/\\]python3(?:\.\d+)?[/\\](?!(?:site|dist)-packages[/\\])|^<frozen "
+    r"|[/\\]Python3\d*[/\\]Lib[/\\](?!site-packages[/\\])"
 )
 
 
