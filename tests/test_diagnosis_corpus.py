@@ -157,16 +157,15 @@ FLOORS = {
         "crashed": 0.96,
         "ready": 0.77,
     },
-    # Scored once, as the estimate on unseen logs of issue 23's twenty-seventh round
-    # (bench/README.md): E001-E027 (27 logs of real failures produced on an H200 in servers' and
-    # trainers' process shapes, tests/corpus/gpu/r14_*, labelled blind by a helper) and
-    # O001-O137 (62 logs from threads and files never used, labelled blind by four helpers).
+    # Scored once, as the estimate on unseen logs of issue 23's twenty-eighth round
+    # (bench/README.md): E040-E057 (18 logs of real failures produced on an H200 in servers' and
+    # trainers' process shapes, tests/corpus/gpu/r15_*, labelled blind by a helper).
     "fresh": {
-        "root_cause": 0.71,
-        "top3": 0.82,
-        "error_class": 0.57,
-        "crashed": 0.88,
-        "ready": 0.86,
+        "root_cause": 1.0,
+        "top3": 1.0,
+        "error_class": 0.83,
+        "crashed": 1.0,
+        "ready": 0.77,
     },
     "validation": {
         "root_cause": 1.0,
