@@ -2270,3 +2270,20 @@ def test_a_record_logging_could_not_encode_on_windows_is_logging_s_own_failure()
                      "position 73: character maps to <undefined>", "Call stack:",
                      r'  File "D:\b\setup.py", line 1785, in <module>', "    main()")  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_another_rank_s_last_error_explains_the_first_copy_of_the_same_exception() -> None:
+    raised = (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1691, unhandled system error (run with NCCL_DEBUG=INFO for "
+        "details), NCCL version 2.19.3"
+    )
+    system = (
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+        "device error. "
+    )
+    detail = "[Proxy Service 2] Failed to execute operation Connect from rank 2, retcode 3"
+    source = "    return pg.recv([tensor], group_src_rank, tag)"
+    found = diagnose(raised, system, "Last error:", "", source, source, raised, system,
+                     "Last error:", detail, raised, system, "Last error:")  # fmt: skip
+    assert found.root_cause == detail and found.error_class == "nccl_comm"

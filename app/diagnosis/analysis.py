@@ -95,6 +95,7 @@ _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)
 MAX_CANDIDATES = 3
 _OUT_OF_MEMORY = re.compile(r"(?i)\bout of memory\b")
 _NAMES_A_VALUE = re.compile(r"\d")
+DETAIL_ENTRIES = 8  # how far below its exception the line after "Last error:" may be
 
 
 @dataclass
@@ -223,8 +224,15 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         first = _explained_by_chain(entries, first, position)
         details = [
             e for e in failures
-            if e.detail and 0 <= position[id(e)] - position[id(first)] <= 8
-            and _NAMES_A_VALUE.search(e.content)
+            if e.detail and _NAMES_A_VALUE.search(e.content)
+            and (
+                0 <= position[id(e)] - position[id(first)] <= DETAIL_ENTRIES
+                # another rank's copy of the same exception, its "Last error:" filled in
+                or any(
+                    other.content == first.content
+                    for other in entries[max(0, position[id(e)] - DETAIL_ENTRIES) : position[id(e)]]
+                )
+            )
         ]  # fmt: skip
         if details and details[0].content not in first.content:
             # "Last error:" then the line an exception's summary was made of, unless that line

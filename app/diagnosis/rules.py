@@ -629,6 +629,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # in a failing line.
     ("nccl_comm", _any(
         r"\bNET/(?:IB|OFI|Socket|Plugin)\b", r"\bsocket(?:Progress|Recv|Send|Connect)\w*",
+        r"\[Proxy Service \d+\] Failed to execute operation\b",  # NCCL's proxy thread
         r"\bibv_\w+", r"\b[NR]CCL\b", r"\bmlx5: \S+: got completion with error\b",
     )),
     # A path that is not there, when nothing says it held weights or a checkpoint.
