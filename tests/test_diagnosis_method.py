@@ -2287,3 +2287,31 @@ def test_another_rank_s_last_error_explains_the_first_copy_of_the_same_exception
     found = diagnose(raised, system, "Last error:", "", source, source, raised, system,
                      "Last error:", detail, raised, system, "Last error:")  # fmt: skip
     assert found.root_cause == detail and found.error_class == "nccl_comm"
+
+
+def test_a_shell_that_could_not_run_a_build_s_compiler_is_the_build_s_failure() -> None:
+    missing = "/bin/sh: line 1: /opt/rocm/bin/hipcc: No such file or directory"
+    killed = "./serve.sh: line 33: 13293 Killed   sglang serve --model-path m"
+    found = diagnose(*QUIET, "[1/2] /opt/rocm/bin/hipcc -std=c++17 -O2 -fPIC -c kernel.cu",
+                     "FAILED: kernel.o", missing, "ninja: build stopped: subcommand failed.", "",
+                     "", "", "", killed)  # fmt: skip
+    assert found.root_cause == missing and found.error_class == "import_or_version"
+
+
+def test_a_log_collector_s_epoch_and_tab_are_peeled() -> None:
+    raised = (
+        "1779264164797\t2026-05-20T08:02:44.797Z\tRuntimeError: The size of tensor a (4) must "
+        "match the size of tensor b (8) at non-singleton dimension 0"
+    )
+    found = diagnose(*(f"1779264164797\t2026-05-20T08:02:44.797Z\t{line}" for line in TB), raised)
+    assert found.root_cause == raised and found.crashed is True
+
+
+def test_a_dataloader_worker_out_of_shared_memory_is_host_memory() -> None:
+    raised = (
+        "RuntimeError: DataLoader worker (pid 30882) is killed by signal: Bus error. It is "
+        "possible that dataloader's workers are out of shared memory. Please try to raise your "
+        "shared memory limit."
+    )
+    found = diagnose(*QUIET, *TB, raised)
+    assert found.root_cause == raised and found.error_class == "oom_host_killed"

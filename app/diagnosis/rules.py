@@ -320,6 +320,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a build that cannot start or finish: CMake without a package, a compiler killed,
         # PyTorch's extension loader without ninja, an operator no build registered
         r"\bCould NOT find \w+", r"\bptxas terminated\b", r"\bCompiler killed by signal\b",
+        # a build's compiler that is not there ("sh: line 1: /opt/rocm/bin/hipcc: No such file")
+        r"\b(?:hipcc|nvcc|gcc|g\+\+|c\+\+|clang\+*|cc|ninja|cmake): (?:No such file or directory"
+        r"|command not found)",
         r"(?:\bdyld\[\d+\]: |^)(?:Library not loaded|Symbol not found): ",  # macOS's loader
         r"^Undefined symbols for architecture \w+:", r"\bUNREACHABLE executed at\b",
         r"\bNinja is required to load C\+\+ extensions\b",
@@ -455,6 +458,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"oom[-_]kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
         r"\bkilled by the OOM killer\b",  # systemd on a unit's process
         r"memory pressure",
+        # a DataLoader worker killed for the shared memory it could not get (/dev/shm)
+        r"\bout of shared memory\b",
         # a worker Ray suspects a pod's memory limit killed
         r"\bexceeded (?:the )?(?:\w+ )?(?:pod )?memory limits?\b",
     )),
@@ -921,6 +926,10 @@ NATIVE_FAILURE = _any(
     # Windows' report of a process a hardware exception ended ("Exception Code: 0xC0000005",
     # an access violation; 0xC000001D, an illegal instruction; 0xC0000409, a fail-fast)
     r"\bException [Cc]ode:? 0x[Cc]0000(?:005|409|01[Dd]|096|094|0[Ff][Dd])\b",
+    # a shell that could not run a command it was given ("/bin/sh: line 1: /opt/rocm/bin/hipcc:
+    # No such file or directory")
+    r"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: line \d+: \S+: (?:No such file or directory"
+    r"|command not found)$",
     # cuBLAS naming the argument it refused, before its status reaches the caller
     r"\bOn entry to \w+ +parameter number \d+ had an illegal value\b",
     # faulthandler's timer on a process that stopped moving (dump_traceback_later)

@@ -61,7 +61,8 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"ompiled with",
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
-        b"o space left", b"ouble free", b"ignal (", b"eyboardInterrupt", b"econd interrupt",
+        b"o space left", b"o such file", b"ouble free", b"ignal (", b"eyboardInterrupt",
+        b"econd interrupt",
         b"ibrary not loaded", b"ailed assertion", b"sh: abort", b"SSERT: ",
         # a shell's "core dumped" and "segmentation fault" in Chinese, German, French, Spanish
         "核心已转储".encode(), "段错误".encode(), b"Speicherzugriffsfehler",
