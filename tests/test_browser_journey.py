@@ -1,6 +1,7 @@
 """A new user's whole journey in Debian's Chromium, every form at its defaults, with a
 screenshot at each step (test-artifacts/journey/); and live state that never goes stale."""
 
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -14,11 +15,22 @@ DATA = Path(__file__).parent / "data"
 CRASH = (DATA / "seed_torch_symm_mem.log").read_bytes()
 SHOTS = Path("test-artifacts/journey")
 READY = b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n"
+SLOW_ANSWER_S = 1.5
 
 
 def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def slow_answer(route) -> None:  # type: ignore[no-untyped-def]
+    """The server's answer to a POST, handed to the page a while after the server sent it."""
+    if route.request.method != "POST":
+        route.continue_()
+        return
+    answer = route.fetch()
+    time.sleep(SLOW_ANSWER_S)
+    route.fulfill(response=answer)
 
 
 def submit(page, form: str, button: str) -> None:  # type: ignore[no-untyped-def]
@@ -31,6 +43,10 @@ def test_the_whole_journey_with_the_forms_defaults(
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     page = open_page("/")
+    # The measurement answers come late, as on a loaded server: a step must wait for its own
+    # answer, not for a page that only looks like it (CI once chose a status that a late
+    # answer then reset).
+    page.route("**/measurements", slow_answer)
     # 1. A campaign: a name and a baseline, everything else as the form has it.
     page.fill("#new-campaign input[name=name]", "EAGLE-3 on 8x RTX PRO 6000")
     page.fill("#new-campaign input[name=baseline]", "abc")
@@ -101,7 +117,12 @@ def test_the_whole_journey_with_the_forms_defaults(
     shot(page, "06-measurement-mistyped")
     for value in ("90.5", "91.5"):
         page.fill("#measure-form input[name=value]", value)
+        answered = page.locator("#attempt-detail").element_handle()
         submit(page, "#measure-form", "Add run")
+        # The answer replaces the whole detail, the status form in it too: wait for this run's
+        # own answer (the first run's cleared input looks the same), or it lands later and
+        # resets the status chosen next.
+        answered.wait_for_element_state("hidden", timeout=UI_WAIT_MS)
         page.locator("#measure-form input[name=value]").and_(
             page.locator(":not([aria-invalid])")
         ).wait_for(timeout=UI_WAIT_MS)
