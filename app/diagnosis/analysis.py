@@ -748,7 +748,6 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
     return None
 
 
-_QUOTED_EXCEPTION = re.compile(r"\b(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): .{20,}")
 QUOTED_FIRST_LINES = 20
 
 
@@ -756,14 +755,14 @@ def _quoted_first(entries: list[Entry], root: Entry) -> Entry | None:
     """Records quoting one exception ("Failed to create instance: TypeError: ...", logged
     after the stub's own "Failed to initialize Python stub: TypeError: ..." at INFO): the first
     in time, whatever severity its logger gave it."""
-    quoted = _QUOTED_EXCEPTION.search(root.content)
-    if quoted is None or quoted.start() == 0:
+    quoted = _QUOTED_RAISE.search(root.content)
+    if quoted is None or quoted.start() == 0 or len(quoted[1]) < RAISED_MESSAGE_CHARS:
         return None
+    said = quoted[0].strip(""" "':""")
     index = entries.index(root)
     earlier = [
         e for e in entries[max(0, index - QUOTED_FIRST_LINES) : index]
-        if quoted[0] in e.content and e.content.find(quoted[0]) > 0
-        and root.line.number - e.line.number <= QUOTED_FIRST_LINES
+        if e.content.find(said) > 0 and root.line.number - e.line.number <= QUOTED_FIRST_LINES
     ]  # fmt: skip
     return earlier[0] if earlier else None
 
