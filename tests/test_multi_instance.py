@@ -197,9 +197,10 @@ def test_a_launched_run_is_driven_by_one_dashboard_and_taken_over_when_it_is_kil
         assert driver_seen_by_both() == driver
     holder.send_signal(signal.SIGKILL)  # no shutdown, no release of its lease
     holder.wait()
-    run = _run(urls[other.pid], attempt_id)
-    assert run["state"] == "benchmarking" and run["driven_by"] == driver  # as it left it
     taken_over = f"{socket.gethostname()}:{other.pid}"
+    # The kill released nothing, but this machine's other dashboard need not wait out the
+    # lease: it sees the holder's process gone at its next look, which may come before this.
+    assert _run(urls[other.pid], attempt_id)["driven_by"] in (driver, taken_over)
     wait_for(
         lambda: _run(urls[other.pid], attempt_id)["driven_by"] in (taken_over, None),
         timeout=15,
