@@ -241,11 +241,14 @@ def test_the_prefilter_reads_every_pattern_and_never_misses_a_match() -> None:
     assert database is not None and covered == len(rules._PREFILTER.patterns)
     sets = [value for value in gc.get_objects() if isinstance(value, rules.Alternatives)]
     assert len(sets) > 40
-    lines = {
-        decode(raw)
-        for case in sorted(CASES.glob("*.log"))[::6]
-        for raw in case.read_bytes().split(b"\n")[:400]
-    }
+    # One line of each shape (lines that differ only in their numbers read alike to nearly
+    # every pattern): a third fewer lines to try each pattern on.
+    by_shape: dict[str, str] = {}
+    for case in sorted(CASES.glob("*.log"))[::6]:
+        for raw in case.read_bytes().split(b"\n")[:400]:
+            line = decode(raw)
+            by_shape.setdefault(re.sub(r"\d+", "0", line), line)
+    lines = set(by_shape.values())
     lines |= {"Traceback ☃ (most recent call last):", "ÉRROR: CUDA error: out of memory"}
     for each in sets:
         patterns = [re.compile(source) for source in each.sources]
