@@ -2227,7 +2227,13 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
      ("lightning.fabric.utilities.exceptions.MisconfigurationException: You requested gpu: "
       "[0, 1]", "config_or_args"),
      ("RuntimeError: CUDA graphs must be captured on a non-default stream. (However, after "
-      "capture, it's ok to replay them on the default stream.)", "cuda_graph")],
+      "capture, it's ok to replay them on the default stream.)", "cuda_graph"),
+     ("RuntimeError: Number of heads in key and value must divide the number of heads in ",
+      "config_or_args"),
+     ("RuntimeError: jaxlib/cuda/versions_helpers.cc:135: operation cuInit(0) failed: "
+      "CUDA_ERROR_NO_DEVICE", "config_or_args"),
+     ("json.decoder.JSONDecodeError: Unterminated string starting at: line 182 column 18 "
+      "(char 4094)", "model_loading")],
 )  # fmt: skip
 def test_the_class_of_a_library_s_own_words_on_a_setting(raised: str, error_class: str) -> None:
     found = diagnose(*QUIET, *TB, raised)
@@ -2315,3 +2321,12 @@ def test_a_dataloader_worker_out_of_shared_memory_is_host_memory() -> None:
     )
     found = diagnose(*QUIET, *TB, raised)
     assert found.root_cause == raised and found.error_class == "oom_host_killed"
+
+
+def test_a_dataloader_worker_s_exit_yields_to_the_signal_that_killed_it() -> None:
+    killed = "RuntimeError: DataLoader worker (pid 1127) is killed by signal: Killed. "
+    exited = "RuntimeError: DataLoader worker (pid(s) 1127) exited unexpectedly"
+    found = diagnose(*QUIET, *TB, killed, "",
+                     "The above exception was the direct cause of the following exception:", "",
+                     *TB, exited)  # fmt: skip
+    assert found.root_cause == killed and found.error_class == "oom_host_killed"

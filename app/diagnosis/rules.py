@@ -215,6 +215,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
     ("config_or_args", _any(
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
+        r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
         r"no socket interface found",
         # several ranks mapped to one GPU
@@ -467,6 +468,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # cluster managers and cgroups killing for memory
         r"oom[-_]kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
         r"\bkilled by the OOM killer\b",  # systemd on a unit's process
+        r"\bis killed by signal: Killed\b",  # PyTorch's word for its DataLoader worker
         r"memory pressure",
         # a DataLoader worker killed for the shared memory it could not get (/dev/shm)
         r"\bout of shared memory\b",
@@ -569,6 +571,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNo model architectures are specified\b", r"\bNo supported config format found\b",
         # a SentencePiece tokenizer file that is not one (an LFS pointer, a truncated download)
         r"\bcould not parse ModelProto\b",
+        # a model's JSON file (config, tokenizer) cut short or not JSON: the json module's own
+        # error, where a web client's names its library (requests.exceptions.JSONDecodeError)
+        r"\bjson\.decoder\.JSONDecodeError\b",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
@@ -579,7 +584,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bUnsupported KV type combination\b",  # llama.cpp's flash attention on a cache type
         r"larger than the maximum number of tokens", r"max_model_len",
         r"\bexceeds\b.*\bmaximum supported (?:length|sequence|context)",
-        r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by",
+        r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by", r"\bmust divide\b",
         r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
         r"unexpected keyword argument", r"is not a valid(?! model identifier)",
         # a command line's own refusal (click's), arguments a script expected and was not given

@@ -167,6 +167,13 @@ WRAPPERS = (
         "vLLM V1: vllm/v1/engine/exceptions.py, raised to every request once the engine core died",
     ),
     Wrapper(
+        r"\bDataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly\b",
+        ("pytorch",),
+        "RuntimeError: DataLoader worker (pid(s) 1127) exited unexpectedly",
+        "PyTorch's DataLoader (torch/utils/data/dataloader.py, _try_get_data) raising from "
+        "the signal handler's word on how the worker died; observed in corpus case E062",
+    ),
+    Wrapper(
         r"\bCaught \w+ in DataLoader worker process \d+",
         ("pytorch",),
         "RuntimeError: Caught RuntimeError in DataLoader worker process 0.",
