@@ -2330,3 +2330,15 @@ def test_a_dataloader_worker_s_exit_yields_to_the_signal_that_killed_it() -> Non
                      "The above exception was the direct cause of the following exception:", "",
                      *TB, exited)  # fmt: skip
     assert found.root_cause == killed and found.error_class == "oom_host_killed"
+
+
+def test_dynamo_s_compiled_frame_id_is_peeled_with_its_record_s_prefix() -> None:
+    record = "[rank1]:E1205 02:05:27.267000 733 torch/_guards.py:368] [0/0] "
+    raised = (
+        f"{record}torch.fx.experimental.symbolic_shapes.ConstraintViolationError: Constraints "
+        "violated (L['ids'].size()[1])!"
+    )
+    found = diagnose(*QUIET, f"{record}Error while creating guard:", f"{record}Name: ''",
+                     f"{record}    Source: shape_env", *(record + line for line in TB), raised,
+                     f"{record}  - You marked L['ids'].size()[1] as dynamic")  # fmt: skip
+    assert found.root_cause == raised

@@ -42,7 +42,8 @@ _PREFIXES = [
     # glog: "E1103 02:59:01.152656 81041 backend_model.cc:553] "
     # (PyTorch's own: "E0716 18:21:22.792000 132331 torch/_inductor/runtime/x.py:874] ")
     # (glog 0.7 may put the year first: "E20250522 23:38:30.164904 764015 file.cpp:235] ")
-    r"[IWEF](?:\d{4})?\d{4}\s+[\d:.]+\s+\d+\s+[\w./-]+:\d+\]\s?",
+    # (Dynamo's records add the compiled frame's id: "... torch/_guards.py:368] [0/0] ")
+    r"[IWEF](?:\d{4})?\d{4}\s+[\d:.]+\s+\d+\s+[\w./-]+:\d+\]\s?(?:\[!?\d+/\d+(?:_\d+)?\]\s)?",
     # PyTorch's c10 logging: "[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ", and
     # before torch 2.3 "[E ProcessGroupNCCL.cpp:458] "
     r"\[[IWEF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s?",
