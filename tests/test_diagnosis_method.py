@@ -2342,3 +2342,17 @@ def test_dynamo_s_compiled_frame_id_is_peeled_with_its_record_s_prefix() -> None
                      f"{record}    Source: shape_env", *(record + line for line in TB), raised,
                      f"{record}  - You marked L['ids'].size()[1] as dynamic")  # fmt: skip
     assert found.root_cause == raised
+
+
+@pytest.mark.parametrize(
+    ("said", "error_class"),
+    [("Whisper process failed. Exit code: -1073741795", "unsupported_arch"),
+     ("Process exited with code 3221225785", "import_or_version"),
+     ('msg="runner terminated" error="exit status 0xc0000135"', "import_or_version")],
+)  # fmt: skip
+def test_a_launcher_s_word_on_a_windows_status_as_exit_code_is_a_crash(
+    said: str, error_class: str
+) -> None:
+    found = diagnose(*QUIET, said)
+    assert found.root_cause == said and found.crashed is True
+    assert found.error_class == error_class

@@ -331,6 +331,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a build that cannot start or finish: CMake without a package, a compiler killed,
         # PyTorch's extension loader without ninja, an operator no build registered
         r"\bCould NOT find \w+", r"\bptxas terminated\b", r"\bCompiler killed by signal\b",
+        # Windows' loader missing a DLL or an entry point in one (0xC0000135, 0xC0000139)
+        r"\b0x[Cc]00001(?:35|39)\b", r"(?<!\d)(?:-107374151[15]|32212257(?:81|85))\b",
         # a build's compiler that is not there ("sh: line 1: /opt/rocm/bin/hipcc: No such file")
         r"\b(?:hipcc|nvcc|gcc|g\+\+|c\+\+|clang\+*|cc|ninja|cmake): (?:No such file or directory"
         r"|command not found)",
@@ -427,7 +429,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
         r"\billegal hardware instruction\b",  # zsh's word for SIGILL, and Windows' code
-        r"\b0x[Cc]000001[Dd]\b",
+        r"\b0x[Cc]000001[Dd]\b", r"(?<!\d)(?:-1073741795|3221225501)\b",
         r"\bsignal 4\b",
         # an engine plan built for another GPU ("expecting compute 9.0 got compute 8.9")
         r"generated on an incompatible device", r"expecting compute \d",

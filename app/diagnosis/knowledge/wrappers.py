@@ -230,6 +230,15 @@ WRAPPERS = (
         "process N', says why); observed in corpus case 002",
     ),
     Wrapper(
+        r"\b[Ee]xit(?:ed)?(?: with)? (?:code|status)[ :=]*(?:0x[Cc]0000[0-9A-Fa-f]{3}"
+        r"|-10737\d{5}|32212\d{5})\b",
+        ("windows",),
+        "Whisper process failed. Exit code: -1073741795",
+        "a launcher on Windows naming its child's exit code, a status of Windows' (0xC000001D, "
+        "an illegal instruction, read as signed; 0xC0000005 is 3221225477 unsigned); observed "
+        "in corpus case AB006",
+    ),
+    Wrapper(
         r"exits? with return code = -?\d+",
         ("deepspeed",),
         "[2023-10-26 17:54:48,155] [ERROR] [launch.py:321:sigkill_handler] "
