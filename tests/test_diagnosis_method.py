@@ -2356,3 +2356,13 @@ def test_a_launcher_s_word_on_a_windows_status_as_exit_code_is_a_crash(
     found = diagnose(*QUIET, said)
     assert found.root_cause == said and found.crashed is True
     assert found.error_class == error_class
+
+
+def test_a_sycl_error_glued_to_ggml_s_catch_site_is_read_and_a_missing_kernel_is_the_arch() -> None:
+    glued = (
+        "No kernel named _ZTSZN14bin_bcast_syclIXadL_ZL6op_mulffEEE was foundException caught "
+        "at file:/root/llama.cpp/ggml/src/ggml-sycl/ggml-sycl.cpp, line:4199"
+    )
+    found = diagnose(*QUIET, glued, "Error OP MUL")
+    assert found.root_cause == glued and found.crashed is True
+    assert found.error_class == "unsupported_arch"

@@ -430,6 +430,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
         r"\billegal hardware instruction\b",  # zsh's word for SIGILL, and Windows' code
         r"\b0x[Cc]000001[Dd]\b", r"(?<!\d)(?:-1073741795|3221225501)\b",
+        # SYCL's runtime without this device's kernel in the binary
+        r"\bNo kernel named \S+ was found",
         r"\bsignal 4\b",
         # an engine plan built for another GPU ("expecting compute 9.0 got compute 8.9")
         r"generated on an incompatible device", r"expecting compute \d",

@@ -383,7 +383,7 @@ WRAPPERS = (
         "compiler's own 'error:' lines, printed around it, say why; observed in corpus case S052",
     ),
     Wrapper(
-        r"\bException caught at file:\S+, line:\d+",
+        r"Exception caught at file:\S+, line:\d+",  # (glued to the SYCL error before it)
         ("llama.cpp",),
         "Exception caught at file:/app/ggml/src/ggml-sycl/ggml-sycl.cpp, line:3600",
         "ggml's SYCL backend (ggml/src/ggml-sycl) where it caught the SYCL runtime's exception, "
