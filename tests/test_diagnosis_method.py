@@ -2233,7 +2233,15 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
      ("RuntimeError: jaxlib/cuda/versions_helpers.cc:135: operation cuInit(0) failed: "
       "CUDA_ERROR_NO_DEVICE", "config_or_args"),
      ("json.decoder.JSONDecodeError: Unterminated string starting at: line 182 column 18 "
-      "(char 4094)", "model_loading")],
+      "(char 4094)", "model_loading"),
+     ("NotImplementedError: No operator found for `memory_efficient_attention_forward` with "
+      "inputs:", "unsupported_arch"),
+     ("RuntimeError: Configured CUDA binary not found at /usr/lib/python3/dist-packages/"
+      "bitsandbytes/libbitsandbytes_cuda129.so", "import_or_version"),
+     ("/nvshmem/src/host/mem/mem_heap.cpp:1509: non-zero status: 2 cuMemCreate failed ",
+      "oom_gpu"),
+     ("/sgl-workspace/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:90: non-zero status: "
+      "-6 allgather of ipc handles failed", "nccl_comm")],
 )  # fmt: skip
 def test_the_class_of_a_library_s_own_words_on_a_setting(raised: str, error_class: str) -> None:
     found = diagnose(*QUIET, *TB, raised)
@@ -2366,3 +2374,11 @@ def test_a_sycl_error_glued_to_ggml_s_catch_site_is_read_and_a_missing_kernel_is
     found = diagnose(*QUIET, glued, "Error OP MUL")
     assert found.root_cause == glued and found.crashed is True
     assert found.error_class == "unsupported_arch"
+
+
+def test_nccl_without_its_shared_memory_segment_is_a_transport_fault() -> None:
+    segment = "[rank1]: Error while creating shared memory segment /dev/shm/nccl-LeXlEJ (size 9637)"
+    found = diagnose(*QUIET, *TB, "[rank1]: torch.distributed.DistBackendError: NCCL error in: "
+                     "NCCLUtils.hpp:268, unhandled system error, NCCL version 2.21.5",
+                     "[rank1]: Last error:", segment)  # fmt: skip
+    assert found.root_cause == segment and found.error_class == "nccl_comm"

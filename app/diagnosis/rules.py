@@ -194,6 +194,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bFailed to allocate memory for \w+ with size \d+ and alignment \d+ in AlignedAllocator",
         # ggml's buffer allocation that came back empty, asserted on
         r"\bbackend buffer base cannot be NULL\b",
+        # the driver refusing physical memory for a symmetric heap (NVSHMEM's)
+        r"\bcuMemCreate failed\b",
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -363,6 +365,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
+        # xformers without a kernel for this GPU's capability and the inputs' dtype
+        r"\bNo operator found for `memory_efficient_attention\w*`",
         r"\bno device code compatible with CUDA arch\b",
         # Triton's bundled ptxas failing to generate code for this GPU
         r"\bPTXAS error\b", r"\bPTX codegen error\b",
@@ -498,11 +502,16 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # nccl-tests' check of an NCCL call, and MPI failing to set up its communicator
         r"\bTest NCCL failure\b", r"\bMPI_Init\w*\b",
         # NVSHMEM (DeepEP's symmetric memory) failing to bootstrap or connect its transports
-        r"nvshmem\w*/src/host/(?:transport|init|bootstrap)/", r"\bnvshmem setup connections",
+        r"nvshmem\w*/src/(?:host/(?:transport|init|bootstrap|topo)|modules/bootstrap)/",
+        r"\bnvshmem setup connections",
+        # NCCL's shared-memory transport between local ranks without its segment (/dev/shm)
+        r"\bshared memory segment /dev/shm/nccl-",
     )),
     # Before cuda_runtime: "CUDA error: CUDA driver version is insufficient" is a version problem.
     ("import_or_version", _any(
         r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
+        # a library's native binary for this CUDA version missing from its wheel (bitsandbytes)
+        r"\bCUDA binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
         r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found",
         # a module's API that another version of it has ("module 'numpy' has no attribute")
