@@ -2240,6 +2240,8 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
       "bitsandbytes/libbitsandbytes_cuda129.so", "import_or_version"),
      ("/nvshmem/src/host/mem/mem_heap.cpp:1509: non-zero status: 2 cuMemCreate failed ",
       "oom_gpu"),
+     ("ptxas-blackwell fatal   : Value 'sm_110a' is not defined for option 'gpu-name'",
+      "unsupported_arch"),
      ("/sgl-workspace/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:90: non-zero status: "
       "-6 allgather of ipc handles failed", "nccl_comm")],
 )  # fmt: skip
