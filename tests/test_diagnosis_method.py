@@ -2384,3 +2384,17 @@ def test_nccl_without_its_shared_memory_segment_is_a_transport_fault() -> None:
                      "NCCLUtils.hpp:268, unhandled system error, NCCL version 2.21.5",
                      "[rank1]: Last error:", segment)  # fmt: skip
     assert found.root_cause == segment and found.error_class == "nccl_comm"
+
+
+def test_a_job_that_says_it_finished_lived_through_the_errors_it_logged_before() -> None:
+    logged = "[host-3:0:36851 unique id 0] ERROR No Aggregation Manager (sharp_am) detected"
+    finished = (
+        ':::MLLOG {"namespace": "", "time_ms": 1652678709789, "event_type": "INTERVAL_END", '
+        '"key": "run_stop", "value": null, "metadata": {"status": "success", "epoch": 1320}}'
+    )
+    found = diagnose(*QUIET, logged, *QUIET, finished, "RESULT,image_segmentation,,332,nvidia")
+    assert found.crashed is False and found.root_cause is None
+    # a failure after its word still ends the story
+    found = diagnose(*QUIET, "Job 'raysubmit_T3JpUGHRiC9U18UE' succeeded",
+                     "Segmentation fault (core dumped)")  # fmt: skip
+    assert found.crashed is True and found.root_cause == "Segmentation fault (core dumped)"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
-from app.diagnosis.knowledge.lifecycle import NEVER_STARTED, WAITING
+from app.diagnosis.knowledge.lifecycle import FINISHED, NEVER_STARTED, WAITING
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
 from app.diagnosis.marking import mark
@@ -91,6 +91,8 @@ _SERVER = re.compile(
 _WORD = re.compile(r"[A-Za-z]{3,}")
 # A process's word that it still waits on others (knowledge/lifecycle.py).
 _WAITING = _alternation(row.pattern for row in WAITING)
+# A job's word that it did its work to the end (knowledge/lifecycle.py).
+_FINISHED = _alternation(row.pattern for row in FINISHED)
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
 _OUT_OF_MEMORY = re.compile(r"(?i)\bout of memory\b")
@@ -548,6 +550,17 @@ def analyze(
             ready_line=ready_line,
             crashed_reason=f"line {stop.line.number}: stopped by an operator or a scheduler",
         )
+    finished = None if newest_first else _finished(entries)
+    if finished is not None:
+        return Analysis(
+            ready=True if ready_line else None,
+            crashed=False,
+            root=None,
+            error_class=None,
+            fingerprint=None,
+            ready_line=ready_line,
+            crashed_reason=f"line {finished.line.number}: the job said it finished its work",
+        )
     root = _choose_root(entries)
     if root is not None:
         root = (
@@ -868,6 +881,17 @@ def _failed_import_behind(entries: list[Entry], root: Entry) -> Entry | None:
         ):
             entry.strength = max(entry.strength, 3)
             return entry
+    return None
+
+
+def _finished(entries: list[Entry]) -> Entry | None:
+    """The job's own word that it did its work to the end, when nothing failed after it: the
+    errors it logged before are ones it lived through."""
+    for entry in reversed(entries):
+        if _FINISHED.search(entry.content):
+            return entry
+        if entry.strength and not entry.noise:
+            return None
     return None
 
 

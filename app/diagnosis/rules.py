@@ -390,7 +390,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bcompute cap\w* \d+ is not compatible with\b",
         r"(?:only )?supported (?:only )?on GPUs with compute capability",
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
-        r"unsupported (?:GPU|CUDA) arch", r"ptxas(?:-\w+)? fatal", r"cudaErrorNoKernelImageForDevice",
+        r"unsupported (?:GPU|CUDA) arch", r"ptxas(?:-\w+)? fatal",
+        r"cudaErrorNoKernelImageForDevice",
         r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
         r"[Uu]nsupported (?:\w+ )?arch(?:itecture)?\b", r"invalid device function",
         # a JIT's backend that cannot lower the kernel for this target

@@ -484,6 +484,35 @@ WAITING = (
     ),
 )
 
+# A job's own word that it did its work to the end: an error it logged before is one it lived
+# through. (The scanner keeps these lines wherever they are: no anchors, no lookarounds.)
+FINISHED = (
+    Fact(
+        r'"key": "run_stop",.*"status": "success"',
+        ("mlperf",),
+        ':::MLLOG {"namespace": "", "time_ms": 1652678709789, "event_type": "INTERVAL_END", '
+        '"key": "run_stop", "value": null, "metadata": {"file": '
+        '"/workspace/unet3d/runtime/training.py", "lineno": 134, "status": "success", '
+        '"epoch": 1320}}',
+        "MLPerf's logging (mlperf_logging.mllog) at the end of a timed run that reached its "
+        "target; observed in corpus case AB095",
+    ),
+    Fact(
+        r"\bJob '[\w.-]+' succeeded\b",
+        ("ray",),
+        "Job 'raysubmit_T3JpUGHRiC9U18UE' succeeded",
+        "Ray's job submission client (ray job submit) once the entrypoint exited with 0; "
+        "observed in corpus case AB067",
+    ),
+    Fact(
+        r"\bTraining completed\. Do not forget to share your model",
+        ("transformers",),
+        "Training completed. Do not forget to share your model on huggingface.co/models =)",
+        "Hugging Face transformers' Trainer (trainer.py) at the end of train(); observed in "
+        "corpus case I180",
+    ),
+)
+
 # A front end's handler that answers a request with the exception it logs: the traceback under
 # it is that request's even where the log ends there (unless its exception only says that the
 # engine behind it is gone).
