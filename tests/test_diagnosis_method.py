@@ -2398,3 +2398,21 @@ def test_a_job_that_says_it_finished_lived_through_the_errors_it_logged_before()
     found = diagnose(*QUIET, "Job 'raysubmit_T3JpUGHRiC9U18UE' succeeded",
                      "Segmentation fault (core dumped)")  # fmt: skip
     assert found.crashed is True and found.root_cause == "Segmentation fault (core dumped)"
+
+
+def test_a_front_end_answering_after_its_engine_said_it_goes_down_is_no_serving_on() -> None:
+    raised = "ERROR 04-08 04:00:01 [core.py:390] ModuleNotFoundError: No module named 'pyarrow'"
+    answered = [
+        'INFO:     10.0.0.5:51022 - "GET /health HTTP/1.1" 200 OK',
+        "INFO 04-08 04:00:17 [logger.py:39] Received request cmpl-4e91-0: prompt: 'Hello'",
+        'INFO:     10.0.0.6:50254 - "POST /v1/completions HTTP/1.1" 200 OK',
+        "INFO 04-08 04:00:17 [async_llm.py:228] Added request cmpl-4e91-0.",
+    ]
+    found = diagnose(
+        *QUIET, "ERROR 04-08 04:00:01 [core.py:390] EngineCore hit an exception: Traceback "
+        "(most recent call last):", *TB, raised,
+        "CRITICAL 04-08 04:00:01 [core_client.py:361] Got fatal signal from worker processes, "
+        "shutting down. See stack trace above for root cause issue.",
+        *answered, *answered,
+    )  # fmt: skip
+    assert found.crashed is True and found.root_cause == raised

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
-from app.diagnosis.knowledge.lifecycle import FINISHED, NEVER_STARTED, WAITING
+from app.diagnosis.knowledge.lifecycle import ENGINE_GONE, FINISHED, NEVER_STARTED, WAITING
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
 from app.diagnosis.marking import mark
@@ -76,6 +76,8 @@ _NEVER_STARTED = _alternation(row.pattern for row in NEVER_STARTED)
 # prefiltered set: read on every kept line, a plain alternation of the rows was a third of
 # the corpus's time once the engines' own serving lines joined it.)
 _ENGINE_SERVING = rules.SERVING
+# An engine's word that it is going down (knowledge/lifecycle.py).
+_ENGINE_GONE = _alternation(row.pattern for row in ENGINE_GONE)
 # A statistics line that counts no work: a front end's logger prints it on a timer, even for an
 # engine core that has died (vLLM's "Avg prompt throughput: 0.0 tokens/s, Avg generation
 # throughput: 0.0 tokens/s, Running: 0 reqs").
@@ -960,6 +962,10 @@ def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Ent
     serving_after = 0
     last: Entry | None = None
     for entry in reversed(entries):  # in time order, newest last
+        if _ENGINE_GONE.search(entry.content):
+            # What a front end answers after the engine said it was shutting down (requests
+            # accepted that will never be served) is no proof the engine lived.
+            serving_after, last_serving_line = 0, None
         if _ENGINE_SERVING.search(entry.content) and not _IDLE_STATS.search(entry.content):
             serving_after += 1
         elif entry.strength and (

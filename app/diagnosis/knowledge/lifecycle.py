@@ -484,6 +484,19 @@ WAITING = (
     ),
 )
 
+# An engine's word that it is going down for a dead worker: what its front end answers after it
+# (health checks, requests accepted that no engine will serve) is no proof that it lived.
+ENGINE_GONE = (
+    Fact(
+        r"\bGot fatal signal from worker processes, shutting down\b",
+        ("vllm",),
+        "CRITICAL 04-08 04:00:01 [core_client.py:361] Got fatal signal from worker processes, "
+        "shutting down. See stack trace above for root cause issue.",
+        "vLLM V1's engine client (vllm/v1/engine/core_client.py) when a worker process died; "
+        "observed in corpus case T045, its API server answering /health for minutes after",
+    ),
+)
+
 # A job's own word that it did its work to the end: an error it logged before is one it lived
 # through. (The scanner keeps these lines wherever they are: no anchors, no lookarounds.)
 FINISHED = (
