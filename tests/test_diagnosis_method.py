@@ -2242,6 +2242,8 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
       "oom_gpu"),
      ("ptxas-blackwell fatal   : Value 'sm_110a' is not defined for option 'gpu-name'",
       "unsupported_arch"),
+     ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate("
+      "handle)`", "oom_gpu"),
      ("/sgl-workspace/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:90: non-zero status: "
       "-6 allgather of ipc handles failed", "nccl_comm")],
 )  # fmt: skip

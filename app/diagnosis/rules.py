@@ -169,6 +169,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:CUDA|HIP) out of memory",
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
+        # cuBLAS unable to make its handle: its workspace found no memory on the device
+        r"\bCUBLAS_STATUS_(?:NOT_INITIALIZED|ALLOC_FAILED)\b",
         r"\bcudaErrorMemoryAllocation\b",
         # Level Zero's, Metal's and TensorRT's words for a device out of memory
         r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
