@@ -541,19 +541,14 @@ def analyze(
         progress += [launches[-1].line.number] if launches else []  # a new run starts afresh
         start = burst.burst_start(entries, lines_total, max(progress))
     stop = burst.stopped_at(entries, start) if start is not None else None
-    if stop is not None:
-        # Stopped by an operator or a scheduler: whatever its launcher prints next is no failure.
-        return Analysis(
-            ready=True if ready_line else None,
-            crashed=False,
-            root=None,
-            error_class=None,
-            fingerprint=None,
-            ready_line=ready_line,
-            crashed_reason=f"line {stop.line.number}: stopped by an operator or a scheduler",
+    finished = None if newest_first or stop is not None else _finished(entries)
+    said = stop or finished
+    if said is not None:
+        # Stopped by an operator or a scheduler (whatever its launcher prints next is no
+        # failure), or done with its work: no crash.
+        why = (
+            "stopped by an operator or a scheduler" if stop else "the job said it finished its work"
         )
-    finished = None if newest_first else _finished(entries)
-    if finished is not None:
         return Analysis(
             ready=True if ready_line else None,
             crashed=False,
@@ -561,7 +556,7 @@ def analyze(
             error_class=None,
             fingerprint=None,
             ready_line=ready_line,
-            crashed_reason=f"line {finished.line.number}: the job said it finished its work",
+            crashed_reason=f"line {said.line.number}: {why}",
         )
     root = _choose_root(entries)
     if root is not None:
