@@ -2244,6 +2244,9 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
       "unsupported_arch"),
      ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate("
       "handle)`", "oom_gpu"),
+     ("RuntimeError: Triton Error [CUDA]: device kernel image is invalid", "import_or_version"),
+     ("RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasSgemm( handle, "
+      "opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`", "import_or_version"),
      ("/sgl-workspace/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:90: non-zero status: "
       "-6 allgather of ipc handles failed", "nccl_comm")],
 )  # fmt: skip

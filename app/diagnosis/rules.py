@@ -335,6 +335,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a build that cannot start or finish: CMake without a package, a compiler killed,
         # PyTorch's extension loader without ninja, an operator no build registered
         r"\bCould NOT find \w+", r"\bptxas terminated\b", r"\bCompiler killed by signal\b",
+        # a kernel Triton compiled that the driver cannot load (Triton's ptxas newer than the
+        # driver), and cuBLAS refusing a plain GEMM's arguments (another CUDA's cuBLAS loaded)
+        r"\bTriton Error \[CUDA\]: device kernel image is invalid\b",
+        r"\bCUBLAS_STATUS_INVALID_VALUE when calling `cublas\w*[Gg]emm",
         # Windows' loader missing a DLL or an entry point in one (0xC0000135, 0xC0000139)
         r"\b0x[Cc]00001(?:35|39)\b", r"(?<!\d)(?:-107374151[15]|32212257(?:81|85))\b",
         # a build's compiler that is not there ("sh: line 1: /opt/rocm/bin/hipcc: No such file")
