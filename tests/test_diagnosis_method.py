@@ -2421,3 +2421,10 @@ def test_a_front_end_answering_after_its_engine_said_it_goes_down_is_no_serving_
         *answered, *answered,
     )  # fmt: skip
     assert found.crashed is True and found.root_cause == raised
+
+
+def test_a_web_page_s_no_break_spaces_read_as_spaces() -> None:
+    raised = "TypeError:\xa0EngineArgs.__init__() got an unexpected keyword argument\xa0'x'"
+    found = diagnose(*QUIET, *TB, raised)
+    assert found.root_cause == raised.replace("\xa0", " ")
+    assert found.error_class == "import_or_version"

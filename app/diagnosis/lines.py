@@ -104,6 +104,8 @@ _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|err
 def decode(raw: bytes) -> str:
     """Bytes of one line to the text a terminal would show last."""
     text = raw.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    if "\xa0" in text:
+        text = text.replace("\xa0", " ")  # a web page's no-break spaces, pasted with the log
     if "\x1b" in text:
         text = ANSI.sub("", text)
     if "^[[" in text or "#033[" in text:
