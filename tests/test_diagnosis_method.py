@@ -2245,6 +2245,8 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
      ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate("
       "handle)`", "oom_gpu"),
      ("RuntimeError: Triton Error [CUDA]: device kernel image is invalid", "import_or_version"),
+     ("RuntimeError: start (0) + length (155582464) exceeds dimension size (74499072).",
+      "model_loading"),
      ("RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasSgemm( handle, "
       "opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`", "import_or_version"),
      ("/sgl-workspace/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:90: non-zero status: "

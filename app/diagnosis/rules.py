@@ -651,6 +651,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # weights whose shapes are not the model's config ("size mismatch for ...: copying a
         # param with shape ...", transformers' "ignore_mismatched_sizes")
         r"\bignore_mismatched_sizes\b", r"\bsize mismatch for\b",
+        # a weight loader narrowing a tensor to a shard its shape does not have
+        r"\bnarrow\(\): length must be non-negative\b",
+        r"\bstart \(\d+\) \+ length \(\d+\) exceeds dimension size\b",
         # sentencepiece given no tokenizer file (its path came out None)
         r"\bTypeError: not a string\b",
         # a tokenizer's vocabulary that cannot be parsed (a corrupt or HTML download)
