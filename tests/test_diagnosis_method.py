@@ -2430,3 +2430,14 @@ def test_a_web_page_s_no_break_spaces_read_as_spaces() -> None:
     found = diagnose(*QUIET, *TB, raised)
     assert found.root_cause == raised.replace("\xa0", " ")
     assert found.error_class == "import_or_version"
+
+
+def test_an_exception_the_loop_ran_on_past_explains_the_word_that_a_process_failed_after() -> None:
+    raised = "zmq.error.ZMQError: Operation not supported"
+    found = diagnose(
+        *QUIET, "Task exception was never retrieved",
+        "future: <Task finished name='Task-2' coro=<MQLLMEngineClient.run_output_handler_loop() "
+        "done> exception=ZMQError('Operation not supported')>", *TB, raised, *TB,
+        "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
+    )  # fmt: skip
+    assert found.root_cause == raised and found.crashed is True

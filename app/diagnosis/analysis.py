@@ -15,7 +15,7 @@ from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
 from app.diagnosis.knowledge.lifecycle import ENGINE_GONE, FINISHED, NEVER_STARTED, WAITING
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
-from app.diagnosis.marking import mark
+from app.diagnosis.marking import LOOP_RAN_ON, mark
 from app.diagnosis.scanner import Line
 
 EXCERPT_BEFORE = 30
@@ -415,6 +415,20 @@ def _another_process_failed(entries: list[Entry]) -> Entry | None:
     )
 
 
+def _loop_ran_on_before(entries: list[Entry], wrapper: Entry) -> Entry | None:
+    """The last exception asyncio's loop logged and ran on past, shortly before the word that
+    another process failed."""
+    before = entries[: entries.index(wrapper)]
+    return next(
+        (
+            e for e in reversed(before)
+            if e.set_aside == LOOP_RAN_ON and rules.EXCEPTION_LINE.match(e.content)
+            and wrapper.line.number - e.line.number <= FOLLOW_UP_LINES
+        ),
+        None,
+    )  # fmt: skip
+
+
 def _same_logger(first: Entry, later: Entry) -> bool:
     """Two records a logger tagged alike ("[TRT] [E]"): the later one is not the exception
     that says why the first failed, just its next line of complaint."""
@@ -582,6 +596,13 @@ def analyze(
             root = late
 
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
+        ran_on = _loop_ran_on_before(entries, wrapper)
+        if ran_on is not None:
+            # The loop ran on past the exception, but not for long: the process it was to talk
+            # to is said to have failed right after, and nothing else says why.
+            ran_on.strength, ran_on.set_aside = 3, ""
+            root = ran_on
+    if root is None and wrapper is not None:
         # It failed, and says so; why is for the failing process's own lines, still to come
         # (a child's traceback often lands after its parent's word that it died).
         return Analysis(

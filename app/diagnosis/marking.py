@@ -36,6 +36,8 @@ _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+# Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
+LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
@@ -267,7 +269,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             for line in (entry, _exception_below(entries, index)):
                 if line is not None:
                     line.strength = 0
-                    line.set_aside = "an exception asyncio's event loop logged and ran on past"
+                    line.set_aside = LOOP_RAN_ON
         elif _REQUEST_REFUSED.search(entry.content):
             refused = [entry]
             if any(rules.TRACEBACK in e.content for e in entries[index + 1 : index + 3]):
