@@ -69,7 +69,9 @@ def diagnose(text: str) -> dict:
             "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
             "RuntimeError: Triton Error [CUDA]: device kernel image is invalid\n",
             "RuntimeError: Triton Error [CUDA]: device kernel image is invalid",
-            "unsupported_arch",
+            # (a kernel the driver cannot load: Triton's toolchain newer than the driver, as the
+            # corpus's four independent labels of this line read it)
+            "import_or_version",
         ),
         # A wrapper exception that points to another line loses to that line.
         (
