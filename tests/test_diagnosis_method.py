@@ -2250,11 +2250,35 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
      ("RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasSgemm( handle, "
       "opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`", "import_or_version"),
      ("/sgl-workspace/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:90: non-zero status: "
-      "-6 allgather of ipc handles failed", "nccl_comm")],
+      "-6 allgather of ipc handles failed", "nccl_comm"),
+     ("FileNotFoundError: Could not find module 'D:\\venv\\Lib\\site-packages\\rocm\\bin\\"
+      "hipfft.dll' (or one of its dependencies). Try using the full path with constructor "
+      "syntax.", "import_or_version"),
+     ("AttributeError: <function standalone_compile at 0x7faca423a8c0> does not have the "
+      "attribute 'FakeTensorMode'", "import_or_version"),
+     ("AssertionError: microbatch overlap requires even batch_size", "config_or_args"),
+     # a program's own tensors on two devices: no setting of the operator's
+     ("RuntimeError: Expected all tensors to be on the same device, but found at least two "
+      "devices, cuda:0 and cpu!", "other"),
+     ("RuntimeError: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
+      "config_or_args")],
 )  # fmt: skip
 def test_the_class_of_a_library_s_own_words_on_a_setting(raised: str, error_class: str) -> None:
     found = diagnose(*QUIET, *TB, raised)
     assert found.root_cause == raised and found.error_class == error_class
+
+
+@pytest.mark.parametrize(
+    ("said", "error_class"),
+    [("Segmentation fault from GPU at 0xff00000c04e33000, ctx_id: 1 (CCS) type: 0 (NotPresent), "
+      "level: 1 (PDE), access: 0 (Read), banned: 1, aborting.", "cuda_runtime"),
+     ("      error: can't find Rust compiler", "import_or_version"),
+     ("  build/gen_src/mha_bwd.cpp:69:9: error: use of undeclared identifier 'gfx90a'",
+      "unsupported_arch")],
+)  # fmt: skip
+def test_the_class_of_a_native_failure_by_its_fault(said: str, error_class: str) -> None:
+    found = diagnose(*QUIET, said)
+    assert found.root_cause == said and found.error_class == error_class
 
 
 def test_of_records_quoting_one_exception_the_first_in_time_whatever_its_severity() -> None:
@@ -2441,3 +2465,25 @@ def test_an_exception_the_loop_ran_on_past_explains_the_word_that_a_process_fail
         "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
     )  # fmt: skip
     assert found.root_cause == raised and found.crashed is True
+
+
+def test_a_log_of_nothing_but_error_records_fails_at_the_first_that_says_it_failed() -> None:
+    record = "[ERROR] HCCL(2717288,python3):2025-07-23-03:47:57.070.{} [hccl_socket.cc:100] "
+    listen = record.format(463) + (
+        "[HcclSocket][Listen] socket type[1], listen on ip[10.0.0.1] and specific port[16666] "
+        "fail. Please check the port status and whether the port is been using by other process."
+    )
+    found = diagnose(listen, record.format(466) + "[ServerInit]call trace: hcclRet -> 19",
+                     record.format(470) + "[Wait][LinksEstablishCompleted] is failed.")  # fmt: skip
+    assert found.root_cause == listen and found.crashed is True
+    assert found.error_class == "config_or_args"
+    # a traceback among them says which failed: its exception stays among the lines shown
+    record = "(EngineCore_DP0 pid=262909) ERROR 01-13 14:23:52 [core.py:881] "
+    raised = (
+        "RuntimeError: Worker failed with error 'Encoder cache miss for 9def27.', please check "
+        "the stack trace above for the root cause"
+    )
+    found = diagnose(*(record + line for line in ("Dumping scheduler stats: SchedulerStats("
+                     "num_running_reqs=79)", "EngineCore encountered a fatal error.", *TB,
+                     raised)))  # fmt: skip
+    assert record + raised in [found.root_cause, *(c.line for c in found.candidates)]

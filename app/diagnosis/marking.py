@@ -203,7 +203,22 @@ def mark(entries: list[Entry]) -> None:
             # Source lines under a frame belong to the traceback too.
             entry.in_traceback = traceback_start
     _cut_tracebacks(entries, levels)
+    _errors_only(entries, levels)
     _details_and_recoveries(entries)
+
+
+def _errors_only(entries: list[Entry], levels: list[str | None]) -> None:
+    """A log of nothing but error records (a grep's excerpt, a library logging only its
+    failures: HCCL's `[ERROR] ... listen ... fail.`) where nothing failed by its shape: the
+    records that say they failed are the failures, though their stamps cannot tell them apart.
+    A traceback or a wrapper says which failed: then this has no say."""
+    if any(e.strength for e in entries) or any(
+        level != "error" for entry, level in zip(entries, levels, strict=True) if entry.content
+    ):
+        return
+    for entry in entries:
+        if not entry.noise and entry.in_traceback is None and _ERRORISH.search(entry.content):
+            entry.strength = 2
 
 
 def _cut_tracebacks(entries: list[Entry], levels: list[str | None]) -> None:

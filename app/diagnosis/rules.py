@@ -223,7 +223,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
         r"no socket interface found",
         # several ranks mapped to one GPU
-        r"\bboth on CUDA device\b", r"\bon the same (?:GPU|CUDA device|device)\b",
+        # (not a tensor on another device than its operation's: a program's own bug)
+        r"\bboth on CUDA device\b", r"(?<!to be )\bon the same (?:GPU|CUDA device|device)\b",
         # a model shape the kernels do not implement, whatever GPU it runs on
         r"[Uu]nsupported head[ _](?:dim|dimension|size)",
         r"\bhead[ _](?:dim|dimension|size)s?\b.*\bnot (?:be )?supported",
@@ -269,6 +270,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bfailed to open (?:\w+ )?file\b",
         # a store or server that cannot listen where it was told to (a port another holds)
         r"socket has failed to (?:listen|bind)",
+        r"\bport\b.*\b(?:used|using) by (?:an)?other process\b",  # HCCL's
+        # an assertion naming what a feature needs ("microbatch overlap requires even batch_size")
+        r"\bAssertionError: .*\brequires\b",
         # a serving backend the model's configuration names that this install lacks
         r"\bunable to find backend library\b",
         # the driver's library not visible (a container started without its GPUs)
@@ -300,6 +304,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bkIOGPUCommandBufferCallbackError(?!OutOfMemory)\w+",
         # Level Zero's errors but running out (oom_gpu's, above): "UR_RESULT_ERROR_DEVICE_LOST"
         r"\bUR_RESULT_ERROR_(?!OUT_OF_)\w+",
+        r"\bSegmentation fault from GPU\b",  # Intel's driver on a kernel's page fault
     )),
     # A collective timing out in NCCL's watchdog is a communication fault, not a hang; vLLM's
     # custom all-reduce (its own collective over CUDA IPC) failing is one too.
@@ -352,6 +357,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
         # a JIT build with no compiler to run ("Could not find nvcc and default cuda_home=...")
         r"\bCould not find nvcc\b",
+        r"\b(?:can't|cannot|could not|unable to) find (?:a |the )?"
+        r"(?:Rust|C\+\+|C|CUDA|HIP) compiler\b",
+        # Windows' loader on a library or one of its dependencies (ctypes' words)
+        r"\bCould not find module '[^']+\.(?:dll|pyd|so)' \(or one of its dependencies\)",
+        # unittest.mock patching a name the installed library no longer has
+        r"\bdoes not have the attribute '\w+'",
         # vLLM's registry importing a model's class in a subprocess that failed
         r"\bModel architectures? \[.*\] failed to be inspected\b",
         # a package a feature needs ('Form data requires "python-multipart" to be installed.')
@@ -371,6 +382,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
+        # a compiler's error naming the GPU it compiles for (code written for other targets)
+        r"\berror: .*\b(?:gfx\d{2,4}[a-z]?|sm_\d{2,3}a?)\b",
         # xformers without a kernel for this GPU's capability and the inputs' dtype
         r"\bNo operator found for `memory_efficient_attention\w*`",
         r"\bno device code compatible with CUDA arch\b",
