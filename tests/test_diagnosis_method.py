@@ -2487,3 +2487,20 @@ def test_a_log_of_nothing_but_error_records_fails_at_the_first_that_says_it_fail
                      "num_running_reqs=79)", "EngineCore encountered a fatal error.", *TB,
                      raised)))  # fmt: skip
     assert record + raised in [found.root_cause, *(c.line for c in found.candidates)]
+
+
+def test_cuda_s_own_error_string_after_its_check_s_source_location_is_a_failure() -> None:
+    said = "cuda kernels/indexer.cu:91 an illegal memory access was encountered"
+    found = diagnose(*QUIET, "[spec] SPEC-DECODE: 68.9 ms/tok = 14.51 tok/s", said)
+    assert found.root_cause == said and found.crashed is True
+    assert found.error_class == "cuda_runtime"
+
+
+def test_the_source_line_a_python_warning_quotes_is_code_not_a_failure() -> None:
+    process = "(TaskRunner pid=3511571) "
+    found = diagnose(
+        *QUIET, f"{process}/srv/verl/utils/tokenizer.py:107: UserWarning: Failed to create "
+        "processor: Unsupported processor type: Qwen2TokenizerFast.",
+        f'{process}  warnings.warn(f"Failed to create processor: {{e}}.", stacklevel=1)', *QUIET,
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

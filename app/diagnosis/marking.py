@@ -36,6 +36,7 @@ _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+_PYTHON_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")  # warnings' "file:line: Category: "
 # Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
 LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
@@ -73,6 +74,7 @@ def mark(entries: list[Entry]) -> None:
     framed = False  # a frame of the current traceback was seen: its exception comes next
     source_next = False  # the line after a frame quotes its source
     panic_message_next = False  # a Rust panic's header, its message on the next line
+    warned_at: int | None = None  # the line of a Python warning's record, its source next
     quoted_next = False  # "... raised:", the exception it quotes on the next line
     for index, entry in enumerate(entries):
         content = entry.content
@@ -96,6 +98,13 @@ def mark(entries: list[Entry]) -> None:
             continue
         # "thread 'main' panicked at src/main.rs:406:19:", its message on the next line
         panic_message_next = rules.PANIC_HEADER.search(content) is not None
+        if warned_at == entry.line.number - 1 and entry.prefix.endswith("  ") and content:
+            # The source line Python's warnings module quotes under its record
+            # ('  warnings.warn(f"Failed to create processor: {e}")'): code, not a failure.
+            warned_at = None
+            entry.noise = True
+            continue
+        warned_at = entry.line.number if _PYTHON_WARNING.search(entry.text) else None
         if rules.LOGGING_ERROR in content:
             logging_block, traceback_start = True, None
             entry.noise = True

@@ -926,8 +926,10 @@ NATIVE_FAILURE = _any(
     r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
     r"^Failed: Cuda error\b",  # CUDACHECK in vLLM's custom all-reduce and others
     r"\b[Ww]atchdog timeout\b",  # sglang's scheduler watchdog, before it kills the server
-    # CUDA's own error strings (cudaGetErrorString), printed bare by a native program
-    r"^(?:no kernel image is available for execution|an illegal memory access was encountered"
+    # CUDA's own error strings (cudaGetErrorString), printed bare by a native program or
+    # after the source location of its check ("cuda kernels/indexer.cu:91 an illegal ...")
+    r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? )"
+    r"(?:no kernel image is available for execution|an illegal memory access was encountered"
     r"|device-side assert triggered|unspecified launch failure|misaligned address"
     r"|invalid device function|an illegal instruction was encountered)",
     # ROCm's runtime aborting a queue on a hardware exception (the HIP error that follows
