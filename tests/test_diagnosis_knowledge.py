@@ -13,10 +13,13 @@ from app.diagnosis.knowledge.benign import BENIGN, Benign
 from app.diagnosis.knowledge.fact import Fact
 from app.diagnosis.knowledge.figures import FIGURE_KINDS, FigureKind
 from app.diagnosis.knowledge.lifecycle import (
+    ENGINE_GONE,
+    FINISHED,
     LAUNCHES,
     NEVER_STARTED,
     REQUEST_REFUSED,
     SERVING,
+    STARTED,
     STOPPED,
     WAITING,
     Launch,
@@ -68,6 +71,9 @@ ALL_ROWS = [
     *_params("waiting", WAITING),
     *_params("request-refused", REQUEST_REFUSED),
     *_params("stopped", STOPPED),
+    *_params("finished", FINISHED),
+    *_params("started", STARTED),
+    *_params("engine-gone", ENGINE_GONE),
 ]
 
 
@@ -204,6 +210,15 @@ def test_serving_after_a_failure_means_the_server_lived_through_it(row: Fact) ->
     assert diagnose(*TRACEBACK, row.example).root_cause == FAILURE, _named(row)
     result = diagnose(*TRACEBACK, row.example, row.example, row.example)
     assert result.root_cause is None and result.crashed is False, _named(row)
+
+
+@pytest.mark.parametrize("row", _params("started", STARTED))
+def test_an_engine_that_finished_starting_lived_through_what_failed_before(row: Fact) -> None:
+    found = diagnose(*QUIET, *TRACEBACK, *QUIET, row.example, *QUIET)
+    assert found.crashed is False and found.root_cause is None, _named(row)
+    # what fails after it is a crash
+    found = diagnose(*QUIET, row.example, *QUIET, *TRACEBACK)
+    assert found.crashed is True and found.root_cause == FAILURE, _named(row)
 
 
 @pytest.mark.parametrize("row", _params("never-started", NEVER_STARTED))

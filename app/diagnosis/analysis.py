@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
-from app.diagnosis.knowledge.lifecycle import ENGINE_GONE, FINISHED, NEVER_STARTED, WAITING
+from app.diagnosis.knowledge.lifecycle import (
+    ENGINE_GONE,
+    FINISHED,
+    NEVER_STARTED,
+    STARTED,
+    WAITING,
+)
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
 from app.diagnosis.marking import LOOP_RAN_ON, mark
@@ -95,6 +101,7 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 _WAITING = _alternation(row.pattern for row in WAITING)
 # A job's word that it did its work to the end (knowledge/lifecycle.py).
 _FINISHED = _alternation(row.pattern for row in FINISHED)
+_STARTED = _alternation(row.pattern for row in STARTED)
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
 _OUT_OF_MEMORY = re.compile(r"(?i)\bout of memory\b")
@@ -544,6 +551,12 @@ def analyze(
         for entry in entries:
             if _before(entry.line, ready_line, newest_first):
                 entry.strength = min(entry.strength, 0)
+    started = next((e for e in reversed(entries) if _STARTED.search(e.content)), None)
+    if started is not None and not newest_first:
+        # An engine that finished starting lived through what failed while it started.
+        for entry in entries[: entries.index(started)]:
+            if entry.strength:
+                entry.strength, entry.set_aside = 0, "an error the engine finished starting after"
     survived = _forget_survived(entries, None if newest_first else last_serving_line)
     if not newest_first:
         _forget_recurring(entries)

@@ -21,7 +21,7 @@ import hyperscan
 
 from app.diagnosis.hsdb import cached_database, scratch_for
 from app.diagnosis.knowledge.figures import FIGURE_KINDS, FigureKind
-from app.diagnosis.knowledge.lifecycle import FINISHED, LAUNCHES
+from app.diagnosis.knowledge.lifecycle import FINISHED, LAUNCHES, STARTED
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import decode
 from app.diagnosis.rules import FRAME
@@ -187,8 +187,8 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
             add(re.escape(launch.anchor.encode()), _ANCHOR_ID, 0)
     for ready in READY_LINES:
         add(ready.pattern.encode(), _READY_ID, 0)
-    for finished in FINISHED:
-        add(finished.pattern.encode(), _ANCHOR_ID, 0)
+    for kept in (*FINISHED, *STARTED):
+        add(kept.pattern.encode(), _ANCHOR_ID, 0)
     for index, kind in enumerate(FIGURE_KINDS):
         if index not in _DENSE_KINDS:
             add(kind.anchor or re.escape(kind.literal), _FIGURE_ID + index, 0)

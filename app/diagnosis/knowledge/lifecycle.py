@@ -526,6 +526,19 @@ FINISHED = (
     ),
 )
 
+# An engine's word that it finished starting (not that a server listens: offline engines say it
+# too): what failed before it, it lived through. (Kept by the scanner wherever it is, as above.)
+STARTED = (
+    Fact(
+        r"\binit engine \(profile, create kv cache, warmup model\) took [\d.]+ seconds",
+        ("vllm",),
+        "INFO 09-18 03:55:45 [llm_engine.py:428] init engine (profile, create kv cache, warmup "
+        "model) took 70.40 seconds",
+        "vLLM's engine (llm_engine.py in V0, v1/engine/core.py in V1) once its memory profile, KV "
+        "cache and warm-up are done, offline or serving; observed in corpus case AC069",
+    ),
+)
+
 # A front end's handler that answers a request with the exception it logs: the traceback under
 # it is that request's even where the log ends there (unless its exception only says that the
 # engine behind it is gone).
