@@ -2504,3 +2504,27 @@ def test_the_source_line_a_python_warning_quotes_is_code_not_a_failure() -> None
         f'{process}  warnings.warn(f"Failed to create processor: {{e}}.", stacklevel=1)', *QUIET,
     )  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_torchrun_s_summary_yields_to_the_traceback_in_its_table_not_to_the_ranks_it_closed() -> (
+    None
+):
+    agent = "E0712 11:43:59.809000 164879 torch/distributed/elastic/multiprocessing/api.py:1002] "
+    raised = "  torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 502.00 MiB."
+    found = diagnose(
+        *QUIET,
+        "W0712 11:43:59.242000 164879 torch/distributed/elastic/multiprocessing/api.py:1028] "
+        "Sending process 164888 closing signal SIGTERM",
+        f"{agent}failed (exitcode: 1) local_rank: 1 (pid: 164889) of binary: /usr/bin/python3",
+        *TB, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "Failures:", "[1]:", "  time      : 2026-07-12_11:43:59", "  rank      : 0 (local_rank: 0)",
+        "  exitcode  : -15 (pid: 164888)  (SIGTERM)", "  error_file: <N/A>",
+        "  traceback : Signal 15 (SIGTERM) received by PID 164888", "[2]:",
+        "  rank      : 2 (local_rank: 2)", "  exitcode  : 1 (pid: 164890) ",
+        "  error_file: /tmp/torchelastic_il_xzbof/attempt_0/2/error.json",
+        "  traceback : Traceback (most recent call last):",
+        '    File "/srv/train.py", line 12, in step', "      optimizer.step()", raised,
+        "============================================================",
+    )  # fmt: skip
+    assert found.root_cause == raised and found.error_class == "oom_gpu"

@@ -36,6 +36,10 @@ _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
+_AGENT_CLOSES = re.compile(r"\bSending process (\d+) closing signal SIG(?:TERM|KILL|INT)\b")
+_SIGNAL_RECEIVED = re.compile(
+    r"\bSignal \d+ \(SIG\w+\) received by PID (\d+)|\bexitcode\s*:\s*-\d+ \(pid: (\d+)\)"
+)
 _PYTHON_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")  # warnings' "file:line: Category: "
 # Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
 LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
@@ -213,7 +217,20 @@ def mark(entries: list[Entry]) -> None:
             entry.in_traceback = traceback_start
     _cut_tracebacks(entries, levels)
     _errors_only(entries, levels)
+    _closed_by_the_agent(entries)
     _details_and_recoveries(entries)
+
+
+def _closed_by_the_agent(entries: list[Entry]) -> None:
+    """torchrun's agent stops the other workers once one failed ("Sending process 164888
+    closing signal SIGTERM"): their end, in its summary or their own words, is its doing."""
+    closed = {m[1] for e in entries for m in _AGENT_CLOSES.finditer(e.content)}
+    if not closed:
+        return
+    for entry in entries:
+        ended = _SIGNAL_RECEIVED.search(entry.content)
+        if entry.strength >= 2 and ended and (ended[1] or ended[2]) in closed:
+            entry.consequence = True
 
 
 def _errors_only(entries: list[Entry], levels: list[str | None]) -> None:

@@ -66,6 +66,25 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        # (a positive exit code: the child raised, and its traceback says why; a signal's
+        # negative one, -9 or -11, is the only word on the child's death a log may hold)
+        r"\bfailed \(exitcode: [1-9]\d*\) local_rank: \d+",
+        ("torchrun",),
+        "E0712 11:43:59.809000 164879 /opt/pytorch/pytorch/torch/distributed/elastic/"
+        "multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 1 (pid: 164889) of "
+        "binary: /usr/bin/python3",
+        "torchrun's elastic agent (torch/distributed/elastic/multiprocessing/api.py) on a "
+        "worker that exited; observed in corpus case AC092",
+        another_process=True,
+    ),
+    Wrapper(
+        r"^\s*exitcode\s*:\s*[1-9]\d* \(pid: \d+\)",
+        ("torchrun",),
+        "  exitcode  : 1 (pid: 164890)",
+        "a row of torchrun's ChildFailedError table, the worker's traceback under it; observed "
+        "in corpus case AC092",
+    ),
+    Wrapper(
         r"\bProcessRaisedException:\s*$",
         ("pytorch",),
         "torch.multiprocessing.spawn.ProcessRaisedException:",
