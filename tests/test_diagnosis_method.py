@@ -2528,3 +2528,17 @@ def test_torchrun_s_summary_yields_to_the_traceback_in_its_table_not_to_the_rank
         "============================================================",
     )  # fmt: skip
     assert found.root_cause == raised and found.error_class == "oom_gpu"
+
+
+def test_a_handler_that_answers_with_the_exception_may_say_more_before_its_traceback() -> None:
+    stamp = "[2026-02-21 23:35:37.054] "
+    found = diagnose(
+        *QUIET, f"{stamp}!!! Exception during processing !!! Allocation on device 0 would exceed "
+        "allowed memory. (out of memory)", "Currently allocated     : 4.68 GiB",
+        "Requested               : 160.00 MiB", "Device limit            : 6.00 GiB",
+        "Free (according to CUDA): 0 bytes", "", f"{stamp}Traceback (most recent call last):",
+        *TB[1:], "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. "
+        "(out of memory)", "", f"{stamp}Got an OOM, unloading all loaded models.",
+        f"{stamp}Prompt executed in 107.52 seconds",
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

@@ -313,7 +313,10 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                     line.set_aside = LOOP_RAN_ON
         elif _REQUEST_REFUSED.search(entry.content):
             refused = [entry]
-            if any(rules.TRACEBACK in e.content for e in entries[index + 1 : index + 3]):
+            # (a handler that answers with the exception may print what it knows first:
+            # ComfyUI's memory summary between its word and the traceback)
+            reach = 12 if _REQUEST_ANSWERED.search(entry.content) else 3
+            if any(rules.TRACEBACK in e.content for e in entries[index + 1 : index + reach]):
                 # the failed handler's traceback below it (Uvicorn's "Exception in ASGI
                 # application"): its exception is that request's, once the server is seen
                 # going on after it

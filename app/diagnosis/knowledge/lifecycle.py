@@ -587,6 +587,15 @@ REQUEST_ANSWERED = (
         "logger.exception, then the model's text returned as plain content); observed in "
         "corpus case T058",
     ),
+    Fact(
+        r"!!! Exception during processing !!!",
+        ("comfyui",),
+        "[2026-02-21 23:35:37.054] !!! Exception during processing !!! Allocation on device 0 "
+        "would exceed allowed memory. (out of memory)",
+        "ComfyUI's prompt executor (execution.py: a node's exception logged with its "
+        "traceback, the prompt ended as failed and the next one taken); observed in corpus "
+        "case AC031",
+    ),
 )
 
 # A client's request refused for what it asked: the server answers it and serves on, so such
