@@ -2542,3 +2542,17 @@ def test_a_handler_that_answers_with_the_exception_may_say_more_before_its_trace
         f"{stamp}Prompt executed in 107.52 seconds",
     )  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_an_all_to_all_s_timeout_is_the_failure_unless_a_rank_ran_out_of_memory_in_it() -> None:
+    waited = [
+        f"DeepEP combine (scale-up wait) timeout, scale-out: 0/4, scale-up: 1/8, channel: 35, "
+        f"lane: {lane}, recv: 0, tail: 0 (wait=1)"
+        for lane in range(4)
+    ]
+    trapped = "torch.AcceleratorError: CUDA error: unspecified launch failure"
+    found = diagnose(*QUIET, *waited, *TB, trapped)
+    assert found.root_cause == waited[0] and found.error_class == "nccl_comm"
+    starved = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 54.00 MiB."
+    found = diagnose(*QUIET, *waited, *TB, starved)
+    assert found.root_cause == starved and found.error_class == "oom_gpu"

@@ -105,6 +105,7 @@ _STARTED = _alternation(row.pattern for row in STARTED)
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
 _OUT_OF_MEMORY = re.compile(r"(?i)\bout of memory\b")
+_PEER_WAIT_TIMEOUT = re.compile(rules.PEER_WAIT_TIMEOUT)
 _NAMES_A_VALUE = re.compile(r"\d")
 DETAIL_ENTRIES = 8  # how far below its exception the line after "Last error:" may be
 
@@ -218,6 +219,13 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 None,
             )  # fmt: skip
             first = failed or first
+        if _PEER_WAIT_TIMEOUT.search(first.content):
+            # An all-to-all's kernels timing out on a peer that stopped answering: a rank out
+            # of memory in the same burst is why it stopped (its trap's launch failure is not).
+            starved = next(
+                (e for e in failures if e.strength == 3 and _OUT_OF_MEMORY.search(e.content)), None
+            )
+            first = starved or first
         if first.strength == 2 and not first.warning:
             # A logged "X failed" is usually followed by the exception that says why, unless
             # that exception only sends the reader elsewhere ("See inner exception"). NCCL's

@@ -156,6 +156,7 @@ def _any(*patterns: str) -> Alternatives:
 
 
 # Lines read both as failures (marking) and for their class, written once.
+PEER_WAIT_TIMEOUT = r"^DeepEP [\w ()-]+ timeout\b"  # an all-to-all's kernel waiting on a peer
 DISK_FULL = r"\bNo space left on device\b"
 LIBRARY_NOT_FOUND = r"\bld(?:\.\w+)?: cannot find -l"  # "ld: cannot find -lcurand"
 DEVICE_ALLOCATION_REFUSED = r"\b[Dd]evice memory allocation of size \d+ failed"  # Vulkan's
@@ -323,6 +324,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bdetected by watchdog at work\b",
         r"[Hh]eartbeat monitor timed out", r"\bcollective operation timeout\b",
         r"\bcustom_all_reduce\.cuh?:\d+",
+        r"\bDeepEP\b.*\btimeout\b",  # an expert-parallel all-to-all's peer that never came
         # GPUs that cannot map each other's memory (peer-to-peer), and NIXL's KV transfers
         r"\bpeer access is not supported\b", r"\bpeer mapping resources exhausted\b",
         r"\bNIXL_ERR_\w+",
@@ -926,6 +928,8 @@ NATIVE_FAILURE = _any(
     r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
     r"^Failed: Cuda error\b",  # CUDACHECK in vLLM's custom all-reduce and others
     r"\b[Ww]atchdog timeout\b",  # sglang's scheduler watchdog, before it kills the server
+    # DeepEP's kernels on an all-to-all peer that never answered, before they trap
+    PEER_WAIT_TIMEOUT,
     # CUDA's own error strings (cudaGetErrorString), printed bare by a native program or
     # after the source location of its check ("cuda kernels/indexer.cu:91 an illegal ...")
     r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? )"

@@ -416,8 +416,7 @@ STOPPED = (
     Fact(
         r"\bShutdown initiated \(timeout=\d+\)",
         ("vllm",),
-        "(EngineCore pid=12791) INFO 04-21 15:10:41 [core.py:1210] Shutdown initiated "
-        "(timeout=0)",
+        "(EngineCore pid=12791) INFO 04-21 15:10:41 [core.py:1210] Shutdown initiated (timeout=0)",
         "vLLM V1's engine core (vllm/v1/engine/core.py) draining on the way down when its server "
         "was stopped (a signal to the API server, which logs uvicorn's 'Shutting down' first); "
         "the EngineDeadError its front end answers the requests in flight with is the stop's "
