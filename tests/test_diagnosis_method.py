@@ -2477,6 +2477,10 @@ def test_a_log_of_nothing_but_error_records_fails_at_the_first_that_says_it_fail
                      record.format(470) + "[Wait][LinksEstablishCompleted] is failed.")  # fmt: skip
     assert found.root_cause == listen and found.crashed is True
     assert found.error_class == "config_or_args"
+    # a viewer stamping every line of a healthy log an error says nothing of failing
+    healthy = [*QUIET[:6], "Failed to import optional module flash_attn; using sdpa", *QUIET]
+    found = diagnose(*(f"E 2026-02-27T13:00:{n:02}.000Z {line}" for n, line in enumerate(healthy)))
+    assert found.crashed is False and found.root_cause is None
     # a traceback among them says which failed: its exception stays among the lines shown
     record = "(EngineCore_DP0 pid=262909) ERROR 01-13 14:23:52 [core.py:881] "
     raised = (

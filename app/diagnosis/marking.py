@@ -238,13 +238,19 @@ def _errors_only(entries: list[Entry], levels: list[str | None]) -> None:
     failures: HCCL's `[ERROR] ... listen ... fail.`) where nothing failed by its shape: the
     records that say they failed are the failures, though their stamps cannot tell them apart.
     A traceback or a wrapper says which failed: then this has no say."""
+    said = [e for e in entries if e.content]
     if any(e.strength for e in entries) or any(
         level != "error" for entry, level in zip(entries, levels, strict=True) if entry.content
     ):
         return
-    for entry in entries:
-        if not entry.noise and entry.in_traceback is None and _ERRORISH.search(entry.content):
-            entry.strength = 2
+    failing = [
+        e for e in said if not e.noise and e.in_traceback is None and _ERRORISH.search(e.content)
+    ]
+    # (a viewer that stamps every line of a healthy log says little of failing in most)
+    if 2 * len(failing) < len(said):
+        return
+    for entry in failing:
+        entry.strength = 2
 
 
 def _cut_tracebacks(entries: list[Entry], levels: list[str | None]) -> None:
