@@ -157,16 +157,16 @@ FLOORS = {
         "crashed": 0.96,
         "ready": 0.77,
     },
-    # Scored once, as the estimate on unseen logs of issue 23's thirty-second round
-    # (bench/README.md): AC001-AC104 (57 public logs mined blind from sources never used before:
-    # ROCm, Ascend, Gaudi, Apple and Jetson builds and runs, ComfyUI, GPUStack, LMDeploy and
-    # other layers on the engines, RL frameworks, committed benchmark and Slurm logs).
+    # Scored once, as the estimate on unseen logs of issue 23's thirty-third round
+    # (bench/README.md): AD001-AD108 (66 public logs mined blind from sources never used before:
+    # serving layers beside the engines, training stacks, kernel and compiler builds, committed
+    # CI, Slurm and benchmark logs).
     "fresh": {
-        "root_cause": 0.77,
+        "root_cause": 0.81,
         "top3": 0.87,
-        "error_class": 0.61,
-        "crashed": 0.89,
-        "ready": 0.75,
+        "error_class": 0.71,
+        "crashed": 0.90,
+        "ready": 0.89,
     },
     "validation": {
         "root_cause": 1.0,
