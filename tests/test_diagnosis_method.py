@@ -2261,7 +2261,9 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
      ("RuntimeError: Expected all tensors to be on the same device, but found at least two "
       "devices, cuda:0 and cpu!", "other"),
      ("RuntimeError: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
-      "config_or_args")],
+      "config_or_args"),
+     ("RuntimeError: Configured ROCm binary not found at /srv/bitsandbytes/"
+      "libbitsandbytes_rocm80.so", "import_or_version")],
 )  # fmt: skip
 def test_the_class_of_a_library_s_own_words_on_a_setting(raised: str, error_class: str) -> None:
     found = diagnose(*QUIET, *TB, raised)
@@ -2274,7 +2276,9 @@ def test_the_class_of_a_library_s_own_words_on_a_setting(raised: str, error_clas
       "level: 1 (PDE), access: 0 (Read), banned: 1, aborting.", "cuda_runtime"),
      ("      error: can't find Rust compiler", "import_or_version"),
      ("  build/gen_src/mha_bwd.cpp:69:9: error: use of undeclared identifier 'gfx90a'",
-      "unsupported_arch")],
+      "unsupported_arch"),
+     (" 03-05-2025 17:17:47:536 [pid=148979 tid=148985] ERROR  cufio_core:977 cuInit Failed, "
+      "error CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "import_or_version")],
 )  # fmt: skip
 def test_the_class_of_a_native_failure_by_its_fault(said: str, error_class: str) -> None:
     found = diagnose(*QUIET, said)
@@ -2560,3 +2564,24 @@ def test_an_all_to_all_s_timeout_is_the_failure_unless_a_rank_ran_out_of_memory_
     starved = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 54.00 MiB."
     found = diagnose(*QUIET, *waited, *TB, starved)
     assert found.root_cause == starved and found.error_class == "oom_gpu"
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["2025-07-28T13:46:04.8671433Z B:\\src\\torch\\functorch\\csrc\\dim\\arena.h(14,21): "
+     "error: functions that differ only in their return type cannot be overloaded",
+     'C++ exception with description "Expected (requested_n_gpus)<=(communicator_->size()) . '
+     'Found 2 vs 1. '],
+)  # fmt: skip
+def test_a_compiler_s_located_error_and_a_test_framework_s_caught_exception_are_failures(
+    said: str,
+) -> None:
+    found = diagnose(*QUIET, said, *QUIET[:3])
+    assert found.root_cause == said.rstrip() or found.root_cause == said
+    assert found.crashed is True
+
+
+def test_a_frame_s_file_word_wrapped_away_from_its_location_is_no_exception_s_name() -> None:
+    # (a narrow paste wraps 'File "/srv/x.py", line 1' into "File", then the location)
+    assert rules.TRACEBACK_END.match("File") is None
+    assert rules.TRACEBACK_END.match("FileNotFoundError: /srv/x.py") is not None

@@ -533,7 +533,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("import_or_version", _any(
         r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
         # a library's native binary for this CUDA version missing from its wheel (bitsandbytes)
-        r"\bCUDA binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
+        r"\b(?:CUDA|ROCm|HIP) binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
         r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found",
         # a module's API that another version of it has ("module 'numpy' has no attribute")
@@ -555,6 +555,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\barchitecture \w+ is not supported\b",
         r"\b(?:nvlink|nvcc|fatbinary|cicc)\s+(?:fatal|error)\s*: ", r"\bnvrtc: error: ",
         r"version .* is not supported", r"driver version is insufficient", r"driver .* too old",
+        # CUDA's forward-compatibility libraries loaded on a GPU or driver that cannot use them
+        r"\bCUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE\b|\bcudaErrorCompatNotSupportedOnDevice\b",
         r"not compiled with CUDA", r"cannot open shared object file",
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
         r"Model architectures? \[.*\] (?:are|is) not supported",
@@ -793,7 +795,8 @@ QUALIFIED_EXCEPTION = re.compile(
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").
 # (a logger's severity is not one: uvicorn's "WARNING:  Invalid HTTP request received.")
 TRACEBACK_END = re.compile(
-    r"^(?!(?:WARNING|WARN|INFO|DEBUG|ERROR|CRITICAL|NOTICE|TRACE|FATAL)\b)"
+    # (nor a frame's "File" whose location a narrow paste wrapped onto the next line)
+    r"^(?!(?:WARNING|WARN|INFO|DEBUG|ERROR|CRITICAL|NOTICE|TRACE|FATAL)\b|File$)"
     r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s?.*)?$"
 )
 # A CUDA check macro's failure with its source location and the runtime's error string, at any
@@ -923,8 +926,10 @@ NATIVE_FAILURE = _any(
     r"^[\w.-]+[ _]error: ",  # "rocBLAS error: Cannot read ...", "hipsparselt_error: ..."
     r"\bmemory allocation of \d+ bytes failed\b",  # Rust's allocator (llama.cpp's tools too)
     r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
-    r"\(\d+\): (?:catastrophic )?error: ",  # nvcc's "x.cu(12): error: ..."
+    # nvcc's "x.cu(12): error: ...", MSVC's and clang-cl's "arena.h(14,21): error: ..."
+    r"\(\d+(?:,\d+)?\): (?:catastrophic |fatal )?error\b",
     r"\bError while finding module specification\b",  # python -m on a missing module
+    r'\bC\+\+ exception with description "',  # GoogleTest on an exception a test threw
     r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
     r"^Failed: Cuda error\b",  # CUDACHECK in vLLM's custom all-reduce and others
     r"\b[Ww]atchdog timeout\b",  # sglang's scheduler watchdog, before it kills the server
