@@ -2585,3 +2585,9 @@ def test_a_frame_s_file_word_wrapped_away_from_its_location_is_no_exception_s_na
     # (a narrow paste wraps 'File "/srv/x.py", line 1' into "File", then the location)
     assert rules.TRACEBACK_END.match("File") is None
     assert rules.TRACEBACK_END.match("FileNotFoundError: /srv/x.py") is not None
+
+
+def test_a_build_tool_s_elapsed_seconds_and_tab_are_a_prefix() -> None:
+    raised = "1.7\tValueError: max() iterable argument is empty"
+    found = diagnose(*QUIET, *(f"1.4\t{line}" for line in TB), raised, "1.7\t")
+    assert found.root_cause == raised and found.crashed is True

@@ -23,8 +23,9 @@ _PREFIXES = [
     rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+-\s+[\w.]+\s+-\s+{_SEVERITY}\s+-"
     rf"|\s+-\s+{_SEVERITY}\s+-(?=\s|$)"
     rf"|\s+{_SEVERITY}\b:?(?!\s+\d\d-\d\d\s))?\s+",
-    # a log collector's export: the epoch in milliseconds, a tab, then the line's own stamp
-    r"\d{13}\t",
+    # a log collector's export: the epoch in milliseconds, a tab, then the line's own stamp;
+    # a build tool's elapsed seconds and a tab ("1.4\tTraceback (most recent call last):")
+    r"\d+(?:\.\d+)?\t",
     # [2026-02-27 13:21:27 TP3], [2026-02-27 13:21:27 DP1 TP0], [2025-11-06T02:10:00.702Z]
     r"\[\d{4}-\d\d-\d\d[ T][\d:.,]+Z?(?:\s+[A-Z]+\d+)*\]\s?",
     # [11/18/2025-09:33:30] (TensorRT-LLM)
