@@ -2591,3 +2591,12 @@ def test_a_build_tool_s_elapsed_seconds_and_tab_are_a_prefix() -> None:
     raised = "1.7\tValueError: max() iterable argument is empty"
     found = diagnose(*QUIET, *(f"1.4\t{line}" for line in TB), raised, "1.7\t")
     assert found.root_cause == raised and found.crashed is True
+
+
+def test_cuda_s_error_string_as_an_error_block_s_description_is_the_failure() -> None:
+    described = "        Description:     an illegal memory access was encountered"
+    found = diagnose(*QUIET, "UR CUDA ERROR:", "        Value:           700",
+                     "        Name:            CUDA_ERROR_ILLEGAL_ADDRESS", described,
+                     "        Function:        operator()", "", "Native API failed. Native API "
+                     "returns: 2147483646 (UR_RESULT_ERROR_UNKNOWN)")  # fmt: skip
+    assert found.root_cause == described and found.error_class == "cuda_runtime"

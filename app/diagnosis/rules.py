@@ -936,8 +936,9 @@ NATIVE_FAILURE = _any(
     # DeepEP's kernels on an all-to-all peer that never answered, before they trap
     PEER_WAIT_TIMEOUT,
     # CUDA's own error strings (cudaGetErrorString), printed bare by a native program or
-    # after the source location of its check ("cuda kernels/indexer.cu:91 an illegal ...")
-    r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? )"
+    # after the source location of its check ("cuda kernels/indexer.cu:91 an illegal ..."), or
+    # as the description in an error block (Unified Runtime's "UR CUDA ERROR:")
+    r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? |^Description:\s+)"
     r"(?:no kernel image is available for execution|an illegal memory access was encountered"
     r"|device-side assert triggered|unspecified launch failure|misaligned address"
     r"|invalid device function|an illegal instruction was encountered)",
