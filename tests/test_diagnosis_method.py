@@ -2600,3 +2600,13 @@ def test_cuda_s_error_string_as_an_error_block_s_description_is_the_failure() ->
                      "        Function:        operator()", "", "Native API failed. Native API "
                      "returns: 2147483646 (UR_RESULT_ERROR_UNKNOWN)")  # fmt: skip
     assert found.root_cause == described and found.error_class == "cuda_runtime"
+
+
+def test_spdlog_s_lowercase_error_level_is_a_severity() -> None:
+    said = (
+        "[2025-10-28 16:54:17.859675] [error] [41455] [hccl_runner.cpp:103] HCCL "
+        "CommInitClusterInfo ERROR19 should check rankTableFile config"
+    )
+    found = diagnose(*(f"[2025-10-28 16:54:1{n}.000000] [info] [41455] step {n}" for n in range(5)),
+                     said)  # fmt: skip
+    assert found.root_cause == said and found.crashed is True

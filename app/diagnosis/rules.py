@@ -776,6 +776,8 @@ TAGGED_ERROR = re.compile(
 TAGS = re.compile(r"(?:\[[^\]]*\]\s*)+")
 SEVERITY_ERROR = re.compile(
     r"^(?:ERROR|CRITICAL|FATAL|E\d{4}|\[E\])|\[(?:E|ERROR|FATAL|CRITICAL)\]|\bERROR\b:?|\[ERROR"
+    # spdlog's default pattern: "[2025-10-28 16:54:17.859] [error] "
+    r"|\[(?:error|critical|fatal)\]"
 )
 
 # A Python exception line: "KeyError: 12", "torch.OutOfMemoryError: ...", bare
