@@ -2610,3 +2610,33 @@ def test_spdlog_s_lowercase_error_level_is_a_severity() -> None:
     found = diagnose(*(f"[2025-10-28 16:54:1{n}.000000] [info] [41455] step {n}" for n in range(5)),
                      said)  # fmt: skip
     assert found.root_cause == said and found.crashed is True
+
+
+@pytest.mark.parametrize(
+    "loader",
+    ["Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, "
+     "libcudnn_ops.so}",
+     "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot "
+     "open shared object file: No such file or directory"],
+)  # fmt: skip
+def test_a_loader_missing_a_shared_library_then_an_abort_is_the_versions_fault(loader: str) -> None:
+    for aborted in (
+        "Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor",
+        # the shell's word in another language: Spanish's "Aborted (core dumped)"
+        """./start-webui.sh: línea 4:  6516 Abortado                (`core' generado) python3.10 """
+        '''app.py "$@"''',
+    ):
+        found = diagnose(*QUIET, loader, aborted, "launching the app")
+        assert found.root_cause == loader and found.crashed is True
+        assert found.error_class == "import_or_version"
+
+
+@pytest.mark.parametrize(
+    "shell_said",
+    ["""./start-webui.sh: línea 4:  6516 Abortado           (`core' generado) python3 app.py""",
+     "Ошибка сегментирования (стек памяти сброшен на диск)",
+     "./run.sh: Zeile 3:  4242 Abgebrochen (Speicherabzug geschrieben) python3 app.py"],
+)  # fmt: skip
+def test_a_shell_s_abort_and_segfault_in_other_languages_are_crashes(shell_said: str) -> None:
+    found = diagnose(*QUIET, shell_said, "launching the app")
+    assert found.root_cause == shell_said and found.crashed is True

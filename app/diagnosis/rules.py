@@ -534,6 +534,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
         # a library's native binary for this CUDA version missing from its wheel (bitsandbytes)
         r"\b(?:CUDA|ROCm|HIP) binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
+        r"\bUnable to load any of \{[^}]*\.(?:so|dll|dylib)\b",
+        r"\bCould not load library \S+\.(?:so|dll|dylib)\b",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
         r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found",
         # a module's API that another version of it has ("module 'numpy' has no attribute")
@@ -830,6 +832,11 @@ NATIVE_FAILURE = _any(
     r"[Aa]ssertion [`'].*[`'] failed",
     # a shell's segfault and abort reports in other locales
     r"段错误|已放弃|核心已转储|Speicherzugriffsfehler|Erreur de segmentation|Violación de segmento",
+    r"\bAbortado\s+\(`?core'? generado\)|\bAbgebrochen \(Speicherabzug|Abandon \(core dumped\)",
+    r"Ошибка сегментирования|Аварийный останов",
+    # a library's loader trying each name of a shared library it needs (CTranslate2's, cuDNN's)
+    r"\bUnable to load any of \{",
+    r"^Could not load library \S+\. Error: ",
     r"\bOpenCL error: \w+: -\d+",  # CLBlast's
     r"CUDA Error:",
     r"CUDA error:",

@@ -64,9 +64,11 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"o space left", b"o such file", b"ouble free", b"ignal (", b"eyboardInterrupt",
         b"econd interrupt",
         b"ibrary not loaded", b"ailed assertion", b"sh: abort", b"SSERT: ",
-        # a shell's "core dumped" and "segmentation fault" in Chinese, German, French, Spanish
+        # a shell's "core dumped", "segmentation fault" and "aborted" in Chinese, German,
+        # French, Spanish and Russian
         "核心已转储".encode(), "段错误".encode(), b"Speicherzugriffsfehler",
-        b"rreur de segmentation", "ción de segmento".encode(),
+        b"rreur de segmentation", "ción de segmento".encode(), b"bortado", b"bgebrochen",
+        "сегментирования".encode(), "Аварийный".encode(),
     )
 ]  # fmt: skip
 
