@@ -62,7 +62,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
         b"o space left", b"o such file", b"ouble free", b"ignal (", b"eyboardInterrupt",
-        b"econd interrupt",
+        b"econd interrupt", b"Prompt executed in",
         b"ibrary not loaded", b"ailed assertion", b"sh: abort", b"SSERT: ",
         # a shell's "core dumped", "segmentation fault" and "aborted" in Chinese, German,
         # French, Spanish and Russian

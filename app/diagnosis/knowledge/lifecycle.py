@@ -275,6 +275,14 @@ SERVING = (
         "engine's source: Periodic speculative-decoding statistics, printed next to the "
         "throughput line only while requests are being decoded.",
     ),
+    Fact(
+        r"\bPrompt executed in [\d.]+ seconds\b",
+        ("comfyui",),
+        "[2025-02-16 13:24:04.091] Prompt executed in 292.45 seconds",
+        "ComfyUI's prompt executor (execution.py / main.py prompt_worker) once a queued "
+        "workflow ran to its end; the scanner keeps the line wherever it is; observed in corpus "
+        "case AE033",
+    ),
 )
 
 
