@@ -19,6 +19,7 @@ from app.diagnosis.knowledge.lifecycle import (
     NEVER_STARTED,
     REQUEST_REFUSED,
     SERVING,
+    SKIPPED,
     STARTED,
     STOPPED,
     WAITING,
@@ -73,6 +74,7 @@ ALL_ROWS = [
     *_params("stopped", STOPPED),
     *_params("finished", FINISHED),
     *_params("started", STARTED),
+    *_params("skipped", SKIPPED),
     *_params("engine-gone", ENGINE_GONE),
 ]
 
@@ -219,6 +221,12 @@ def test_an_engine_that_finished_starting_lived_through_what_failed_before(row: 
     # what fails after it is a crash
     found = diagnose(*QUIET, row.example, *QUIET, *TRACEBACK)
     assert found.crashed is True and found.root_cause == FAILURE, _named(row)
+
+
+@pytest.mark.parametrize("row", _params("skipped", SKIPPED))
+def test_a_part_left_out_for_the_exception_above_means_it_was_lived_through(row: Fact) -> None:
+    found = diagnose(*QUIET, *TRACEBACK, row.example, *QUIET)
+    assert found.crashed is False and found.root_cause is None, _named(row)
 
 
 @pytest.mark.parametrize("row", _params("never-started", NEVER_STARTED))

@@ -2640,3 +2640,20 @@ def test_a_loader_missing_a_shared_library_then_an_abort_is_the_versions_fault(l
 def test_a_shell_s_abort_and_segfault_in_other_languages_are_crashes(shell_said: str) -> None:
     found = diagnose(*QUIET, shell_said, "launching the app")
     assert found.root_cause == shell_said and found.crashed is True
+
+
+def test_custom_nodes_that_failed_to_import_were_left_out_and_the_bind_error_is_why() -> None:
+    stamp = "[2024-01-08 12:51] "
+    bound = (
+        f"{stamp}OSError: [Errno 10048] error while attempting to bind on address "
+        "('127.0.0.1', 8188): only one usage of each socket address is normally permitted"
+    )
+    found = diagnose(
+        *QUIET, f"{stamp}Traceback (most recent call last):", *TB[1:],
+        "ModuleNotFoundError: No module named 'insightface'", "",
+        f"{stamp}Cannot import D:\\comfyui\\custom_nodes\\reactor module for custom nodes: No "
+        "module named 'insightface'", *QUIET, f"{stamp}Import times for custom nodes:",
+        f"{stamp}   0.1 seconds (IMPORT FAILED): D:\\comfyui\\custom_nodes\\reactor", *QUIET,
+        f"{stamp}Traceback (most recent call last):", *TB[1:], bound,
+    )  # fmt: skip
+    assert found.root_cause == bound and found.error_class == "config_or_args"

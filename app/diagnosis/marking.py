@@ -8,7 +8,7 @@ from collections import Counter
 from app.diagnosis import rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import raised_in_logging
-from app.diagnosis.knowledge.lifecycle import REQUEST_ANSWERED, REQUEST_REFUSED
+from app.diagnosis.knowledge.lifecycle import REQUEST_ANSWERED, REQUEST_REFUSED, SKIPPED
 
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] ", "E20250720 ..." with the year, may follow a
 # container's or a launcher's prefix)
@@ -35,6 +35,7 @@ _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
+_SKIPPED = rules.Alternatives(tuple(row.pattern for row in SKIPPED))
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 _AGENT_CLOSES = re.compile(r"\bSending process (\d+) closing signal SIG(?:TERM|KILL|INT)\b")
 _SIGNAL_RECEIVED = re.compile(
@@ -294,7 +295,17 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
     """The line after "Last error:" is what the exception above it summarised; an error a
     program says it lived through ("retrying", "falling back") is not why it stopped."""
     for index, entry in enumerate(entries):
-        if rules.LAST_ERROR.match(entry.content):
+        if _SKIPPED.search(entry.content):
+            raised = next(
+                (e for e in reversed(entries[max(0, index - 3) : index])
+                 if e.strength == 3 and e.in_traceback is not None),
+                None,
+            )  # fmt: skip
+            for line in (entry, raised):
+                if line is not None:
+                    line.strength = 0
+                    line.set_aside = "an exception the program left a part out for, and went on"
+        elif rules.LAST_ERROR.match(entry.content):
             detail = next((e for e in entries[index + 1 : index + 3] if e.content), None)
             if detail is not None and not detail.noise:
                 detail.strength, detail.detail = 3, True

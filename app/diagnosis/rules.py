@@ -638,7 +638,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"[Aa]ddress already in use",
         r"\bEADDRINUSE\b",
-        r"\[Errno 98\]", r"[Pp]ermission denied",
+        # EADDRINUSE by its number on Linux, macOS and Windows; asyncio's words for it
+        r"\[Errno (?:98|48|10048)\]", r"\berror while attempting to bind on address\b",
+        r"[Pp]ermission denied",
         # a model shape that the chosen kernels do not implement (another backend may)
         r"Unsupported head_?(?:dim|size)",
         # a launch whose process count does not match the parallelism ("mpiSize == tp * pp")

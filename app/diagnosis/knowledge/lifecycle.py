@@ -554,6 +554,27 @@ STARTED = (
         "vLLM's engine (llm_engine.py in V0, v1/engine/core.py in V1) once its memory profile, KV "
         "cache and warm-up are done, offline or serving; observed in corpus case AC069",
     ),
+    Fact(
+        r"\bImport times for custom nodes:",
+        ("comfyui",),
+        "Import times for custom nodes:",
+        "ComfyUI's loader (nodes.py init_external_custom_nodes) once every custom node was "
+        "tried: the nodes that failed to import are left out ('IMPORT FAILED') and the server "
+        "goes on starting; observed in corpus case AE036",
+    ),
+)
+
+# A program's word that it left out a part of itself for the exception it printed just above,
+# and went on without it: that exception was lived through.
+SKIPPED = (
+    Fact(
+        r"\bCannot import \S.* module for custom nodes:",
+        ("comfyui",),
+        "[2024-01-08 12:51] Cannot import D:\\comfyui\\custom_nodes\\facerestore_cf module for "
+        "custom nodes: No module named 'lpips'",
+        "ComfyUI's loader of custom nodes (nodes.py load_custom_node), after the node's import "
+        "traceback; the server starts without the node ('IMPORT FAILED' in its import times)",
+    ),
 )
 
 # A front end's handler that answers a request with the exception it logs: the traceback under
