@@ -2657,3 +2657,11 @@ def test_custom_nodes_that_failed_to_import_were_left_out_and_the_bind_error_is_
         f"{stamp}Traceback (most recent call last):", *TB[1:], bound,
     )  # fmt: skip
     assert found.root_cause == bound and found.error_class == "config_or_args"
+
+
+def test_a_sweep_s_case_skipped_due_to_an_error_was_lived_through() -> None:
+    found = diagnose(
+        *QUIET, "case causal=False: skipped due to OOM (B=16, S=8192) [CUDA out of memory. Tried "
+        "to allocate 128.00 GiB. GPU 0 has a total capacity of 139.80 GiB]", *QUIET,
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

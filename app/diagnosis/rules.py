@@ -1113,6 +1113,7 @@ RECOVERED = _any(
     r"\bcontinuing (?:without|with)\b",
     r"\bwill be ignored\b",  # llama.cpp with no usable GPU: "--gpu-layers option will be ignored"
     r"^Skipping import of\b",  # torchao without its C++ extensions ("... undefined symbol")
+    r"\bskipped due to\b",  # a sweep that caught a case's failure ("skipped due to OOM (...)")
 )
 # What a process prints while it stops: after a fatal error, these do not mean it went on.
 TEARDOWN = _any(
