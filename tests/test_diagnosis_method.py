@@ -2665,3 +2665,15 @@ def test_a_sweep_s_case_skipped_due_to_an_error_was_lived_through() -> None:
         "to allocate 128.00 GiB. GPU 0 has a total capacity of 139.80 GiB]", *QUIET,
     )  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_a_script_s_file_commands_complaining_of_a_path_yield_to_the_signal_that_ended_it() -> None:
+    died = '/scripts/docker-entrypoint.sh: line 69:   134 Illegal instruction     "${LAUNCHER[@]}"'
+    found = diagnose(
+        "ls: cannot access '/app/training/datasets': No such file or directory",
+        "cp: cannot create regular file '/app/training/datasets/': Not a directory",
+        "chown: cannot access '/app/training/datasets': No such file or directory",
+        "100%|██████████| 2.95G /2.95G  15.8MiB/s/s", died, "",
+        "*** Initialising config for: 'loras' ***",
+    )  # fmt: skip
+    assert found.root_cause == died and found.error_class == "unsupported_arch"

@@ -927,8 +927,11 @@ NATIVE_FAILURE = _any(
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
     # NVSHMEM's error macro: "src/host/transport/transport.cpp:416: non-zero status: 7 ..."
     r"\.(?:cpp|cu|cc|c):\d+: (?:non-zero status: -?\d+|NULL value\b)",
-    # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ...")
-    r"^[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing|failed to|cannot"
+    # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ..."),
+    # not a script's file command complaining of one path, after which a script goes on
+    # ("ls: cannot access '/app/training/datasets': No such file or directory")
+    r"^(?!(?:ls|cp|mv|rm|ln|chown|chmod|chgrp|mkdir|rmdir|touch|stat|readlink|find): )"
+    r"[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing|failed to|cannot"
     r"|could not|couldn't|unable to)\b",
     # the kernel on a process it stopped: "traps: python3[213941] trap invalid opcode ...",
     # "python3[1234]: segfault at 0 ip ... error 4 in libfoo.so"
