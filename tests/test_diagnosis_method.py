@@ -2257,6 +2257,8 @@ def test_a_status_code_alone_yields_to_the_chained_exception_that_says_why() -> 
      ("AttributeError: <function standalone_compile at 0x7faca423a8c0> does not have the "
       "attribute 'FakeTensorMode'", "import_or_version"),
      ("AssertionError: microbatch overlap requires even batch_size", "config_or_args"),
+     ("RuntimeError: Insufficient disk on 12D3KooWE2C7: need 65GB, have 55GB. Use "
+      "--danger-delete-downloads to free space.", "config_or_args"),
      # a program's own tensors on two devices: no setting of the operator's
      ("RuntimeError: Expected all tensors to be on the same device, but found at least two "
       "devices, cuda:0 and cpu!", "other"),

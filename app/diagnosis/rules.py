@@ -256,7 +256,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bOfflineModeIsEnabled\b",
         r"\bDevice-type mismatch\b|\bDevice acquire failed\b",  # Gaudi's synapse runtime
         # a user's disk quota (a cache under $HOME): the setting is where it writes
-        r"\bDisk quota exceeded\b",
+        r"\bDisk quota exceeded\b", r"\b[Ii]nsufficient disk\b",
         # a service the program needs that is not running (Dynamo's etcd and NATS)
         r"\bFailed to connect to (?:etcd|nats|NATS)\b",
         # DeepSpeed's batch sizes that do not multiply out; DDP's unused parameters
