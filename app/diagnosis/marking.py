@@ -35,7 +35,7 @@ _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
 _ERRORISH = re.compile(r"[Ee]rror|[Ff]ail|ERROR|FAIL")
 _REQUEST_REFUSED = rules.Alternatives(tuple(row.pattern for row in REQUEST_REFUSED))
 _REQUEST_ANSWERED = rules.Alternatives(tuple(row.pattern for row in REQUEST_ANSWERED))
-_SKIPPED = rules.Alternatives(tuple(row.pattern for row in SKIPPED))
+_SKIPPED = re.compile("|".join(f"(?:{row.pattern})" for row in SKIPPED))  # (a few rows)
 _CODE_FRAME = re.compile(r'File "[^"]+", line \d+')
 _AGENT_CLOSES = re.compile(r"\bSending process (\d+) closing signal SIG(?:TERM|KILL|INT)\b")
 _SIGNAL_RECEIVED = re.compile(
@@ -109,7 +109,11 @@ def mark(entries: list[Entry]) -> None:
             warned_at = None
             entry.noise = True
             continue
-        warned_at = entry.line.number if _PYTHON_WARNING.search(entry.text) else None
+        warned_at = (
+            entry.line.number
+            if "Warning: " in entry.text and _PYTHON_WARNING.search(entry.text)
+            else None
+        )
         if rules.LOGGING_ERROR in content:
             logging_block, traceback_start = True, None
             entry.noise = True
@@ -225,7 +229,12 @@ def mark(entries: list[Entry]) -> None:
 def _closed_by_the_agent(entries: list[Entry]) -> None:
     """torchrun's agent stops the other workers once one failed ("Sending process 164888
     closing signal SIGTERM"): their end, in its summary or their own words, is its doing."""
-    closed = {m[1] for e in entries for m in _AGENT_CLOSES.finditer(e.content)}
+    closed = {
+        m[1]
+        for e in entries
+        if "closing signal" in e.content
+        for m in _AGENT_CLOSES.finditer(e.content)
+    }
     if not closed:
         return
     for entry in entries:
