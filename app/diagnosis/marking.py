@@ -248,11 +248,11 @@ def _errors_only(entries: list[Entry], levels: list[str | None]) -> None:
     failures: HCCL's `[ERROR] ... listen ... fail.`) where nothing failed by its shape: the
     records that say they failed are the failures, though their stamps cannot tell them apart.
     A traceback or a wrapper says which failed: then this has no say."""
-    said = [e for e in entries if e.content]
     if any(e.strength for e in entries) or any(
         level != "error" for entry, level in zip(entries, levels, strict=True) if entry.content
     ):
         return
+    said = [e for e in entries if e.content]
     failing = [
         e for e in said if not e.noise and e.in_traceback is None and _ERRORISH.search(e.content)
     ]
