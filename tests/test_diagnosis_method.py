@@ -2679,3 +2679,16 @@ def test_a_script_s_file_commands_complaining_of_a_path_yield_to_the_signal_that
         "*** Initialising config for: 'loras' ***",
     )  # fmt: skip
     assert found.root_cause == died and found.error_class == "unsupported_arch"
+
+
+def test_a_launcher_s_capitalised_exit_code_of_a_killed_scheduler_is_why_it_died() -> None:
+    stamp = "[12-11 17:52:52] "
+    killed = "[12-11 17:52:54] Exit code: -9"
+    found = diagnose(
+        f"{stamp}Loading safetensors checkpoint shards:   0% Completed | 0/3 [00:00<?, ?it/s]",
+        f"{stamp}Rank 0 scheduler is dead. Please check if there are relevant logs.", killed,
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/sglang", line 10, in <module>', "    sys.exit(main())",
+    )  # fmt: skip
+    assert found.root_cause == killed and found.crashed is True
+    assert found.error_class == "oom_host_killed"

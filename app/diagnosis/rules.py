@@ -489,7 +489,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
         r"Cannot allocate memory", r"\[Errno 12\]", r"return code = -9\b",
         r"\bmemory allocation of \d+ bytes failed",  # Rust's allocator, on the host
-        r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
+        r"[Ee]xit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"(?:^|[\s\]|>])Killed(?:\s.*)?$",
         # a supervisor's word that its child was killed (Go's "signal: killed"), and zsh's
@@ -921,7 +921,8 @@ NATIVE_FAILURE = _any(
     # systemd on a service it supervises
     r"\bMain process exited, code=\w+, status=(?!0/)\d+",
     r"\bFailed with result '",
-    r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
+    # (sglang's launcher: "Exit code: -9")
+    r"(?:[Ee]xit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
     r"\b(?:CUDA|HIP|GPU) out of memory\b",
     r"fallen off the bus|\bNVRM: Xid\b",  # the NVIDIA driver on a GPU it lost
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
