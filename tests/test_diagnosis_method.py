@@ -2692,3 +2692,17 @@ def test_a_launcher_s_capitalised_exit_code_of_a_killed_scheduler_is_why_it_died
     )  # fmt: skip
     assert found.root_cause == killed and found.crashed is True
     assert found.error_class == "oom_host_killed"
+
+
+def test_an_operator_s_ctrl_c_in_a_jax_host_callback_is_a_stop_not_a_crash() -> None:
+    found = diagnose(
+        *("global step=1024, episodic return=[-0.5]" for _ in range(3)),
+        "Traceback (most recent call last):",
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CustomCall failed: CpuCallback error: "
+        "Traceback (most recent call last):",
+        '  File "/site-packages/jax/_src/interpreters/mlir.py", line 2776, in _wrapped_callback',
+        "KeyboardInterrupt:", "--------------------",
+        "For simplicity, JAX has removed its internal frames from the traceback of the following "
+        "exception. Set JAX_TRACEBACK_FILTERING=off to include these.",
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

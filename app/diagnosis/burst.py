@@ -45,7 +45,7 @@ FATAL_SHAPE = rules.Alternatives(
 )
 _OOM = re.compile(r"\bout of memory\b")
 _STOPPED = rules.Alternatives(tuple(row.pattern for row in STOPPED))
-_BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt$")
+_BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt:?\s*$")
 
 
 def fatal(entry: Entry) -> bool:

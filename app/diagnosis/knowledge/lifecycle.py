@@ -431,12 +431,13 @@ STOPPED = (
         "echo; observed in corpus case AC098",
     ),
     Fact(
-        r"^(?:\([\w.-]+ pid=\d+\) )?KeyboardInterrupt$",
-        ("python", "vllm"),
+        r"^(?:\([\w.-]+ pid=\d+\) )?KeyboardInterrupt:?\s*$",
+        ("python", "vllm", "jax"),
         "(EngineCore pid=3408798) KeyboardInterrupt",
         "Python's default SIGINT handler (an operator's Ctrl-C): a bare KeyboardInterrupt ends "
         "the traceback of whatever was running (with a failure after it, a launcher stopping "
-        "its children because of that failure); observed in corpus case K086",
+        "its children because of that failure); JAX's filtered traceback prints it with an "
+        "empty message ('KeyboardInterrupt:'); observed in corpus cases K086 and AF140",
     ),
     Fact(
         r"\bDataLoader worker \(pid \d+\) is killed by signal: Terminated\b",
