@@ -342,4 +342,15 @@ BENIGN = (
         "observed in corpus case AD092",
         hard=True,
     ),
+    Benign(
+        r"\bis part of \w+, but not documented\. Make sure to add it to the docstring\b",
+        ("transformers",),
+        "(EngineCore pid=367) [ERROR] `min_frames` is part of Qwen3VLVideoProcessorInitKwargs, but "
+        "not documented. Make sure to add it to the docstring of the function in /usr/local/lib/"
+        "python3.12/dist-packages/transformers/models/qwen3_vl/video_processing_qwen3_vl.py.",
+        "Hugging Face Transformers' docstring check on a processor's keyword arguments, logged at "
+        "ERROR as a model's processor loads: a note to its developers, the load goes on; observed "
+        "in corpus case AF101",
+        hard=True,
+    ),
 )
