@@ -2706,3 +2706,21 @@ def test_an_operator_s_ctrl_c_in_a_jax_host_callback_is_a_stop_not_a_crash() -> 
         "exception. Set JAX_TRACEBACK_FILTERING=off to include these.",
     )  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_a_rust_panic_s_unwrapped_error_is_the_root_cause_and_its_launch_limit_the_arch() -> None:
+    unwrapped = (
+        "called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_LAUNCH_OUT_OF_"
+        'RESOURCES, "too many resources requested for launch")'
+    )
+    found = diagnose(
+        *QUIET, "thread 'main' panicked at /cubecl-cuda/src/compute/server.rs:765:14:", unwrapped,
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+    )  # fmt: skip
+    assert found.root_cause == unwrapped and found.error_class == "unsupported_arch"
+
+
+def test_a_rust_panic_s_bare_unwrap_leaves_the_header_as_the_root_cause() -> None:
+    header = "thread '<unnamed>' panicked at src/block_engine.rs:148:44:"
+    found = diagnose(*QUIET, header, "called `Option::unwrap()` on a `None` value")
+    assert found.root_cause == header

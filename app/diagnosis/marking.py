@@ -100,6 +100,9 @@ def mark(entries: list[Entry]) -> None:
             entry.strength = 2
             if rules.CHANNEL_CLOSED.search(content):
                 entry.consequence = entries[index - 1].consequence = True
+            elif rules.PANIC_CARRIES_ERROR.search(content):
+                # an unwrapped error's own words: the header only says where it was unwrapped
+                entry.strength, entries[index - 1].strength = 3, 1
             continue
         # "thread 'main' panicked at src/main.rs:406:19:", its message on the next line
         panic_message_next = rules.PANIC_HEADER.search(content) is not None

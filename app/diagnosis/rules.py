@@ -418,6 +418,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a JIT's backend that cannot lower the kernel for this target
         r"LLVM ERROR\b",
         r"out of resource: shared memory.*Hardware limit",
+        # a kernel asking more registers or threads a block than this GPU has
+        r"\btoo many resources requested for launch\b", r"\bLAUNCH_OUT_OF_RESOURCES\b",
+        r"\bcudaErrorLaunchOutOfResources\b",
         r"[Ss]hared memory size limit exceeded", r"\bCUBLAS_STATUS_NOT_SUPPORTED\b",
         r"\bNo compatible code objects found for\b",
         # FlashInfer finding no tile of its kernel that fits this GPU's shared memory
@@ -1029,6 +1032,8 @@ NATIVE_FAILURE = _any(
 # Rust's panic since 1.73: the location ends the line, the message is the next one.
 PANIC_HEADER = re.compile(r"\bthread '[^']*'(?: \(\d+\))? panicked at [^\s']+:\d+:\d+:$")
 CHANNEL_CLOSED = re.compile(r"\b(?:SendError|RecvError|PoisonError)\b")
+# "called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+PANIC_CARRIES_ERROR = re.compile(r"\bon an `Err` value: \S")
 # A shell's report on a child it ran: "line 28:  7 Killed   cmd" (the command is not the fault).
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
