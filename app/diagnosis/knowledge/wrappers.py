@@ -804,4 +804,12 @@ WRAPPERS = (
         "engine's source: The location line ggml prints between 'CUDA error: <reason>' and "
         "the failing statement: context for the error above, never the error itself.",
     ),
+    Wrapper(
+        r"^Error: Could not create backend$",
+        ("text-embeddings-inference",),
+        "Error: Could not create backend",
+        "Hugging Face TEI's router (router/src/main.rs) exiting when its backend did not start: "
+        "the backend's own ERROR record before it ('Could not start Candle backend: ...') says "
+        "why; observed in corpus cases AF121 and AF124",
+    ),
 )
