@@ -2724,3 +2724,17 @@ def test_a_rust_panic_s_bare_unwrap_leaves_the_header_as_the_root_cause() -> Non
     header = "thread '<unnamed>' panicked at src/block_engine.rs:148:44:"
     found = diagnose(*QUIET, header, "called `Option::unwrap()` on a `None` value")
     assert found.root_cause == header
+
+
+def test_a_cuda_error_code_then_a_backtrace_through_an_abort_handler_is_a_crash() -> None:
+    illegal = (
+        "(cuda_instance->cuda_event_synchronize_wrapper(...)) error( cudaErrorIllegalAddress): "
+        "an illegal memory access was encountered .../Cuda/Kokkos_Cuda_KernelLaunch.hpp:583"
+    )
+    found = diagnose(
+        *QUIET, illegal, "Backtrace:", "[0x15073f654035] Kokkos::Impl::save_stacktrace()",
+        "[0x15073f62aa3c] Kokkos::Impl::host_abort(char const*)",
+    )  # fmt: skip
+    assert found.root_cause == illegal and found.crashed is True
+    hung = diagnose(*QUIET, illegal, *QUIET[:3])
+    assert hung.root_cause == illegal and hung.crashed is False

@@ -967,6 +967,10 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
         fatal = next((e for e in later if e.strength and not e.warning and not e.noise), None)
         if fatal is not None:
             return True, f"a warning at {where}, then a fatal error at line {fatal.line.number}"
+        aborted = next((e for e in later if _ABORT_FRAME.search(e.content)), None)
+        if aborted is not None:
+            frame = aborted.line.number
+            return True, f"a warning at {where}, then a backtrace through an abort (line {frame})"
         # (an error that stays in NCCL's proxy thread leaves the caller waiting: a hang)
         passed_up = [e for e in later if rules.NCCL_PROPAGATION.search(e.content)]
         if passed_up and not rules.NCCL_PROXY.search(passed_up[-1].content):
@@ -982,6 +986,9 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
     return True, f"an error-severity line at {where}, then nothing but teardown"
 
 
+# A native backtrace's frame in an abort handler ("[0x1507...] Kokkos::Impl::host_abort(char
+# const*)", "#3 0x... in abort () from libc.so.6"): the process is going down.
+_ABORT_FRAME = re.compile(r"^(?:\[0x[0-9a-f]+\]|#\d+\s|frame #\d+:).*\b\w*abort\w*\s*\(")
 # glog's error record ("E0528 06:32:54.247958 735764 tcp_transport.cpp:170] "): a C++
 # library's, not a fatal one (those are "F...").
 _GLOG_ERROR = re.compile(r"(?:^|[\s:>|])E\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$")
