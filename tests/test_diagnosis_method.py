@@ -2738,3 +2738,17 @@ def test_a_cuda_error_code_then_a_backtrace_through_an_abort_handler_is_a_crash(
     assert found.root_cause == illegal and found.crashed is True
     hung = diagnose(*QUIET, illegal, *QUIET[:3])
     assert hung.root_cause == illegal and hung.crashed is False
+
+
+def test_a_multiplexer_s_index_before_every_line_is_peeled_like_a_host_name() -> None:
+    failed = (
+        "[0] [0] RuntimeError: Data processing error: CAS service error : ReqwestMiddleware "
+        "Error: Request failed after 5 retries"
+    )
+    found = diagnose(
+        "[0] [0]     return hf_hub_download(",
+        '[0] [0]   File "/site-packages/huggingface_hub/file_download.py", line 629, in xet_get',
+        "[0] [0]     download_files(", failed, "[0] [0] Traceback (most recent call last):",
+        '[0] [0]   File "/site-packages/monarch/_src/actor/actor_mesh.py", line 837, in handle',
+    )  # fmt: skip
+    assert found.root_cause == failed and found.crashed is True

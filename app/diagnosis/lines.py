@@ -98,6 +98,9 @@ _HOST_PREFIX = re.compile(r"([\w.-]+):\s")
 # timestamp (a letter in it, though it may start with a digit: "0000-steps/0 [default6]:");
 # peeled only where most lines carry the same one.
 _NAME_PREFIX = re.compile(r"(?=[\w.@-]*[A-Za-z])([A-Za-z0-9][\w.@-]*[\d/_.-][\w./@-]*)\s+(?=\S)")
+# A process's index that a multiplexer puts before each of its lines ("[0] " of npm's
+# concurrently, "[0] [0] " of a Monarch actor mesh): peeled only where most lines carry one.
+_INDEX_PREFIX = re.compile(r"(\[\d{1,4}\])\s")
 _MARKDOWN_BOLD = re.compile(r"\*\*[^*\s](?:.*[^*\s])?\*\*")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
 
@@ -130,7 +133,7 @@ def strip_prefixes(text: str, hosts: frozenset[str] = frozenset()) -> str:
             text = text[match.end() :]
             continue
         if hosts:
-            host = _HOST_PREFIX.match(text) or _NAME_PREFIX.match(text)
+            host = _HOST_PREFIX.match(text) or _NAME_PREFIX.match(text) or _INDEX_PREFIX.match(text)
             if host and host.group(1) in hosts:
                 text = text[host.end() :]
     text = text.strip()
@@ -146,5 +149,5 @@ def host_prefix(text: str) -> str | None:
     match = _HOST_PREFIX.match(text)
     if match and not _NOT_A_HOST.search(match.group(1)) and not match.group(1)[0].isupper():
         return match.group(1)
-    named = _NAME_PREFIX.match(text)
+    named = _NAME_PREFIX.match(text) or _INDEX_PREFIX.match(text)
     return named.group(1) if named else None
