@@ -2752,3 +2752,17 @@ def test_a_multiplexer_s_index_before_every_line_is_peeled_like_a_host_name() ->
         '[0] [0]   File "/site-packages/monarch/_src/actor/actor_mesh.py", line 837, in handle',
     )  # fmt: skip
     assert found.root_cause == failed and found.crashed is True
+
+
+def test_a_program_s_error_in_a_step_with_its_reason_is_never_silent() -> None:
+    failed = "Error running job: .to() does not accept copy argument"
+    found = diagnose(
+        *QUIET, "Quantizing UMT5EncoderModel", failed, "=" * 40, "Result:", " - 0 completed jobs",
+        " - 1 failure", "=" * 40, "Traceback (most recent call last):",
+    )  # fmt: skip
+    assert found.root_cause == failed and found.crashed is True
+    hydra = diagnose(
+        *QUIET, "Error executing job with overrides: ['data.train_batch_size=8']", *TB,
+        "RuntimeError: No backend type associated with device type cpu",
+    )  # fmt: skip
+    assert hydra.root_cause == "RuntimeError: No backend type associated with device type cpu"

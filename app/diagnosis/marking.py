@@ -210,6 +210,7 @@ def mark(entries: list[Entry]) -> None:
             (level == "error" and (informs(error_stamps[index]) or _GLOG.search(entry.prefix)))
             or (rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content))
             or rules.TAGGED_ERROR.match(content)
+            or rules.ERROR_IN_A_STEP.match(content)
         ):
             entry.strength = 2
         if entry.strength >= 2 and rules.INTERLEAVED.search(content):

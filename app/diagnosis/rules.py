@@ -779,6 +779,9 @@ TAGGED_ERROR = re.compile(
     # a library's own tag, then a severity that is itself the failure ("[sgl_kernel] CRITICAL: ")
     r"|(?:\[[\w .-]+\]\s*){1,3}(?:CRITICAL|FATAL):\s"
 )
+# A program's own word that a step failed, with the reason ("Error running job: .to() does not
+# accept copy argument", "Error during benchmark: CUDA error: ..."): a logged error.
+ERROR_IN_A_STEP = re.compile(r"^Error (?:\w+ing|while \w+ing|during \w+)\b[^:]{0,60}: \S")
 # Leading bracketed tags of a line: two records with the same ones come from one logger.
 TAGS = re.compile(r"(?:\[[^\]]*\]\s*)+")
 SEVERITY_ERROR = re.compile(

@@ -812,4 +812,13 @@ WRAPPERS = (
         "the backend's own ERROR record before it ('Could not start Candle backend: ...') says "
         "why; observed in corpus cases AF121 and AF124",
     ),
+    Wrapper(
+        r"^Error executing job with overrides: \[",
+        ("hydra", "verl"),
+        "Error executing job with overrides: ['algorithm.adv_estimator=grpo', "
+        "'data.train_batch_size=8']",
+        "Hydra's job runner (hydra/_internal/utils.py, run_and_report) naming the overrides of "
+        "the job whose exception it prints next: the traceback under it says why; observed in "
+        "corpus cases P120 and S059",
+    ),
 )
