@@ -2766,3 +2766,14 @@ def test_a_program_s_error_in_a_step_with_its_reason_is_never_silent() -> None:
         "RuntimeError: No backend type associated with device type cpu",
     )  # fmt: skip
     assert hydra.root_cause == "RuntimeError: No backend type associated with device type cpu"
+
+
+def test_a_fatal_header_s_reason_on_the_next_line_is_the_root_cause() -> None:
+    reason = "Reason: PTX version 8.8 does not support target 'sm_107a'."
+    found = diagnose(
+        "LLVM Fatal Error while compiling target binary for module: jit_iota", reason,
+        "Minimum required PTX version is 9.4.",
+        "Either remove the PTX version to use the default, or increase it to at least 9.4.",
+    )  # fmt: skip
+    assert found.root_cause == reason and found.error_class == "unsupported_arch"
+    assert found.crashed is True

@@ -616,6 +616,8 @@ def analyze(
             late.strength = max(late.strength, 2)
             root = late
 
+    if root is not None and (reason := _reason_below(entries, root)) is not None:
+        root = reason
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
         ran_on = _loop_ran_on_before(entries, wrapper)
         if ran_on is not None:
@@ -800,6 +802,20 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
     return None
 
 
+def _reason_below(entries: list[Entry], root: Entry) -> Entry | None:
+    """A failure's header whose next line gives the reason ("LLVM Fatal Error while compiling
+    target binary for module: jit_iota", then "Reason: PTX version 8.8 does not support target
+    'sm_107a'."): the reason says what failed."""
+    index = entries.index(root) + 1
+    if index < len(entries):
+        below = entries[index]
+        if below.line.number == root.line.number + 1 and _REASON.match(below.content):
+            below.strength = max(below.strength, 3)
+            return below
+    return None
+
+
+_REASON = re.compile(r"^Reason:\s+\S")
 QUOTED_FIRST_LINES = 20
 
 

@@ -409,6 +409,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a binary built for another GPU ("Runtime compute cap 120 is not compatible with
         # compile time compute cap 80", TEI's Candle backend)
         r"\bcompute cap\w* \d+ is not compatible with\b",
+        # a code generator's target this toolkit cannot emit ("PTX version 8.8 does not
+        # support target 'sm_107a'")
+        r"\bdoes not support target '?(?:sm|gfx|compute)_?\d",
         r"(?:only )?supported (?:only )?on GPUs with compute capability",
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
         r"unsupported (?:GPU|CUDA) arch", r"ptxas(?:-\w+)? fatal",
