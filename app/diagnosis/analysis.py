@@ -616,8 +616,8 @@ def analyze(
             late.strength = max(late.strength, 2)
             root = late
 
-    if root is not None and (reason := _reason_below(entries, root)) is not None:
-        root = reason
+    if root is not None and (given := _reason_below(entries, root)) is not None:
+        root = given
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
         ran_on = _loop_ran_on_before(entries, wrapper)
         if ran_on is not None:
