@@ -2777,3 +2777,32 @@ def test_a_fatal_header_s_reason_on_the_next_line_is_the_root_cause() -> None:
     )  # fmt: skip
     assert found.root_cause == reason and found.error_class == "unsupported_arch"
     assert found.crashed is True
+
+
+@pytest.mark.parametrize(
+    "failed,error_class",
+    [
+        ("torch._inductor.exc.InductorError: RuntimeError: No valid triton configs.",
+         "unsupported_arch"),
+        ("F0314 17:16:06.322534     361 stream_executor_util.cc:503] Could not create "
+         "RepeatBufferKernel: INTERNAL: Failed call to hipGetFuncBySymbol: hipError_t(98)",
+         "unsupported_arch"),
+        ("jaxlib.xla_extension.XlaRuntimeError: UNKNOWN: CUDNN_STATUS_EXECUTION_FAILED",
+         "cuda_runtime"),
+        ("RuntimeError: DataLoader worker (pid 325) is killed by signal: Bus error.",
+         "oom_host_killed"),
+    ],
+)  # fmt: skip
+def test_the_class_of_a_failure_is_its_fault(failed: str, error_class: str) -> None:
+    found = diagnose(*QUIET, *TB, failed)
+    assert found.root_cause == failed and found.error_class == error_class
+
+
+def test_pip_s_resolver_conflicts_before_a_successful_install_are_no_failure() -> None:
+    found = diagnose(
+        "ERROR: pip's dependency resolver does not currently take into account all the packages "
+        "that are installed. This behaviour is the source of the following dependency conflicts.",
+        "grpcio-status 1.62.3 requires protobuf>=4.21.6, but you have protobuf 3.20.3 which is "
+        "incompatible.", "Successfully installed bitsandbytes-0.45.3 datasets-3.4.0", *QUIET,
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

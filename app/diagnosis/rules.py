@@ -209,6 +209,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"cpu_buffer\w*: failed to allocate\b", r"\bggml_aligned_malloc: insufficient memory\b",
         # numpy's host allocation ("_ArrayMemoryError: Unable to allocate 47.4 GiB for an array")
         r"\bUnable to allocate [\d.]+ [KMGT]i?B for an array\b",
+        # a DataLoader worker dying of the host's shared memory (/dev/shm) or the OOM killer
+        r"\bDataLoader worker \(pid \d+\) is killed by signal: (?:Bus error|Killed)",
+        r"\binsufficient shared memory \(shm\)",
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -421,6 +424,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a JIT's backend that cannot lower the kernel for this target
         r"LLVM ERROR\b",
         r"out of resource: shared memory.*Hardware limit",
+        # Inductor finding no Triton config that fits this GPU (its shared memory, its PTX)
+        r"\bNo valid triton configs\b",
+        # ROCm's runtime finding no code object of a kernel for this GPU
+        r"\bhipErrorInvalidImage\b|\bhipError_t\(98\)",
         # a kernel asking more registers or threads a block than this GPU has
         r"\btoo many resources requested for launch\b", r"\bLAUNCH_OUT_OF_RESOURCES\b",
         r"\bcudaErrorLaunchOutOfResources\b",
@@ -590,6 +597,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
         r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
+        r"\bCUDNN_STATUS_EXECUTION_FAILED\b",  # a cuDNN kernel failing as it ran
         # a CUDA library failing inside ("cuSolver internal error", as XLA reports it)
         r"\bcu[A-Z][A-Za-z]+ internal error\b",
         r"misaligned address", r"unspecified launch failure", r"CUDA runtime error",

@@ -353,4 +353,14 @@ BENIGN = (
         "in corpus case AF101",
         hard=True,
     ),
+    Benign(
+        r"\bpip's dependency resolver does not currently take into account all the packages\b",
+        ("pip",),
+        "ERROR: pip's dependency resolver does not currently take into account all the packages "
+        "that are installed. This behaviour is the source of the following dependency conflicts.",
+        "pip's resolver listing conflicts with packages already installed, at ERROR, before it "
+        "goes on to 'Successfully installed ...': the install succeeded; observed in corpus "
+        "cases AG158 and AG186",
+        hard=True,
+    ),
 )
