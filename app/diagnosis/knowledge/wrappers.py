@@ -821,4 +821,20 @@ WRAPPERS = (
         "the job whose exception it prints next: the traceback under it says why; observed in "
         "corpus cases P120 and S059",
     ),
+    Wrapper(
+        r"^Error: Process completed with exit code [1-9]\d*\.?$",
+        ("github-actions",),
+        "Error: Process completed with exit code 1.",
+        "GitHub Actions' runner closing a step whose command failed: the step's own output "
+        "says why; observed in corpus cases AD063, AG100 and AG130",
+    ),
+    Wrapper(
+        r"^error: builder for '[^']+' failed with exit code \d+",
+        ("nix",),
+        "error: builder for '/nix/store/xr8z5wasjrcfpzzb5l0j7ad6xzvy190p-llama-cpp-blas-0.0.0.drv' "
+        "failed with exit code 1;",
+        "Nix naming the derivation whose build failed, before the last lines of its build log "
+        "(each behind '       > '): the build's own error says why; observed in corpus case "
+        "AG044",
+    ),
 )
