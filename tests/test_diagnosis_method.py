@@ -2806,3 +2806,15 @@ def test_pip_s_resolver_conflicts_before_a_successful_install_are_no_failure() -
         "incompatible.", "Successfully installed bitsandbytes-0.45.3 datasets-3.4.0", *QUIET,
     )  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_an_autotuner_s_dropped_choices_are_lived_through_even_when_the_log_ends_on_one() -> None:
+    stamp = "E1118 11:32:55.100000 503992 site-packages/torch/_inductor/select_algorithm.py:2100] "
+    record = [
+        f"{stamp}[0/0] Runtime error during autotuning: ",
+        f"{stamp}[0/0] No valid triton configs. OutOfResources: out of resource: shared memory, "
+        "Required: 131072, Hardware limit: 101376.",
+        f"{stamp}[0/0] Ignoring this choice.",
+    ]
+    found = diagnose(*QUIET, *record, *record, record[0])
+    assert found.crashed is False and found.root_cause is None

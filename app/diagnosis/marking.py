@@ -307,6 +307,7 @@ def _frame_follows(entries: list[Entry], index: int) -> bool:
 def _details_and_recoveries(entries: list[Entry]) -> None:
     """The line after "Last error:" is what the exception above it summarised; an error a
     program says it lived through ("retrying", "falling back") is not why it stopped."""
+    lived_through: set[str] = set()
     for index, entry in enumerate(entries):
         if _SKIPPED.search(entry.content):
             raised = next(
@@ -375,7 +376,10 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
         elif entry.strength >= 2 and not entry.warning and entry.in_traceback is None:
             # (a native allocator's failure too: "... failed, retrying without ...")
             following = entries[index : index + 4]
-            if any(rules.RECOVERED.search(e.content) for e in following):
+            # (the same error again where the log ends, cut before the program's word on it)
+            cut_short = entry.content in lived_through and index >= len(entries) - len(following)
+            if cut_short or any(rules.RECOVERED.search(e.content) for e in following):
+                lived_through.add(entry.content)
                 entry.strength = 0
                 entry.set_aside = "an error the program says it lived through"
 

@@ -1137,6 +1137,7 @@ RECOVERED = _any(
     r"\bwill be ignored\b",  # llama.cpp with no usable GPU: "--gpu-layers option will be ignored"
     r"^Skipping import of\b",  # torchao without its C++ extensions ("... undefined symbol")
     r"\bskipped due to\b",  # a sweep that caught a case's failure ("skipped due to OOM (...)")
+    r"^Ignoring this choice\.?$",  # Inductor's autotuner dropping a config that failed
 )
 # What a process prints while it stops: after a fatal error, these do not mean it went on.
 TEARDOWN = _any(

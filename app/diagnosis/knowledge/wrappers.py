@@ -837,4 +837,12 @@ WRAPPERS = (
         "(each behind '       > '): the build's own error says why; observed in corpus case "
         "AG044",
     ),
+    Wrapper(
+        r"(?i)\bfailed to load (?:the )?model\.?\s*$",
+        ("llama.cpp", "lmstudio", "ollama"),
+        "llama_model_load_from_file_impl: failed to load model",
+        "llama.cpp's loader (and the apps on it: LM Studio's '🥲 Failed to load the model') "
+        "saying the load failed, after or before the line that says why ('error loading model: "
+        "...'); observed in corpus cases F036 and AG215",
+    ),
 )
