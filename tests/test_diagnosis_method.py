@@ -2818,3 +2818,14 @@ def test_an_autotuner_s_dropped_choices_are_lived_through_even_when_the_log_ends
     ]
     found = diagnose(*QUIET, *record, *record, record[0])
     assert found.crashed is False and found.root_cause is None
+
+
+def test_a_debugger_s_device_exception_is_the_crash() -> None:
+    caught = "CUDA Exception: Warp Out-of-range Address"
+    found = diagnose(
+        *QUIET, "", caught, "The exception was triggered at PC 0x7fff2b2e3e10",
+        "Thread 1 \"llama-sweep-ben\" received signal CUDA_EXCEPTION_5, Warp Out-of-range Address.",
+        "[Switching focus to CUDA kernel 0, grid 1047, block (0,0,0), thread (0,0,0), device 0]",
+    )  # fmt: skip
+    assert found.root_cause == caught and found.error_class == "cuda_runtime"
+    assert found.crashed is True

@@ -598,6 +598,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
         r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
         r"\bCUDNN_STATUS_EXECUTION_FAILED\b",  # a cuDNN kernel failing as it ran
+        r"^CUDA Exception: ",
         # a CUDA library failing inside ("cuSolver internal error", as XLA reports it)
         r"\bcu[A-Z][A-Za-z]+ internal error\b",
         r"misaligned address", r"unspecified launch failure", r"CUDA runtime error",
@@ -935,6 +936,7 @@ NATIVE_FAILURE = _any(
     r"\bkilled by the OOM killer\b",  # systemd
     r"\bCheck failed: ",  # glog's CHECK
     r"^panic: ",  # Go
+    r"^CUDA Exception: ",  # cuda-gdb catching a device exception ("Warp Out-of-range Address")
     # systemd on a service it supervises
     r"\bMain process exited, code=\w+, status=(?!0/)\d+",
     r"\bFailed with result '",
