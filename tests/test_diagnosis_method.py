@@ -2829,3 +2829,13 @@ def test_a_debugger_s_device_exception_is_the_crash() -> None:
     )  # fmt: skip
     assert found.root_cause == caught and found.error_class == "cuda_runtime"
     assert found.crashed is True
+
+
+def test_a_gpu_assert_glued_to_a_progress_bar_is_the_crash() -> None:
+    glued = (
+        "Loading (LS) ━━━━━━━━━━   0% 0:00:00 -:--:--GPU assert: no kernel image is available "
+        "for execution on the device D:\\a\\exllamav3\\exllamav3_ext\\stloader_cu.cu 53"
+    )
+    found = diagnose(*QUIET, "Running on local URL:  http://127.0.0.1:7860", *QUIET, glued)
+    assert found.root_cause == glued and found.error_class == "unsupported_arch"
+    assert found.crashed is True

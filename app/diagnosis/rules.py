@@ -971,8 +971,9 @@ NATIVE_FAILURE = _any(
     PEER_WAIT_TIMEOUT,
     # CUDA's own error strings (cudaGetErrorString), printed bare by a native program or
     # after the source location of its check ("cuda kernels/indexer.cu:91 an illegal ..."), or
-    # as the description in an error block (Unified Runtime's "UR CUDA ERROR:")
-    r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? |^Description:\s+)"
+    # as the description in an error block (Unified Runtime's "UR CUDA ERROR:"), or after
+    # exllama's "GPU assert: " (glued to a progress bar that printed no newline)
+    r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? |^Description:\s+|\bGPU assert: )"
     r"(?:no kernel image is available for execution|an illegal memory access was encountered"
     r"|device-side assert triggered|unspecified launch failure|misaligned address"
     r"|invalid device function|an illegal instruction was encountered)",

@@ -363,4 +363,14 @@ BENIGN = (
         "cases AG158 and AG186",
         hard=True,
     ),
+    Benign(
+        r"\bConstant folding an instruction is taking > \S+:?$|^The operation took \d",
+        ("jax", "xla"),
+        "2024-12-31 17:12:54.316188: E external/xla/xla/service/slow_operation_alarm.cc:73] "
+        "Constant folding an instruction is taking > 1s:",
+        "XLA's slow-operation alarm (xla/service/slow_operation_alarm.cc) logging at ERROR that "
+        "a compile step is slow, then how long it took: 'This isn't necessarily a bug', the "
+        "compile goes on; observed in corpus cases AE099 and AG104",
+        hard=True,
+    ),
 )
