@@ -2839,3 +2839,28 @@ def test_a_gpu_assert_glued_to_a_progress_bar_is_the_crash() -> None:
     found = diagnose(*QUIET, "Running on local URL:  http://127.0.0.1:7860", *QUIET, glued)
     assert found.root_cause == glued and found.error_class == "unsupported_arch"
     assert found.crashed is True
+
+
+def test_a_library_falling_back_a_few_lines_after_its_errors_lived_through_them() -> None:
+    found = diagnose(
+        *QUIET, "2025-10-28 08:07:05 [DEBUG]",
+        " rocblaslt error: Cannot read C:\\lmstudio\\bin\\/hipblaslt/library/TensileLibrary_"
+        "lazy_gfx1201.dat: No such file or directory", "",
+        "rocblaslt error: Could not load C:\\lmstudio\\bin\\/hipblaslt/library/TensileLibrary_"
+        "lazy_gfx1201.dat", "2025-10-28 08:07:05 [DEBUG]",
+        " hipBLASLt error: Heuristic Fetch Failed!",
+        "This message will be only be displayed once, unless the ROCBLAS_VERBOSE_HIPBLASLT_ERROR "
+        "environment variable is set.", "2025-10-28 08:07:05 [DEBUG]",
+        " rocBLAS warning: hipBlasLT failed, falling back to tensile. ",
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_a_client_retrying_after_the_server_aborted_is_no_recovery_of_the_server() -> None:
+    failed = "rocBLAS error: Could not initialize Tensile host: No devices found"
+    found = diagnose(
+        *QUIET, failed, 'level=ERROR source=server.go:421 msg="llama runner terminated" '
+        'error="signal: aborted (core dumped)"',
+        "INFO [_base_client.py | _retry_request] Retrying request to /chat/completions",
+    )  # fmt: skip
+    assert found.crashed is True and found.root_cause == failed

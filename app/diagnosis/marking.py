@@ -5,7 +5,7 @@ import itertools
 import re
 from collections import Counter
 
-from app.diagnosis import rules
+from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import raised_in_logging
 from app.diagnosis.knowledge.lifecycle import REQUEST_ANSWERED, REQUEST_REFUSED, SKIPPED
@@ -48,6 +48,7 @@ _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
+RECOVERY_REACH = 8  # how many kept lines a word of recovery may come after its error
 # An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
 _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
 
@@ -375,13 +376,22 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 line.set_aside = "a client's request refused: the server answers it and serves on"
         elif entry.strength >= 2 and not entry.warning and entry.in_traceback is None:
             # (a native allocator's failure too: "... failed, retrying without ...")
-            following = entries[index : index + 4]
+            following = _until_fatal(entries[index : index + RECOVERY_REACH])
             # (the same error again where the log ends, cut before the program's word on it)
             cut_short = entry.content in lived_through and index >= len(entries) - len(following)
             if cut_short or any(rules.RECOVERED.search(e.content) for e in following):
                 lived_through.add(entry.content)
                 entry.strength = 0
                 entry.set_aside = "an error the program says it lived through"
+
+
+def _until_fatal(following: list[Entry]) -> list[Entry]:
+    """The lines after an error up to the first that says the process is gone: a word of
+    recovery after that is another process's (a client retrying)."""
+    for offset, entry in enumerate(following[1:], start=1):
+        if burst.FATAL_SHAPE.search(entry.content):
+            return following[:offset]
+    return following
 
 
 def _exception_below(entries: list[Entry], index: int) -> Entry | None:
