@@ -2864,3 +2864,14 @@ def test_a_client_retrying_after_the_server_aborted_is_no_recovery_of_the_server
         "INFO [_base_client.py | _retry_request] Retrying request to /chat/completions",
     )  # fmt: skip
     assert found.crashed is True and found.root_cause == failed
+
+
+def test_an_illegal_instruction_in_a_kernel_reported_by_the_watchdog_is_a_kernel_fault() -> None:
+    watchdog = (
+        "Train:   0%|          | 1/486820 [00:10<1425:51:54, 10.54s/it][rank2]:[E225 13:49:33.9"
+        "12673914 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group "
+        "watchdog thread terminated with exception: CUDA error: an illegal instruction was "
+        "encountered"
+    )
+    found = diagnose(*QUIET, watchdog)
+    assert found.root_cause == watchdog and found.error_class == "cuda_runtime"

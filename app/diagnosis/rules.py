@@ -285,6 +285,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
+        r"\ban illegal instruction was encountered\b",  # CUDA's, not a host's SIGILL
         # cuBLAS refusing an argument ("On entry to SGEMM parameter number 10 had an illegal
         # value")
         r"\bOn entry to \w+ +parameter number \d+\b",
