@@ -49,6 +49,7 @@ _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
 RECOVERY_REACH = 8  # how many kept lines a word of recovery may come after its error
+_RETRYING = re.compile(r"\b[Rr]etrying\b")
 # An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
 _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
 
@@ -377,10 +378,13 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
         elif entry.strength >= 2 and not entry.warning and entry.in_traceback is None:
             # (a native allocator's failure too: "... failed, retrying without ...")
             following = _until_fatal(entries[index : index + RECOVERY_REACH])
-            # (the same error again where the log ends, cut before the program's word on it)
+            # (the same error again where the log ends, cut before the program's word on it;
+            # not one it said it would retry: logged again, that is the retries running out)
             cut_short = entry.content in lived_through and index >= len(entries) - len(following)
-            if cut_short or any(rules.RECOVERED.search(e.content) for e in following):
-                lived_through.add(entry.content)
+            said = [e.content for e in following if rules.RECOVERED.search(e.content)]
+            if cut_short or said:
+                if said and not any(_RETRYING.search(words) for words in said):
+                    lived_through.add(entry.content)
                 entry.strength = 0
                 entry.set_aside = "an error the program says it lived through"
 
