@@ -159,17 +159,17 @@ FLOORS = {
         "crashed": 0.96,
         "ready": 0.77,
     },
-    # Scored once, as the estimate on unseen logs of issue 23's thirty-sixth round
-    # (bench/README.md): AG001-AG220 (97 public logs mined blind from sources never used
-    # before, aimed at the held-out sets' engines: vLLM, llama.cpp forks and Ollama, distributed
-    # training, JAX, ROCm and Triton, PyTorch itself, the Hugging Face fine-tuning stack, the
-    # serving layers and local LLM apps).
+    # Scored once, as the estimate on unseen logs of issue 23's thirty-seventh round
+    # (bench/README.md): AH001-AH222 (85 public logs mined blind from sources never used
+    # before: vLLM and LMDeploy threads, llama.cpp and Ollama, committed W&B and job logs,
+    # NVIDIA's serving stack, ROCm, Gaudi and Ascend, multi-node training and NCCL, image and
+    # video generation, bitsandbytes and FlashAttention).
     "fresh": {
         "root_cause": 0.78,
-        "top3": 0.85,
-        "error_class": 0.57,
+        "top3": 0.83,
+        "error_class": 0.55,
         "crashed": 0.91,
-        "ready": 0.83,
+        "ready": 0.81,
     },
     "validation": {
         "root_cause": 1.0,
