@@ -1004,7 +1004,7 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
 
 # A native backtrace's frame in an abort handler ("[0x1507...] Kokkos::Impl::host_abort(char
 # const*)", "#3 0x... in abort () from libc.so.6"): the process is going down.
-_ABORT_FRAME = re.compile(r"^(?:\[0x[0-9a-f]+\]|#\d+\s|frame #\d+:).*\b\w*abort\w*\s*\(")
+_ABORT_FRAME = re.compile(r"^(?:\[0x[0-9a-f]+\]|#\d+\s|frame #\d+:).*abort\w*\s*\(")
 # glog's error record ("E0528 06:32:54.247958 735764 tcp_transport.cpp:170] "): a C++
 # library's, not a fatal one (those are "F...").
 _GLOG_ERROR = re.compile(r"(?:^|[\s:>|])E\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.-]+:\d+\]\s*$")
