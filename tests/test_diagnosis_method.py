@@ -2791,6 +2791,20 @@ def test_a_fatal_header_s_reason_on_the_next_line_is_the_root_cause() -> None:
          "cuda_runtime"),
         ("RuntimeError: DataLoader worker (pid 325) is killed by signal: Bus error.",
          "oom_host_killed"),
+        ("AssertionError: Unsupported compute capability. Supported: 9.x, 10.x, 11.x",
+         "unsupported_arch"),
+        ("[rank4]: AssertionError: SM100 forward with head_dim=256 does not support aux_tensors",
+         "unsupported_arch"),
+        ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+         "functions before calling NumCudaDevices() that might have already set an error? Error "
+         "804: forward compatibility was attempted on non supported HW", "import_or_version"),
+        ("RuntimeError: Error(s) in loading state_dict for ElasticDecisionTransformer:",
+         "model_loading"),
+        ("yaml.scanner.ScannerError: while scanning for the next token", "config_or_args"),
+        ("[rank0]: AssertionError: The number of ulysses_size should be equal to the world size.",
+         "config_or_args"),
+        ("RuntimeError: Parent directory /home/user/rwkv-checkpoints does not exist.",
+         "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_of_a_failure_is_its_fault(failed: str, error_class: str) -> None:
@@ -2875,3 +2889,48 @@ def test_an_illegal_instruction_in_a_kernel_reported_by_the_watchdog_is_a_kernel
     )
     found = diagnose(*QUIET, watchdog)
     assert found.root_cause == watchdog and found.error_class == "cuda_runtime"
+
+
+def test_a_fatal_severity_tag_with_stamps_after_it_is_the_crash_not_its_shell_s_abort() -> None:
+    fatal = (
+        "[TM][FATAL][0814.22:31:20.267204][gemm.cu:327] No feasible kernel found for the "
+        "problem: sm75_f16_e4m3b128_f16_ttt_fff_8x2048x1024_1"
+    )
+    frames = [f"  [ {n}] Layer{n}::Forward() @ layer.cc:{100 + n}" for n in range(12)]
+    found = diagnose(
+        *QUIET, fatal, "*** stacktrace of thread 0x7f43b1fff640 ***", *frames, fatal, *frames,
+        "/root/start.sh: line 8:     7 Aborted                 (core dumped)",
+    )  # fmt: skip
+    assert found.root_cause == fatal and found.error_class == "unsupported_arch"
+    assert found.crashed is True
+
+
+def test_an_error_record_then_its_shell_seeing_the_process_die_is_a_crash() -> None:
+    error = (
+        "E0624 11:00:23.523427 74552 rdma_context.cpp:393] Address 0x562d8af8d700 lkey not "
+        "found for mlx5_1"
+    )
+    found = diagnose(
+        *QUIET, error, error.replace("lkey", "rkey"),
+        *[f"I0624 11:00:2{n}.000000 74552 worker.cpp:12] step {n}" for n in range(8)],
+        "client.sh: line 40: 74552 Segmentation fault      (core dumped) python client.py",
+    )  # fmt: skip
+    assert found.root_cause == error and found.crashed is True
+
+
+def test_a_config_dump_s_log_level_setting_is_no_error() -> None:
+    found = diagnose(
+        *QUIET, "{", '    "lmdeploy_log_level": "ERROR",', '    "uvicorn_log_level": "error"', "}",
+        *QUIET,
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_an_enum_s_repr_wrapped_onto_a_line_is_no_exception() -> None:
+    failed = "KeyError: 'layers.0.mlp.gate_up_proj.weight'"
+    found = diagnose(
+        *QUIET, "'inductor_passes': {}, 'cudagraph_mode': <CUDAGraphM",
+        "ode.NONE: 0>, 'cudagraph_num_of_warmups': 0, 'cudagraph_capture_sizes': [], ",
+        *TB, failed,
+    )  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "model_loading"

@@ -238,6 +238,8 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 following
                 and not rules.POINTS_ELSEWHERE.search(following[0].content)
                 and not _same_logger(first, following[0])
+                # (a shell reporting its child aborted says how it ended, not why)
+                and not rules.SHELL_JOB.search(following[0].content)
             ):
                 first = following[0]
         first = _explained_by_chain(entries, first, position)
@@ -994,6 +996,10 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
         return False, f"a warning at {where}, then nothing fatal: a hang, not a crash"
     if root.strength != 2:
         return True, f"a fatal error at {where}, then nothing but teardown"
+    died = next((e for e in later if rules.SHELL_JOB.search(e.content)), None)
+    if died is not None:
+        shell = died.line.number
+        return True, f"an error-severity line at {where}, then its shell saw it die (line {shell})"
     if len(_went_on(later, root)) + unseen_after >= WENT_ON_LINES:
         return None, (
             f"an error-severity line at {where}, then the process went on logging: "

@@ -208,6 +208,8 @@ def mark(entries: list[Entry]) -> None:
             entry.strength = 3
         elif rules.WARNING_ERROR.search(content):
             entry.strength, entry.warning = 2, True
+        elif (tagged := rules.TAGGED_ERROR.match(content)) and tagged["fatal"]:
+            entry.strength = 3
         elif (
             (level == "error" and (informs(error_stamps[index]) or _GLOG.search(entry.prefix)))
             or (rules.SEVERITY_ERROR.search(content) and _ERRORISH.search(content))

@@ -343,6 +343,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("import_or_version", _any(
         r"Unsupported \.version \d", r"\bcurrent version is\b",
         r"\bUnable to load \w+ library\b",  # XLA without NCCL's library, whatever it says next
+        # CUDA's forward-compatibility package on a GPU it does not cover (CUDA error 804)
+        r"\bforward compatibility was attempted on non supported HW\b",
         # a build that cannot start or finish: CMake without a package, a compiler killed,
         # PyTorch's extension loader without ninja, an operator no build registered
         r"\bCould NOT find \w+", r"\bptxas terminated\b", r"\bCompiler killed by signal\b",
@@ -420,7 +422,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"only supports? \w+ GPUs", r"not supported on (?:this|your) GPU",
         r"unsupported (?:GPU|CUDA) arch", r"ptxas(?:-\w+)? fatal",
         r"cudaErrorNoKernelImageForDevice",
-        r"no (?:suitable|compatible) kernel", r"arch(?:itecture)? .*(?:not|un)supported",
+        r"[Nn]o (?:suitable|compatible|feasible|valid) kernel",
+        r"arch(?:itecture)? .*(?:not|un)supported", r"\b[Uu]nsupported compute capabilit",
+        # a kernel's feature the GPU generation it runs on lacks ("SM100 forward with
+        # head_dim=256 does not support aux_tensors")
+        r"\b[sS][mM]_?\d{2,3}a?\b.*\bdoes(?: not|n't) support\b",
         r"[Uu]nsupported (?:\w+ )?arch(?:itecture)?\b", r"invalid device function",
         # a JIT's backend that cannot lower the kernel for this target
         r"LLVM ERROR\b",
@@ -629,6 +635,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a model's JSON file (config, tokenizer) cut short or not JSON: the json module's own
         # error, where a web client's names its library (requests.exceptions.JSONDecodeError)
         r"\bjson\.decoder\.JSONDecodeError\b",
+        # a state dict whose keys or shapes are not the model's (PyTorch's load_state_dict)
+        r"\bError\(s\) in loading state_dict\b", r"\bcannot find tensor \S",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
@@ -672,6 +680,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # features the program does not take together ("the compatibility between 'autotp'
         # and 'zero_stage = 3' has not been validated")
         r"\bcompatibility between\b.*\bnot (?:been |yet )*(?:validated|supported|tested)\b",
+        # a configuration file that does not parse (PyYAML's errors), a parallel layout that
+        # does not fit the processes launched, an output folder that is not there
+        r"\byaml\.(?:\w+\.)*\w+Error\b",
+        r"\b(?:should|must) (?:be equal to|match) the (?:world|group) size\b",
+        r"\b[Pp]arent directory \S+ does not exist\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
@@ -788,7 +801,9 @@ NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if not line.ha
 
 # A logger's bracketed error tag after its name tags: TensorRT's "[TRT] [E] 6: ...".
 TAGGED_ERROR = re.compile(
-    r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|F|ERROR|FATAL|CRITICAL)\]\s"
+    # (stamps and source locations may follow it: "[TM][FATAL][0814.22:31:20.267][gemm.cu:327] ")
+    # (fatal: the logger aborts the process after it, as TurboMind's TM_LOG_FATAL does)
+    r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|ERROR|CRITICAL|(?P<fatal>F|FATAL))\](?:\[[^\]\s]*\])*\s"
     # a library's own tag, then a severity that is itself the failure ("[sgl_kernel] CRITICAL: ")
     r"|(?:\[[\w .-]+\]\s*){1,3}(?:CRITICAL|FATAL):\s"
 )
@@ -814,7 +829,8 @@ EXCEPTION_LINE = re.compile(
 # OutOfResources: out of resource: shared memory, ...").
 # (a binding's own, lower-case: "nixl._bindings.nixlNotFoundError: NIXL_ERR_NOT_FOUND")
 QUALIFIED_EXCEPTION = re.compile(
-    r"^(?:[a-z_]\w*\.)+(?:[A-Z][A-Za-z]+|[a-z]\w*(?:Error|Exception)): \S"
+    # (named in CamelCase: an enum's repr wrapped onto a line, "ode.NONE: 0>, ...", is not one)
+    r"^(?:[a-z_]\w*\.)+(?:[A-Z][A-Za-z]*[a-z][A-Za-z]*|[a-z]\w*(?:Error|Exception)): \S"
 )
 # Whatever a traceback ends in is its exception, named like one or not (Triton's
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ...").

@@ -110,6 +110,15 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        # the whole line one setting, so a real record that advises a level is not one
+        r"^\s*[\"']?\w*log_?level[\"']?\s*[:=]\s*[\"']?(?:ERROR|[Ee]rror|CRITICAL|[Cc]ritical|FATAL|[Ff]atal)[\"']?,?$",
+        ("lmdeploy", "python"),
+        '    "lmdeploy_log_level": "ERROR",',
+        "a configuration dump's line setting a logger's level (a JSON or YAML config printed at "
+        "start); observed in corpus case AH153",
+        hard=True,
+    ),
+    Benign(
         r"non-default args",
         ("vllm",),
         "INFO 06-23 10:49:59 [cli_args.py:309] non-default args: {'model': "
