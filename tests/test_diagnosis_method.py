@@ -2934,3 +2934,46 @@ def test_an_enum_s_repr_wrapped_onto_a_line_is_no_exception() -> None:
         *TB, failed,
     )  # fmt: skip
     assert found.root_cause == failed and found.error_class == "model_loading"
+
+
+def test_a_build_s_elapsed_seconds_with_two_decimals_are_peeled() -> None:
+    failed = (
+        "90.61 ImportError: libhccl.so: cannot open shared object file: No such file or directory"
+    )
+    found = diagnose(
+        "61.88 2025-05-31 14:24:43 (3.16 MB/s) - 'download_models.py' saved [2273]", "61.88 ",
+        "90.61 Traceback (most recent call last):",
+        '90.61   File "/opt/venv/lib/python3.10/site-packages/torch_npu/__init__.py", line 39, '
+        "in <module>",
+        "90.61     import torch_npu.npu", failed,
+    )  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "import_or_version"
+    assert found.crashed is True
+
+
+def test_a_native_extension_s_checked_call_is_the_root_cause_not_the_launcher_s_summary() -> None:
+    failed = "Error invalid device function at line 224 in file /src/csrc/ops.hip"
+    found = diagnose(
+        *QUIET, failed, "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/subprocess.py", line 526, in run',
+        "    raise CalledProcessError(retcode, process.args,",
+        "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' returned "
+        "non-zero exit status 1.",
+    )  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "unsupported_arch"
+
+
+def test_llama_server_s_last_words_on_a_model_it_could_not_load_beat_its_supervisor_s() -> None:
+    last_words = (
+        "2025-12-01T14:54:47Z gemma3.server[391350]: main: exiting due to model loading error"
+    )
+    found = diagnose(
+        *QUIET,
+        "2025-12-01T14:54:47Z gemma3.server[391350]: srv    operator(): cleaning up before exit",
+        last_words, "2025-12-01T14:54:47Z gemma3.server[391330]: Error: exit status 1",
+        "2025-12-01T14:54:47Z systemd[1]: snap.gemma3.server.service: Main process exited, "
+        "code=exited, status=1/FAILURE",
+        "2025-12-01T14:54:47Z systemd[1]: snap.gemma3.server.service: Failed with result "
+        "'exit-code'.",
+    )  # fmt: skip
+    assert found.root_cause == last_words and found.error_class == "model_loading"

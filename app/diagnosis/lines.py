@@ -67,9 +67,9 @@ _PREFIXES = [
     # "517 [rank0]: ")
     r"(?:\d{1,5} ?)?\[rank\d+\]:\s?",
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 ", and in its terminal view
-    # the seconds alone before a failed step's output, "0.278 CMake Error: ..."
+    # the seconds alone before a failed step's output, "0.278 CMake Error: ...", "90.61 ImportError"
     r"#\d+ \d+\.\d{1,3} ",
-    r"\d{1,5}\.\d{3} (?=\S)",
+    r"\d{1,5}\.\d{2,3} (?=\S)",
     # NVIDIA's compute-sanitizer: "========= Error: Race reported between Read access at ..."
     r"={9} ",
     # a superbuild's subproject and stage (ROCm TheRock's): "[hipSPARSELt configure] "

@@ -688,7 +688,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
-        r"'model\.layers\.", r"safetensors", r"[Ee]rror loading model",
+        r"'model\.layers\.", r"safetensors", r"[Ee]rror loading model", r"\bmodel loading error\b",
         r"does not appear to have a file",
         r"not a valid model identifier", r"Repository ?Not ?Found", r"HFValidationError",
         r"GatedRepoError", r"gated repo", r"EntryNotFound", r"config\.json", r"checkpoint",
@@ -716,7 +716,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # named the host.
     ("oom_gpu", _any(
         r"(?i)\bout of (?:device )?memory\b", r"\bRESOURCE_EXHAUSTED\b",
-        r"(?i)\bfailed to allocate\b.*\bbuffer", r"(?i)\bbuffer\b.*\ballocation failed",
+        r"(?i)\b(?:failed|unable) to allocate\b.*\bbuffer", r"(?i)\bbuffer\b.*\ballocation failed",
     )),
     # NCCL's transports by name (sockets, InfiniBand, libfabric's OFI), and NCCL or RCCL named
     # in a failing line.
@@ -954,6 +954,12 @@ NATIVE_FAILURE = _any(
     r"\bCheck failed: ",  # glog's CHECK
     r"^panic: ",  # Go
     r"^CUDA Exception: ",  # cuda-gdb catching a device exception ("Warp Out-of-range Address")
+    # a native extension's check of a CUDA/HIP call (bitsandbytes': "Error invalid device
+    # function at line 224 in file /src/csrc/ops.hip")
+    r"^Error .+ at line \d+ in file \S",
+    # llama-server's own last words when its model would not load (the loader's error before
+    # it says why, where the log holds it)
+    r"\bexiting due to model loading error\b",
     # systemd on a service it supervises
     r"\bMain process exited, code=\w+, status=(?!0/)\d+",
     r"\bFailed with result '",
