@@ -2977,3 +2977,29 @@ def test_llama_server_s_last_words_on_a_model_it_could_not_load_beat_its_supervi
         "'exit-code'.",
     )  # fmt: skip
     assert found.root_cause == last_words and found.error_class == "model_loading"
+
+
+def test_an_exception_glued_to_its_own_copy_is_a_garbled_line_not_the_root_cause() -> None:
+    said = (
+        "Error running job: There are not any lora modules in this network. Check your config "
+        "and try again"
+    )
+    found = diagnose(
+        *QUIET, said, "Result:", " - 1 failure",
+        "Traceback (most recent call last):", "Traceback (most recent call last):",
+        '  File "C:\\AI-Toolkit\\toolkit\\network_mixins.py", line 727, in _update_multiplier',
+        '  File "C:\\AI-Toolkit\\toolkit\\network_mixins.py", line 727, in _update_multiplier',
+        "        first_module = self.get_all_modules()[0]first_module = self.get_all_modules()[0]",
+        "IndexErrorIndexError: : list index out of rangelist index out of range",
+    )  # fmt: skip
+    assert found.root_cause == said and found.crashed is True
+
+
+def test_an_assertion_of_a_constant_yields_to_the_message_printed_before_it() -> None:
+    said = "Shmem state is not initialized, call ShmemInit*/shmem_init_attr first."
+    asserted = (
+        "python: /src/include/mori/shmem/internal.hpp:244: void mori::shmem::ShmemStates::"
+        "CheckStatusValid(): Assertion `false' failed."
+    )
+    found = diagnose(*QUIET, said, asserted, said, asserted, "Aborted (core dumped)")
+    assert found.root_cause == said and found.crashed is True

@@ -620,6 +620,8 @@ def analyze(
 
     if root is not None and (given := _reason_below(entries, root)) is not None:
         root = given
+    if root is not None and (said := _said_before_asserting_nothing(entries, root)) is not None:
+        root = said
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
         ran_on = _loop_ran_on_before(entries, wrapper)
         if ran_on is not None:
@@ -818,6 +820,28 @@ def _reason_below(entries: list[Entry], root: Entry) -> Entry | None:
 
 
 _REASON = re.compile(r"^Reason:\s+\S")
+# C's assert on a constant ("CheckStatusValid(): Assertion `false' failed."): it says where,
+# and the message the code printed just before it says what
+_ASSERTED_NOTHING = re.compile(r"\bAssertion [`'](?:false|0)' failed")
+
+
+def _said_before_asserting_nothing(entries: list[Entry], root: Entry) -> Entry | None:
+    index = entries.index(root)
+    if index == 0 or not _ASSERTED_NOTHING.search(root.content):
+        return None
+    said = entries[index - 1]
+    if (
+        said.line.number == root.line.number - 1
+        and said.content
+        and not said.noise
+        and said.in_traceback is None
+        and not said.strength
+    ):
+        said.strength = 3
+        return said
+    return None
+
+
 QUOTED_FIRST_LINES = 20
 
 

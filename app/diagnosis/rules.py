@@ -846,7 +846,8 @@ TRACEBACK_END = re.compile(
 CHECK_MACRO = re.compile(r"(?:^|:\s)Failed: (?:Cuda error )?\S+\.(?:cu|cuh|cpp|cc|h):\d+ '")
 # One source location twice in a line: several threads' copies of one failure written into
 # each other ("x.h:1146: x.h:1146: GGML_ASSERT(...) failed/home/..."); a clean copy is nearby.
-INTERLEAVED = re.compile(r"(\S+\.\w+:\d+: ).*\1")
+# (or an exception's name glued to its own copy: "IndexErrorIndexError: : list index out of ...")
+INTERLEAVED = re.compile(r"(\S+\.\w+:\d+: ).*\1|^(\w+(?:Error|Exception))\2\b")
 # C assert macros and llama.cpp's abort ("llama.cpp abort:1852: GGML_ASSERT(...) failed", and
 # before mid-2024 "GGML_ASSERT: ggml-cuda.cu:727: tensor->view_src == nullptr"): fatal even
 # where a logger stamped them DEBUG.
