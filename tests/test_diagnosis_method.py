@@ -3003,3 +3003,49 @@ def test_an_assertion_of_a_constant_yields_to_the_message_printed_before_it() ->
     )
     found = diagnose(*QUIET, said, asserted, said, asserted, "Aborted (core dumped)")
     assert found.root_cause == said and found.crashed is True
+
+
+def _vllm_run(pid: int, failed: bool) -> list[str]:
+    prefix = f"(EngineCore_DP0 pid={pid}) ERROR 06-27 01:37:15 [core.py:1006] "
+    launched = [
+        f"(APIServer pid={pid - 1}) INFO 06-27 01:37:00 [utils.py:223] non-default args: "
+        "{'host': '0.0.0.0', 'port': 8080, 'model': 'google/gemma-4-12B-it'}",
+        f"(EngineCore_DP0 pid={pid}) INFO 06-27 01:37:05 [core.py:93] Initializing a V1 LLM engine",
+    ]
+    if not failed:
+        return launched
+    return [
+        *launched,
+        prefix + "EngineCore failed to start.",
+        prefix + "Traceback (most recent call last):",
+        prefix + '  File "/vllm/model_executor/models/gemma4.py", line 512, in load_weights',
+        prefix + "    param = params_dict[name]",
+        prefix + "KeyError: 'layers.5.self_attn.qkv_proj.v_proj.weight'",
+    ]
+
+
+def test_a_supervisor_restarting_the_same_crash_is_a_crash_loop_not_a_fresh_start() -> None:
+    found = diagnose(*_vllm_run(263, True), *_vllm_run(259, True), *_vllm_run(216, False))
+    assert found.crashed is True and found.error_class == "model_loading"
+    assert found.root_cause is not None and found.root_cause.endswith(
+        "KeyError: 'layers.5.self_attn.qkv_proj.v_proj.weight'"
+    )
+    assert "restarted at line" in found.crashed_reason
+    # A relaunch after one crash is the engineer's next try: nothing has failed in it yet.
+    found = diagnose(*_vllm_run(263, True), *_vllm_run(216, False))
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_a_benchmark_s_summary_after_a_failed_request_s_traceback_is_a_finished_run() -> None:
+    found = diagnose(
+        *QUIET, "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/site-packages/aiohttp/streams.py", line 707, in read',
+        "    await self._waiter",
+        "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected", "",
+        "============ Serving Benchmark Result ============",
+        "Successful requests:                     999       ",
+        "Failed requests:                         1         ",
+        "Output token throughput (tok/s):         507.01    ",
+        "==================================================",
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

@@ -409,6 +409,20 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     return first
 
 
+def _crash_loop(entries: list[Entry], launches: list[Entry]) -> bool:
+    """Whether the two runs before the last launch ended in the same failure."""
+    position = {id(entry): index for index, entry in enumerate(entries)}
+    endings = []
+    for start, end in itertools.pairwise(launches[-3:]):
+        run = entries[position[id(start)] : position[id(end)]]
+        failed = [e for e in run if e.strength >= 2 and not e.noise]
+        endings.append(_DIGITS.sub("0", failed[-1].content) if failed else None)
+    return endings[0] is not None and endings[0] == endings[1]
+
+
+_DIGITS = re.compile(r"\d+")
+
+
 def _fails_after(entries: list[Entry], launch: Entry) -> bool:
     """Whether anything failed from the launch line on."""
     after = False
@@ -535,6 +549,15 @@ def analyze(
         entries.reverse()
     mark(entries)
     launches = [e for e in entries if rules.LAUNCH.search(e.text)]
+    restarted = None
+    if (
+        len(launches) > 2
+        and not _fails_after(entries, launches[-1])
+        and _crash_loop(entries, launches)
+    ):
+        # A supervisor restarting the same crash again and again (a container's restart
+        # policy): the run that just began is one more turn; the last one that ended tells.
+        restarted = launches.pop()
     if launches and (len(launches) > 1 or _fails_after(entries, launches[-1])):
         # Several launches in one file: the story is the last one's; what failed before it
         # belongs to a run that is over (and its readiness too). One launch the same, once
@@ -709,6 +732,8 @@ def analyze(
             ),
         )
     crashed, crashed_reason = _crashed(entries, root, unseen_after)
+    if restarted is not None:
+        crashed_reason += f"; restarted at line {restarted.line.number}, as after the run before"
     import_failed = _failed_import_behind(entries, root)
     if import_failed is not None:
         crashed_reason += (

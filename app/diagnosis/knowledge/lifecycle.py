@@ -536,6 +536,15 @@ FINISHED = (
         "observed in corpus case AB067",
     ),
     Fact(
+        r"={3,} (?:Serving|Offline Throughput) Benchmark Result ={3,}",
+        ("vllm", "sglang"),
+        "============ Serving Benchmark Result ============",
+        "the serving benchmarks of vLLM (vllm/benchmarks/serve.py, `vllm bench serve`) and "
+        "sglang (python/sglang/bench_serving.py, bench_offline_throughput.py) printing their "
+        "summary once every request was sent: a failed request's traceback before it is one "
+        "the run counted and went past; observed in corpus case AI031",
+    ),
+    Fact(
         r"\bTraining completed\. Do not forget to share your model",
         ("transformers",),
         "Training completed. Do not forget to share your model on huggingface.co/models =)",
