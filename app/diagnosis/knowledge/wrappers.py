@@ -845,4 +845,13 @@ WRAPPERS = (
         "saying the load failed, after or before the line that says why ('error loading model: "
         "...'); observed in corpus cases F036 and AG215",
     ),
+    Wrapper(
+        r"\bThe following operation failed in the TorchScript interpreter\.",
+        ("pytorch", "vllm"),
+        "RuntimeError: The following operation failed in the TorchScript interpreter.",
+        "PyTorch's TorchScript interpreter (torch/csrc/jit) re-raising an error from a scripted "
+        "function: its 'Traceback of TorchScript' follows, and the original error's message "
+        "ends it; observed in corpus case V130 (and behind vLLM's prefix in AI271)",
+        strong=True,
+    ),
 )
