@@ -3049,3 +3049,20 @@ def test_a_benchmark_s_summary_after_a_failed_request_s_traceback_is_a_finished_
         "==================================================",
     )  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_an_exception_carrying_a_status_code_alone_yields_to_the_error_logged_first() -> None:
+    logged = (
+        "[1745563465.856286] [host-1:1617 :0]       ib_device.c:1332 UCX  ERROR   "
+        "ibv_create_ah(dlid=49152 sl=0 port=1) for UD mlx5 connect on mlx5_3 failed: Connection "
+        "reset by peer"
+    )
+    found = diagnose(
+        *QUIET, logged,
+        "2025-04-25T06:44:25.860Z ERROR client._set_errored: nixlBackendError('NIXL_ERR_BACKEND')",
+        "Traceback (most recent call last):",
+        '  File "/opt/dynamo/venv/lib/python3.12/site-packages/nixl/_api.py", line 513, in xfer',
+        "    status = self.agent.postXferReq(handle)",
+        "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND",
+    )  # fmt: skip
+    assert found.root_cause == logged and found.crashed is True

@@ -238,8 +238,11 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 following
                 and not rules.POINTS_ELSEWHERE.search(following[0].content)
                 and not _same_logger(first, following[0])
-                # (a shell reporting its child aborted says how it ended, not why)
+                # (a shell reporting its child aborted says how it ended, not why, and an
+                # exception carrying a library's status code alone says less than the error
+                # logged first: "nixlBackendError: NIXL_ERR_BACKEND" after UCX's own)
                 and not rules.SHELL_JOB.search(following[0].content)
+                and not _only_a_status(following[0])
             ):
                 first = following[0]
         first = _explained_by_chain(entries, first, position)
@@ -365,6 +368,14 @@ def _went_on(later: list[Entry], root: Entry) -> list[Entry]:
         if e.content and not e.strength and e.in_traceback is None
         and not rules.TEARDOWN.search(e.content) and _prefix_words(e) >= layers
     ]  # fmt: skip
+
+
+_ANY_EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): (.+)$")
+
+
+def _only_a_status(entry: Entry) -> bool:
+    said = _ANY_EXCEPTION_MESSAGE.match(entry.content)
+    return said is not None and _STATUS_CODE.fullmatch(said[1].strip()) is not None
 
 
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
