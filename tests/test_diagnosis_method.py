@@ -3066,3 +3066,9 @@ def test_an_exception_carrying_a_status_code_alone_yields_to_the_error_logged_fi
         "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND",
     )  # fmt: skip
     assert found.root_cause == logged and found.crashed is True
+
+
+def test_python_s_empty_excepthook_failures_at_exit_are_no_error() -> None:
+    at_exit = ["Error in sys.excepthook:", "", "Original exception was:"] * 4
+    found = diagnose(*QUIET, "[rank0]: training finished, destroying process group", *at_exit)
+    assert found.crashed is False and found.root_cause is None

@@ -323,6 +323,12 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 if line is not None:
                     line.strength = 0
                     line.set_aside = "an exception the program left a part out for, and went on"
+        elif entry.content == "Error in sys.excepthook:":
+            next_said = next((e for e in entries[index + 1 : index + 3] if e.content), None)
+            if next_said is not None and next_said.content == "Original exception was:":
+                # Python at exit, its modules torn down: the hook failed and says nothing, and
+                # neither does the exception it was given
+                entry.strength, entry.noise = 0, True
         elif rules.LAST_ERROR.match(entry.content):
             detail = next((e for e in entries[index + 1 : index + 3] if e.content), None)
             if detail is not None and not detail.noise:
