@@ -659,6 +659,16 @@ REQUEST_REFUSED = (
         "a request longer than the context",
     ),
     Fact(
+        r"\[generate\] error in prompt processing\b",
+        ("lmdeploy",),
+        "2026-06-29 04:59:05,479 - lmdeploy - ERROR - async_engine.py:562 - [generate] error in "
+        "prompt processing",
+        "LMDeploy's async engine (lmdeploy/serve/async_engine.py, generate) when one request's "
+        "prompt could not be prepared (a chat template, an image it cannot read), then that "
+        "request's traceback: the request fails, the server serves on; observed in corpus case "
+        "AI064",
+    ),
+    Fact(
         r"\bException in ASGI application\b",
         ("uvicorn", "vllm", "sglang"),
         "[2025-05-02 10:26:20] ERROR:    Exception in ASGI application",
