@@ -2805,6 +2805,20 @@ def test_a_fatal_header_s_reason_on_the_next_line_is_the_root_cause() -> None:
          "config_or_args"),
         ("RuntimeError: Parent directory /home/user/rwkv-checkpoints does not exist.",
          "config_or_args"),
+        ("[rank7]: RuntimeError: HIP error: capturing stream has unjoined work", "cuda_graph"),
+        ("RuntimeError: captures_underway.empty() INTERNAL ASSERT FAILED at \"../c10/cuda/"
+         "CUDACachingAllocator.cpp\":2967, please report a bug to PyTorch.", "cuda_graph"),
+        ("[rank1]: RuntimeError: Attempting to deserialize object on CUDA device 1 but "
+         "torch.cuda.device_count() is 1.", "config_or_args"),
+        ("[rank1]: RuntimeError: [1]: params[0] in this process with sizes [32000, 768] appears "
+         "not to match sizes of the same param in process 0.", "nccl_comm"),
+        ("RuntimeError: CUDA error: the launch timed out and was terminated", "cuda_runtime"),
+        ("RuntimeError: Did not receive response from front-end process within 5 minutes",
+         "timeout_or_hang"),
+        ("F1205 13:41:26.617297    2233 parse_flags_from_env.cc:234] Unknown flags in XLA_FLAGS: "
+         "--xla_gpu_enable_async_all_gather=true", "config_or_args"),
+        ("omegaconf.errors.ConfigAttributeError: Key 'I' is not in struct", "config_or_args"),
+        ("RuntimeError: received 0 items of ancdata", "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_of_a_failure_is_its_fault(failed: str, error_class: str) -> None:

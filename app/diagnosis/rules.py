@@ -219,6 +219,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bdependency created on uncaptured work\b", r"\bnot permitted when stream is capturing",
         r"\bCUDA graphs must be captured on a non-default stream\b",
         r"\bprevious error during capture\b",
+        # work left unjoined or memory freed while a capture was under way
+        r"\bcapturing stream has unjoined work\b", r"\bcudaErrorStreamCaptureUnjoined\b",
+        r"\bcaptures_underway\b",
     )),
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
     ("config_or_args", _any(
@@ -226,6 +229,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
         r"no socket interface found",
+        # a checkpoint saved on a device this machine does not have
+        r"\bAttempting to deserialize object on CUDA device \d+ but\b",
         # several ranks mapped to one GPU
         # (not a tensor on another device than its operation's: a program's own bug)
         r"\bboth on CUDA device\b", r"(?<!to be )\bon the same (?:GPU|CUDA device|device)\b",
@@ -328,6 +333,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bdetected by watchdog at work\b",
         r"[Hh]eartbeat monitor timed out", r"\bcollective operation timeout\b",
         r"\bcustom_all_reduce\.cuh?:\d+",
+        # DDP's check that every rank holds the same parameters
+        r"\bappears not to match sizes of the same param in process\b",
         r"\bDeepEP\b.*\btimeout\b",  # an expert-parallel all-to-all's peer that never came
         # GPUs that cannot map each other's memory (peer-to-peer), and NIXL's KV transfers
         r"\bpeer access is not supported\b", r"\bpeer mapping resources exhausted\b",
@@ -381,7 +388,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a name a library binds only where an optional import succeeded
         r"^NameError: name '\w+' is not defined",
     )),
+    # a kernel the driver's watchdog ended (a GPU that also drives a display): the kernel's fault
+    ("cuda_runtime", _any(
+        r"\bthe launch timed out and was terminated\b", r"\bcudaErrorLaunchTimeout\b",
+    )),
     ("timeout_or_hang", _any(
+        r"\b(?:Did not|didn't) receive (?:a )?response from\b",
         r"\b\w*Timeout\w*Error\b", r"\bCANCELLED AT\b",  # a scheduler ending a job that overran
         # torch.distributed's monitored barrier naming the rank that never arrived
         r"\bmonitoredBarrier\b",
@@ -685,6 +697,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\byaml\.(?:\w+\.)*\w+Error\b",
         r"\b(?:should|must) (?:be equal to|match) the (?:world|group) size\b",
         r"\b[Pp]arent directory \S+ does not exist\b",
+        # settings the program refuses: XLA's flags, a structured config's unknown key, a
+        # determinism switch, a sharding the mesh does not divide, a metric no one logs,
+        # the open files' limit (a DataLoader passing descriptors)
+        r"\bUnknown flags in XLA_FLAGS\b", r"\bomegaconf\.errors\.\w+",
+        r"\bdoes not have a deterministic implementation\b", r"\bIndivisibleError\b",
+        r"\bEarly stopping conditioned on metric\b", r"\breceived 0 items of ancdata\b",
     )),
     ("model_loading", _any(
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
