@@ -337,7 +337,8 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
     return None
 
 
-_EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): (.+)$")
+# (a binding's own, lower-case names too: "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND")
+_EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): (.+)$")
 EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
 _OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
 # a library's status code alone ("NVRTCError: NVRTC_ERROR_INVALID_OPTION (5)")
@@ -370,11 +371,8 @@ def _went_on(later: list[Entry], root: Entry) -> list[Entry]:
     ]  # fmt: skip
 
 
-_ANY_EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): (.+)$")
-
-
 def _only_a_status(entry: Entry) -> bool:
-    said = _ANY_EXCEPTION_MESSAGE.match(entry.content)
+    said = _EXCEPTION_MESSAGE.match(entry.content)
     return said is not None and _STATUS_CODE.fullmatch(said[1].strip()) is not None
 
 
@@ -420,6 +418,9 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     return first
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def _crash_loop(entries: list[Entry], launches: list[Entry]) -> bool:
     """Whether the two runs before the last launch ended in the same failure."""
     position = {id(entry): index for index, entry in enumerate(entries)}
@@ -429,9 +430,6 @@ def _crash_loop(entries: list[Entry], launches: list[Entry]) -> bool:
         failed = [e for e in run if e.strength >= 2 and not e.noise]
         endings.append(_DIGITS.sub("0", failed[-1].content) if failed else None)
     return endings[0] is not None and endings[0] == endings[1]
-
-
-_DIGITS = re.compile(r"\d+")
 
 
 def _fails_after(entries: list[Entry], launch: Entry) -> bool:
