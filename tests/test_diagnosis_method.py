@@ -3086,3 +3086,15 @@ def test_python_s_empty_excepthook_failures_at_exit_are_no_error() -> None:
     at_exit = ["Error in sys.excepthook:", "", "Original exception was:"] * 4
     found = diagnose(*QUIET, "[rank0]: training finished, destroying process group", *at_exit)
     assert found.crashed is False and found.root_cause is None
+
+
+def test_a_handler_s_error_in_request_after_the_traceback_it_logged_is_no_crash() -> None:
+    # Ray captures a worker's streams apart: the handler's word lands after its traceback.
+    ray = "(SGLangEngine pid=720234, ip=10.0.0.5) "
+    found = diagnose(*QUIET, *(ray + line for line in TB), ray + "KeyError: 'weight_version'",
+                     ray + "[2026-01-29 06:53:43] Error in request: 'weight_version'")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+    # Another message after it is another failure's word: the exception stands.
+    found = diagnose(*QUIET, *TB, "KeyError: 'weight_version'",
+                     "[2026-01-29 06:53:43] Error in request: connection reset")  # fmt: skip
+    assert found.crashed is True and found.root_cause == "KeyError: 'weight_version'"

@@ -374,6 +374,10 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                     answered or _goes_on_after(entries, entries.index(raised))
                 ):
                     refused.append(raised)
+            elif (raised := _raised_just_above(entries, index)) is not None and (
+                _REQUEST_ANSWERED.search(entry.content)
+            ):
+                refused.append(raised)
             if entry.in_traceback is not None and entry.in_traceback > 0:
                 # the handler's own word just above the traceback it logged ("Error in
                 # preprocessing prompt inputs") is about the same request
@@ -414,6 +418,15 @@ def _exception_below(entries: list[Entry], index: int) -> Entry | None:
          and (e.strength == 3 or rules.EXCEPTION_LINE.match(e.content))),
         None,
     )  # fmt: skip
+
+
+def _raised_just_above(entries: list[Entry], index: int) -> Entry | None:
+    """The exception ending the traceback printed just before a handler's line that repeats
+    its message (two streams captured apart print the handler's word after its traceback)."""
+    above = entries[index - 1] if index else None
+    exception = rules.EXCEPTION_LINE.match(above.content) if above is not None else None
+    message = exception.group(2) if exception else None
+    return above if message and entries[index].content.endswith(message) else None
 
 
 def _goes_on_after(entries: list[Entry], index: int) -> bool:

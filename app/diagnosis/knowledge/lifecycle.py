@@ -634,6 +634,16 @@ REQUEST_ANSWERED = (
         "traceback, the prompt ended as failed and the next one taken); observed in corpus "
         "case AC031",
     ),
+    Fact(
+        r"\bError in request:(?: |$)",
+        ("sglang",),
+        "[2025-07-16 14:47:06] [2025-07-15 23:47:06] Error in request:",
+        "sglang's OpenAI front end (python/sglang/srt/entrypoints/openai/serving_base.py, "
+        "handle_request) logging the exception one request raised (its message after the "
+        "colon, empty in corpus case S057), its traceback near it (above it where Ray's "
+        "capture of the streams reorders them), and answering it with a 500; observed in "
+        "corpus cases S057, AJ003",
+    ),
 )
 
 # A client's request refused for what it asked: the server answers it and serves on, so such
@@ -721,14 +731,6 @@ REQUEST_REFUSED = (
         "fastapi.exceptions.HTTPException: 500: Briton error during inference",
         "FastAPI's (and Starlette's) exception for an HTTP error answer: raised to answer one "
         "request with that status, the server serves on; observed in corpus case P011",
-    ),
-    Fact(
-        r"\bError in request: ?$",
-        ("sglang",),
-        "[2025-07-16 14:47:06] [2025-07-15 23:47:06] Error in request:",
-        "sglang's OpenAI front end (python/sglang/srt/entrypoints/openai/serving_base.py, "
-        "handle_request) logging the exception one request raised, its traceback below, and "
-        "answering it with a 500; observed in corpus case S057",
     ),
     Fact(
         r"\bsession \d+ finished, reason \"error\"",
