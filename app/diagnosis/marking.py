@@ -29,6 +29,9 @@ _GLOG = re.compile(
     r"|\[[EF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s*$"
     r"|^\d+\.\d\d\.\d{3}\.\d{3}\s[EF]\s*$"
 )
+# A C program's own word that what follows is a warning (gcc's, llama.cpp's "warning: failed
+# to munlock buffer: ..."): it says itself that it goes on.
+_OWN_WARNING = re.compile(r"warning:\s")
 _LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
 _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
@@ -448,7 +451,7 @@ def _error_stamps(entry: Entry) -> int:
 def _level(entry: Entry) -> str | None:
     """The severity a logger put in the line's prefix, or in its logfmt `level=` key."""
     prefix = entry.prefix
-    if _INFO_LEVEL.search(prefix):
+    if _INFO_LEVEL.search(prefix) or _OWN_WARNING.match(entry.content):
         return "info"
     if _ERROR_LEVEL.search(prefix):
         return "error"
