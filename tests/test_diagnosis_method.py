@@ -3098,3 +3098,24 @@ def test_a_handler_s_error_in_request_after_the_traceback_it_logged_is_no_crash(
     found = diagnose(*QUIET, *TB, "KeyError: 'weight_version'",
                      "[2026-01-29 06:53:43] Error in request: connection reset")  # fmt: skip
     assert found.crashed is True and found.root_cause == "KeyError: 'weight_version'"
+
+
+def test_a_program_s_own_warning_word_is_a_warning_even_on_a_memory_failure() -> None:
+    table = [f"|  8192 |   2048 |  {kv:5d} |   86.135 |    95.11 |  292.227 |     7.01 |"
+             for kv in range(8192, 90113, 8192)]  # fmt: skip
+    found = diagnose(
+        *QUIET, *table, *["warning: failed to munlock buffer: Cannot allocate memory"] * 5
+    )
+    assert found.crashed is False and found.root_cause is None
+
+
+def test_docker_s_refusal_to_start_a_container_is_the_failure() -> None:
+    refused = (
+        "Error response from daemon: failed to set up container networking: driver failed "
+        "programming external connectivity on endpoint tgi-server (bccd6ca7a4f5): Bind for "
+        "0.0.0.0:9001 failed: port is already allocated"
+    )
+    found = diagnose(" Container tgi-server  Created", " Container tgi-server  Starting",
+                     " Container neo4j  Started", refused)  # fmt: skip
+    assert found.crashed is True and found.root_cause == refused
+    assert found.error_class == "config_or_args"

@@ -673,6 +673,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"[Aa]ddress already in use",
+        r"\bport is already allocated\b",
         r"\bEADDRINUSE\b",
         # EADDRINUSE by its number on Linux, macOS and Windows; asyncio's words for it
         r"\[Errno (?:98|48|10048)\]", r"\berror while attempting to bind on address\b",
@@ -966,6 +967,7 @@ NATIVE_FAILURE = _any(
     r"^FATAL\b|\bFATAL:|\bfatal error\b",
     r"^[\w.+-]+\s+fatal\s*: ",  # a toolchain's own: "ptxas fatal   : Value 'sm_100' is ..."
     r"^Error: ",  # command-line tools (Go's, Rust's)
+    r"^Error response from daemon: ",  # Docker's CLI, on a container it could not start
     r"\bthread '[^']*'(?: \(\d+\))? panicked at\b",  # Rust's, with the thread's id or not
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom[-_]kill event",  # cluster managers
