@@ -3119,3 +3119,30 @@ def test_docker_s_refusal_to_start_a_container_is_the_failure() -> None:
                      " Container neo4j  Started", refused)  # fmt: skip
     assert found.crashed is True and found.root_cause == refused
     assert found.error_class == "config_or_args"
+
+
+def test_an_error_record_its_front_end_answers_a_request_with_is_that_request_s() -> None:
+    listening = (
+        'time=2026-01-01T10:00:00.000Z level=INFO source=routes.go:1200 msg="Listening on '
+        '127.0.0.1:11434 (version 0.5.0)"'
+    )
+    error = (
+        'time=2026-01-01T10:01:00.000Z level=ERROR source=routes.go:400 msg="error processing '
+        'request" error="model requires more system memory (8.0 GiB) than is available (4.0 GiB)"'
+    )
+    answered = (
+        '[GIN] 2026/01/01 - 10:01:00 | 500 |   1.2ms |       127.0.0.1 | POST     "/api/chat"'
+    )
+    found = diagnose(listening, error, answered)
+    assert found.crashed is False and found.root_cause is None
+    # Without the answer, the record is the log's last word on the server.
+    found = diagnose(listening, error)
+    assert found.crashed is True and found.root_cause == error
+    # A front end that answers because its engine is gone says so: that is the crash.
+    gone = (
+        "CRITICAL 10-04 20:05:29 launcher.py:99] MQLLMEngine is already dead, terminating "
+        "server process"
+    )
+    found = diagnose(*QUIET, gone, 'INFO:     127.0.0.1:5555 - "POST /v1/completions HTTP/1.1" 500 '
+                     "Internal Server Error")  # fmt: skip
+    assert found.crashed is True and found.root_cause == gone

@@ -8,7 +8,12 @@ from collections import Counter
 from app.diagnosis import burst, rules
 from app.diagnosis.entry import Entry
 from app.diagnosis.frames import raised_in_logging
-from app.diagnosis.knowledge.lifecycle import REQUEST_ANSWERED, REQUEST_REFUSED, SKIPPED
+from app.diagnosis.knowledge.lifecycle import (
+    ENGINE_GONE,
+    REQUEST_ANSWERED,
+    REQUEST_REFUSED,
+    SKIPPED,
+)
 
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] ", "E20250720 ..." with the year, may follow a
 # container's or a launcher's prefix)
@@ -55,6 +60,9 @@ RECOVERY_REACH = 8  # how many kept lines a word of recovery may come after its 
 _RETRYING = re.compile(r"\b[Rr]etrying\b")
 # An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
 _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
+# A front end's access record of a request answered with an error: Uvicorn's, Gin's.
+_ENGINE_GONE = rules.Alternatives(tuple(row.pattern for row in ENGINE_GONE))
+_ANSWERED_ERROR = re.compile(r'HTTP/[\d.]+" [45]\d\d\b|^\[GIN\] .*\| [45]\d\d \|')
 
 
 def mark(entries: list[Entry]) -> None:
@@ -402,6 +410,16 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                     lived_through.add(entry.content)
                 entry.strength = 0
                 entry.set_aside = "an error the program says it lived through"
+            elif (
+                entry.strength == 2
+                and any(_ANSWERED_ERROR.search(e.content) for e in entries[index + 1 : index + 3])
+                and not _ENGINE_GONE.search(entry.content)
+            ):
+                # an error record its front end then answers a request with (Gin's "| 500 |",
+                # Uvicorn's "500 Internal Server Error"): that request's, and the server is up
+                # (unless it says the engine behind it is gone)
+                entry.strength = 0
+                entry.set_aside = "an error answered to the request that met it"
 
 
 def _until_fatal(following: list[Entry]) -> list[Entry]:

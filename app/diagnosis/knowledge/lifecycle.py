@@ -513,6 +513,15 @@ ENGINE_GONE = (
         "vLLM V1's engine client (vllm/v1/engine/core_client.py) when a worker process died; "
         "observed in corpus case T045, its API server answering /health for minutes after",
     ),
+    Fact(
+        r"\bMQLLMEngine is already dead, terminating server process\b",
+        ("vllm",),
+        "CRITICAL 10-04 20:05:29 launcher.py:99] MQLLMEngine is already dead, terminating "
+        "server process",
+        "vLLM V0's front end (vllm/entrypoints/launcher.py) on a request it cannot serve because "
+        "the engine process died: answered with a 500, then the server stops; observed in "
+        "corpus case Y068 (and T050)",
+    ),
 )
 
 # A job's own word that it did its work to the end: an error it logged before is one it lived
