@@ -3146,3 +3146,19 @@ def test_an_error_record_its_front_end_answers_a_request_with_is_that_request_s(
     found = diagnose(*QUIET, gone, 'INFO:     127.0.0.1:5555 - "POST /v1/completions HTTP/1.1" 500 '
                      "Internal Server Error")  # fmt: skip
     assert found.crashed is True and found.root_cause == gone
+
+
+def test_an_exception_a_handler_later_answers_a_request_with_is_that_request_s() -> None:
+    message = "No operator found for `memory_efficient_attention_forward` with inputs:"
+    found = diagnose(
+        f"NotImplementedError: {message}",
+        "     query       : shape=(1, 4006, 24, 128) (torch.float16)",
+        "2025-12-14T22:36:58.418063 - Prompt executed in 0.05 seconds",
+        "2025-12-14T22:38:45.690221 - got prompt",
+        f"2025-12-14T22:38:45.736503 - !!! Exception during processing !!! {message}",
+    )
+    assert found.crashed is False and found.root_cause is None
+    # A short message said again is no proof that it is the same failure.
+    answered = "2025-12-14T22:38:45.736503 - !!! Exception during processing !!! 'x'"
+    found = diagnose(*TB, "KeyError: 'x'", *QUIET, answered)
+    assert found.crashed is True and found.root_cause == "KeyError: 'x'"

@@ -55,6 +55,7 @@ LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
+ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
 RECOVERY_REACH = 8  # how many kept lines a word of recovery may come after its error
 _RETRYING = re.compile(r"\b[Rr]etrying\b")
@@ -442,12 +443,17 @@ def _exception_below(entries: list[Entry], index: int) -> Entry | None:
 
 
 def _raised_just_above(entries: list[Entry], index: int) -> Entry | None:
-    """The exception ending the traceback printed just before a handler's line that repeats
-    its message (two streams captured apart print the handler's word after its traceback)."""
-    above = entries[index - 1] if index else None
-    exception = rules.EXCEPTION_LINE.match(above.content) if above is not None else None
-    message = exception.group(2) if exception else None
-    return above if message and entries[index].content.endswith(message) else None
+    """The exception printed before a handler's line that repeats its message: just before it
+    (two streams captured apart print the handler's word after its traceback), or a little
+    earlier where the message is long enough to be that same failure's (ComfyUI's exception,
+    then its "Prompt executed", then "!!! Exception during processing !!!" with its words)."""
+    said = entries[index].content
+    for back, above in enumerate(reversed(entries[max(0, index - ANSWERED_REACH) : index])):
+        exception = rules.EXCEPTION_LINE.match(above.content)
+        message = exception.group(2) if exception else None
+        if message and said.endswith(message) and (not back or len(message) >= 30):
+            return above
+    return None
 
 
 def _goes_on_after(entries: list[Entry], index: int) -> bool:
