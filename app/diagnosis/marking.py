@@ -173,6 +173,8 @@ def mark(entries: list[Entry]) -> None:
             # (faulthandler's frames, "line 12 in f", quote no source)
             source_next = _TRACEBACK_FRAME.match(content) is not None
             continue
+        if source_next and not content:
+            continue  # (a paste with a blank line after each line: the source comes next)
         if source_next and not (
             rules.EXCEPTION_LINE.match(content) or rules.TRACEBACK_END.match(content)
         ):
