@@ -122,5 +122,10 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
 
 
 def _fails_after(entries: list[Entry], line: Entry) -> bool:
+    """Whether something fails after a line (another stop's word, torchrun's SignalException
+    for the same Ctrl-C, is no failure)."""
     after = entries[entries.index(line) + 1 :]
-    return any(e.strength >= 2 and not e.noise and not e.consequence for e in after)
+    return any(
+        e.strength >= 2 and not e.noise and not e.consequence and not _STOPPED.search(e.content)
+        for e in after
+    )
