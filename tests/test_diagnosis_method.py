@@ -3162,3 +3162,53 @@ def test_an_exception_a_handler_later_answers_a_request_with_is_that_request_s()
     answered = "2025-12-14T22:38:45.736503 - !!! Exception during processing !!! 'x'"
     found = diagnose(*TB, "KeyError: 'x'", *QUIET, answered)
     assert found.crashed is True and found.root_cause == "KeyError: 'x'"
+
+
+def test_a_traceback_pasted_with_a_blank_line_after_each_line_keeps_its_source_lines_code() -> None:
+    prefix = "(EngineCore_DP0 pid=29) ERROR 01-12 09:26:18 [core.py:866] "
+    lines = [
+        "EngineCore failed to start.",
+        "Traceback (most recent call last):",
+        'File "/vllm-workspace/vllm/vllm/v1/engine/core.py", line 857, in run_engine_core',
+        "engine_core = EngineCoreProc(*args, **kwargs)",
+        "^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        *(
+            line
+            for depth in range(20)  # (the frames of a model loader, deep below it)
+            for line in (
+                f'File "/vllm-workspace/vllm/vllm/m{depth}.py", line 9, in load',
+                f"return load_{depth}(weights)",
+            )
+        ),
+        'File "/vllm-workspace/vllm/vllm/model_executor/models/utils.py", line 99, in load',
+        "param = params_dict[name]",
+        "KeyError: 'layers.0.mlp.gate_up_proj.deq_scale'",
+    ]
+    pasted = [f"{prefix}{line}\n" for line in lines]
+    pasted.insert(2, "(EngineCore_DP0 pid=29) Process EngineCore_DP0:\n")
+    found = diagnose(*QUIET, *pasted)
+    assert found.root_cause == f"{prefix}KeyError: 'layers.0.mlp.gate_up_proj.deq_scale'"
+
+
+def test_a_ctrl_c_echoed_by_torchrun_s_signal_exception_is_one_stop() -> None:
+    found = diagnose(
+        *QUIET, *TB, "KeyboardInterrupt", *TB,
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 500372 got "
+        "signal: 2",
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+    # A failure after the interrupt is the launcher stopping its children because of it.
+    found = diagnose(*QUIET, *TB, "KeyboardInterrupt", *TB, "RuntimeError: CUDA error: unknown")
+    assert found.crashed is True and found.root_cause == "RuntimeError: CUDA error: unknown"
+
+
+def test_a_build_driver_s_bracketed_step_name_before_each_line_is_peeled() -> None:
+    error = (
+        "PermissionError: [WinError 32] The process cannot access the file because it is being "
+        "used by another process: 'D:\\\\build\\\\dist\\\\lib\\\\llvm.dll'"
+    )
+    found = diagnose(*(f"[build] {line}" for line in
+                       ("[34/49  67% :: 52.394] Merging sub-project dist directory for hipcc",
+                        "FAILED: compiler/hipcc/stamp/dist.stamp", *TB, error,
+                        "[34/49  69% :: 55.779] Building sub-project amd-comgr")))  # fmt: skip
+    assert found.root_cause == f"[build] {error}" and found.crashed is True

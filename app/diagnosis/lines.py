@@ -98,9 +98,10 @@ _HOST_PREFIX = re.compile(r"([\w.-]+):\s")
 # timestamp (a letter in it, though it may start with a digit: "0000-steps/0 [default6]:");
 # peeled only where most lines carry the same one.
 _NAME_PREFIX = re.compile(r"(?=[\w.@-]*[A-Za-z])([A-Za-z0-9][\w.@-]*[\d/_.-][\w./@-]*)\s+(?=\S)")
-# A process's index that a multiplexer puts before each of its lines ("[0] " of npm's
-# concurrently, "[0] [0] " of a Monarch actor mesh): peeled only where most lines carry one.
-_INDEX_PREFIX = re.compile(r"(\[\d{1,4}\])\s")
+# A process's index or name that a multiplexer puts before each of its lines ("[0] " of npm's
+# concurrently, "[0] [0] " of a Monarch actor mesh, "[build] " of a build driver's steps):
+# peeled only where most lines carry one.
+_INDEX_PREFIX = re.compile(r"(\[(?:\d{1,4}|[a-z][\w.-]{0,24})\])\s")
 _MARKDOWN_BOLD = re.compile(r"\*\*[^*\s](?:.*[^*\s])?\*\*")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
 
