@@ -3212,3 +3212,18 @@ def test_a_build_driver_s_bracketed_step_name_before_each_line_is_peeled() -> No
                         "FAILED: compiler/hipcc/stamp/dist.stamp", *TB, error,
                         "[34/49  69% :: 55.779] Building sub-project amd-comgr")))  # fmt: skip
     assert found.root_cause == f"[build] {error}" and found.crashed is True
+
+
+def test_a_wrapper_quoting_a_tool_s_output_yields_to_its_first_error_far_below() -> None:
+    error = (
+        "E           /flashinfer/include/attention/scheduler.cuh(571): error: no suitable "
+        'conversion function from "std::tuple<int, int>" to "int" exists'
+    )
+    steps = [f"E           [{n}/97] c++ single_prefill_{n}.cu -o single_prefill_{n}.o"
+             for n in range(1, 16)]  # fmt: skip
+    found = diagnose(
+        *QUIET, "E           RuntimeError: Ninja build failed. Ninja output:",
+        "E           ninja: Entering directory `/root/.cache/flashinfer/90'", *steps, error,
+        "E           ninja: build stopped: subcommand failed.",
+    )  # fmt: skip
+    assert found.root_cause == error and found.error_class == "import_or_version"

@@ -48,6 +48,8 @@ _SPLIT_LOST_NEWLINES = re.compile(
     r"\s?(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")|\s{8,}(?=\S)"
 )
 _GOES_ON = re.compile(r":\s*\|?\s*$")
+_QUOTES_OUTPUT = re.compile(r"\b(?:[Oo]utput|stderr|stdout):\s*$")
+_SAYS_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a
 # container named after it in front of another server's lines.
@@ -269,6 +271,14 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             quoted = [
                 e for e in failures
                 if 0 < position[id(e)] - position[id(first)] <= INCIDENT_LINES and e.strength == 3
+            ]  # fmt: skip
+            # (a tool's whole output quoted, "Ninja build failed. Ninja output:": its first
+            # error, however far down the build's steps)
+            quoted = quoted or [
+                e for e in failures
+                if _QUOTES_OUTPUT.search(first.content) and e.strength == 3
+                and _SAYS_ERROR.search(e.content)
+                and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
             ]  # fmt: skip
             if quoted:
                 first = quoted[0]
