@@ -3227,3 +3227,37 @@ def test_a_wrapper_quoting_a_tool_s_output_yields_to_its_first_error_far_below()
         "E           ninja: build stopped: subcommand failed.",
     )  # fmt: skip
     assert found.root_cause == error and found.error_class == "import_or_version"
+
+
+def test_lmdeploy_s_source_location_after_its_severity_is_peeled() -> None:
+    found = diagnose(
+        "2026-03-23 09:48:17,048 - lmdeploy - ERROR - base.py:55 - AssertionError: DeepSeek-V3.2 "
+        "requires flash_mla to be available.",
+        "2026-03-23 09:48:17,048 - lmdeploy - ERROR - base.py:56 - <Model> check failed!",
+        "Checking failed with error DeepSeek-V3.2 requires flash_mla to be available.. Please "
+        "send issue to LMDeploy with error logs.",
+    )
+    assert found.crashed is True and found.root_cause is not None
+    assert found.root_cause.endswith(
+        "AssertionError: DeepSeek-V3.2 requires flash_mla to be available."
+    )
+
+
+def test_the_hip_runtime_s_trace_reads_its_error_level_and_peels_its_prefix() -> None:
+    trace = [
+        ":4:command.cpp              :357 : 38724081028 us: [pid:92169 tid: 0x7fcd43d616c0] "
+        "Command (InternalMarker) enqueued: 0x7fc9f0145e40 to queue: 0x7fc9eecf54f0",
+        ":3:rocvirtual.cpp           :551 : 38724081031 us: [pid:92169 tid: 0x7fcd43d616c0] Set "
+        "Handler: handle(0x7fced23fca00), timestamp(0x7fc9f0a77f90)",
+    ] * 5
+    fault = (
+        ":1:rocdevice.cpp            :3434: 38724086971 us: [pid:92169 tid: 0x7fced21ff6c0] "
+        "Memory Fault Error"
+    )
+    found = diagnose(*trace, fault)
+    assert found.root_cause == fault and found.crashed is True
+    assert found.error_class == "cuda_runtime"
+    # Its debug records below the error level say nothing failed, whatever their words.
+    found = diagnose(*trace, ":4:rocdevice.cpp            :2756: 38724086971 us: [pid:92169 tid: "
+                     "0x7fced21ff6c0] Failed to find a free signal, retrying")  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

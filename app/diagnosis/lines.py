@@ -19,8 +19,9 @@ _PREFIXES = [
     rf"(?:{_SEVERITY}\s+|[DIWEFC]\s+)?\d{{4}}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
     r"(?:\s?(?:Z|UTC|GMT|[+-]\d\d:?\d\d))?"
     # (a severity followed by vLLM's own "06-16 10:03:14" is vLLM's prefix, peeled next)
-    # ("... - ERROR - message": logging's "%(asctime)s - %(levelname)s - %(message)s")
-    rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+-\s+[\w.]+\s+-\s+{_SEVERITY}\s+-"
+    # ("... - ERROR - message": logging's "%(asctime)s - %(levelname)s - %(message)s", and
+    # LMDeploy's "... - lmdeploy - ERROR - base.py:55 - message")
+    rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+-\s+[\w.]+\s+-\s+{_SEVERITY}\s+-(?:\s+[\w.]+:\d+\s+-)?"
     rf"|\s+-\s+{_SEVERITY}\s+-(?=\s|$)"
     rf"|\s+{_SEVERITY}\b:?(?!\s+\d\d-\d\d\s))?\s+",
     # a log collector's export: the epoch in milliseconds, a tab, then the line's own stamp;
@@ -51,6 +52,9 @@ _PREFIXES = [
     # syslog and journalctl: "Oct 16 02:07:00 ", then "host-1 python3[1234]: "
     r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+",
     r"(?:[\w.-]+\s+)?[\w./@-]+\[\d+\]:\s",
+    # the HIP runtime's trace (AMD_LOG_LEVEL): its level first, 1 an error ... 4 a debug
+    # record: ":1:rocdevice.cpp            :3434: 38724086971 us: [pid:92169 tid: 0x7fce] "
+    r":\d:[\w.]+\s*:\s*\d+\s*:\s*\d+ us:\s*(?:\[pid:\s*\d+\s+tid:\s*0x[0-9a-f]+\]\s?)?",
     # dmesg: "[ 2448.628970] "
     r"\[\s*\d+\.\d+\]\s",
     # DeepSpeed style: "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] "

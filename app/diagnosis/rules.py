@@ -304,6 +304,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur|not supported))",
         # ROCm's runtime on a kernel's page fault, and on the hang that follows
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
+        r"^Memory Fault Error$",  # (the HIP runtime's own record of that fault)
         # Ascend's runtime on a kernel's fault in its vector or cube cores
         r"\bthere is an (?:exception of )?ai(?:vec|core|cube) error\b",
         # the GPU's own memory failing, wherever it surfaced (a custom all-reduce kernel)
