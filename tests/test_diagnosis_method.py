@@ -3261,3 +3261,16 @@ def test_the_hip_runtime_s_trace_reads_its_error_level_and_peels_its_prefix() ->
     found = diagnose(*trace, ":4:rocdevice.cpp            :2756: 38724086971 us: [pid:92169 tid: "
                      "0x7fced21ff6c0] Failed to find a free signal, retrying")  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_a_newest_first_log_that_ends_in_a_scheduler_s_stop_did_not_crash() -> None:
+    in_time = [*QUIET, "slurmstepd: error: *** JOB 13652 ON host-1 CANCELLED AT "
+               "2025-06-05T15:49:26 DUE TO TIME LIMIT ***"]  # fmt: skip
+    newest_first = [f"E 2026-02-27T13:00:{n:02d}.000Z {line}" for n, line in enumerate(in_time)]
+    found = diagnose(*reversed(newest_first))
+    assert found.crashed is False and found.root_cause is None
+    # A failure just before the stop is why it came.
+    in_time[-1:-1] = [*TB, "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    newest_first = [f"E 2026-02-27T13:00:{n:02d}.000Z {line}" for n, line in enumerate(in_time)]
+    found = diagnose(*reversed(newest_first))
+    assert found.crashed is True and found.error_class == "cuda_runtime"

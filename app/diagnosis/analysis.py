@@ -619,7 +619,9 @@ def analyze(
         progress += [e.line.number for e in entries if _ENGINE_SERVING.search(e.content)]
         progress += [launches[-1].line.number] if launches else []  # a new run starts afresh
         start = burst.burst_start(entries, lines_total, max(progress))
-    stop = burst.stopped_at(entries, start) if start is not None else None
+    # (newest first: no burst to read from its end, but a stop nothing failed after still ends
+    # the story)
+    stop = burst.stopped_at(entries, start if start is not None else lines_total + 1)
     finished = None if newest_first or stop is not None else _finished(entries)
     said = stop or finished
     if said is not None:
