@@ -3274,3 +3274,18 @@ def test_a_newest_first_log_that_ends_in_a_scheduler_s_stop_did_not_crash() -> N
     newest_first = [f"E 2026-02-27T13:00:{n:02d}.000Z {line}" for n, line in enumerate(in_time)]
     found = diagnose(*reversed(newest_first))
     assert found.crashed is True and found.error_class == "cuda_runtime"
+
+
+def test_a_supervisor_s_error_tag_on_all_its_child_s_stderr_is_no_severity() -> None:
+    stamp = "[2026-01-21T04:20:06.322Z] [ERROR] "
+    found = diagnose(
+        "[2026-01-21T04:20:06.135Z] [INFO] Spawning: llama-server --port 8134",
+        f"{stamp}load_backend: loaded BLAS backend from /opt/llama.cpp/libggml-blas.so",
+        f"{stamp}main: starting router server, no model will be loaded in this process",
+        # (the lines of a record after its first come through untagged)
+        *[f"srv   load_models:     model-{n}.Q4_K_M.gguf" for n in range(12)],
+        "start: binding port with default address family",
+        f"{stamp}main: router server is listening on http://127.0.0.1:8134",
+        *[f"{stamp}srv  log_server_r: request: GET /health 127.0.0.1 200"] * 3,
+    )
+    assert found.crashed is False and found.root_cause is None

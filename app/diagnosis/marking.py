@@ -14,6 +14,7 @@ from app.diagnosis.knowledge.lifecycle import (
     REQUEST_REFUSED,
     SKIPPED,
 )
+from app.diagnosis.knowledge.ready import READY_LINES
 
 # (glog's "E0720 03:42:54.944486 1 file.cc:810] ", "E20250720 ..." with the year, may follow a
 # container's or a launcher's prefix)
@@ -65,8 +66,9 @@ RECOVERY_REACH = 8  # how many kept lines a word of recovery may come after its 
 _RETRYING = re.compile(r"\b[Rr]etrying\b")
 # An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
 _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
-# A front end's access record of a request answered with an error: Uvicorn's, Gin's.
+_READY = rules.Alternatives(tuple(row.pattern for row in READY_LINES))
 _ENGINE_GONE = rules.Alternatives(tuple(row.pattern for row in ENGINE_GONE))
+# A front end's access record of a request answered with an error: Uvicorn's, Gin's.
 _ANSWERED_ERROR = re.compile(r'HTTP/[\d.]+" [45]\d\d\b|^\[GIN\] .*\| [45]\d\d \|')
 
 
@@ -81,9 +83,18 @@ def mark(entries: list[Entry]) -> None:
     for entry, stamps in zip(entries, error_stamps, strict=True):
         by_line[entry.line.offset] = max(stamps, by_line.get(entry.line.offset, 0))
     stamped = Counter(by_line.values())
+    # A stream's tag, not a severity: a supervisor that stamps [ERROR] on all its child's
+    # stderr stamps its ready line and its access log too.
+    on_healthy_lines = max(
+        (n for e, n in zip(entries, error_stamps, strict=True)
+         if n and (rules.SERVING.search(e.content) or _READY.search(e.content))),
+        default=0,
+    )  # fmt: skip
 
     def informs(stamps: int) -> bool:
-        return stamps > 0 and 2 * sum(n for k, n in stamped.items() if k >= stamps) < len(by_line)
+        return stamps > on_healthy_lines and 2 * sum(
+            n for k, n in stamped.items() if k >= stamps
+        ) < len(by_line)
 
     # Loggers that stamp ERROR on some lines and less on others say by it what was fatal; a
     # viewer that stamps every line alike says nothing.
