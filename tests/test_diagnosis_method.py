@@ -3289,3 +3289,25 @@ def test_a_supervisor_s_error_tag_on_all_its_child_s_stderr_is_no_severity() -> 
         *[f"{stamp}srv  log_server_r: request: GET /health 127.0.0.1 200"] * 3,
     )
     assert found.crashed is False and found.root_cause is None
+
+
+def test_the_nccl_watchdog_s_word_that_operations_failed_or_timed_out_is_nccl_comm() -> None:
+    found = diagnose(
+        *QUIET,
+        "[rank1]:[E307 05:30:20.036611330 ProcessGroupNCCL.cpp:744] [Rank 1] Some NCCL operations "
+        "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+        "operations might run on corrupted/incomplete data.",
+    )
+    assert found.crashed is True and found.error_class == "nccl_comm"
+
+
+def test_hccl_s_communicator_and_task_failures_are_nccl_comm() -> None:
+    for failure in (
+        "RuntimeError: create_config:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:148 HCCL "
+        "function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, "
+        "&(comms[i])), error code is 6",
+        "EI9999: 2024-10-21-10:42:00.204.495  The error from device(chipId:2, dieId:0), serial "
+        "number is 9, hccl fftsplus task timeout occurred during task execution, stream_id:5",
+    ):
+        found = diagnose(*QUIET, *TB, failure)
+        assert found.error_class == "nccl_comm", failure

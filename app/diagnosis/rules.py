@@ -333,6 +333,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNCCL watchdog\b", r"ProcessGroupNCCL.*(?:[Ww]atchdog|[Hh]eartbeat)",
         r"\bdetected by watchdog at work\b",
         r"[Hh]eartbeat monitor timed out", r"\bcollective operation timeout\b",
+        r"\bSome NCCL operations have failed or timed out\b",  # (the watchdog, on its way down)
+        # HCCL, Ascend's collective library: its functions, communicators and tasks failing
+        r"\bHCCL function error\b", r"\bHCCL\b.*\bComm\w*\b.*\b(?:ERROR|errNo)",
+        r"\bhccl\b.*\btask timeout\b",
         r"\bcustom_all_reduce\.cuh?:\d+",
         # DDP's check that every rank holds the same parameters
         r"\bappears not to match sizes of the same param in process\b",
