@@ -3311,3 +3311,22 @@ def test_hccl_s_communicator_and_task_failures_are_nccl_comm() -> None:
     ):
         found = diagnose(*QUIET, *TB, failure)
         assert found.error_class == "nccl_comm", failure
+
+
+def test_aws_s_nccl_plugin_failing_to_start_on_a_host_without_efa_is_no_failure() -> None:
+    plugin = [
+        "host-1:168:168 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):221 NCCL "
+        "WARN NET/OFI Failed to initialize sendrecv protocol",
+        "host-1:168:168 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):366 NCCL "
+        "WARN NET/OFI aws-ofi-nccl initialization failed",
+        "host-1:168:168 [0] ncclResult_t nccl_net_ofi_init_v6(ncclDebugLogger_t):114 NCCL WARN "
+        "NET/OFI Initializing plugin failed",
+    ]
+    found = diagnose(*plugin, *QUIET)
+    assert found.crashed is False and found.root_cause is None
+    oom = (
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current "
+        "value: self.server_args.mem_fraction_static=0.817"
+    )
+    found = diagnose(*plugin, *QUIET, *TB, oom)
+    assert found.root_cause == oom and found.error_class == "oom_gpu"

@@ -175,6 +175,17 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        r"\bNCCL WARN NET/OFI (?:Failed to initialize \w+ protocol|aws-ofi-nccl initialization "
+        r"failed|Initializing plugin failed)",
+        ("nccl", "aws-ofi-nccl"),
+        "[2026-03-13 18:29:09] host-1:82816:82816 [0] int nccl_net_ofi_create_plugin("
+        "nccl_net_ofi_plugin_t**):227 NCCL WARN NET/OFI Failed to initialize rdma protocol",
+        "AWS's NCCL network plugin (aws-ofi-nccl, nccl_net_ofi_create_plugin) on a host with no "
+        "EFA device: NCCL then drops the plugin and uses its own sockets or InfiniBand "
+        "('Assigned NET plugin Socket'); observed in corpus case AI126",
+        hard=True,
+    ),
+    Benign(
         r"^ERROR: This container was built for NVIDIA Driver Release",
         ("ngc",),
         "ERROR: This container was built for NVIDIA Driver Release 595.58 or later, but",
