@@ -3330,3 +3330,24 @@ def test_aws_s_nccl_plugin_failing_to_start_on_a_host_without_efa_is_no_failure(
     )
     found = diagnose(*plugin, *QUIET, *TB, oom)
     assert found.root_cause == oom and found.error_class == "oom_gpu"
+
+
+def test_cmake_s_message_block_yields_to_the_error_it_quotes_not_to_the_next_header() -> None:
+    header = "CMake Error at /opt/cmake/Modules/CMakeTestCXXCompiler.cmake:73 (message):"
+    quoted = (
+        "    sccache: error: Server startup failed: cache storage failed to read: S3Error { code: "
+        '"AuthorizationHeaderMalformed" }'
+    )
+    block = [
+        "  The C++ compiler", '    "/usr/bin/c++"',
+        "  is not able to compile a simple test program.",
+        "  It fails with the following output:", "",
+        "    Change Dir: '/workspace/build/CMakeFiles/CMakeScratch/TryCompile-Nx7'",
+        *[f"    [{n}/2] c++ -o test{n}.o" for n in range(6)],
+    ]  # fmt: skip
+    found = diagnose(*QUIET, header, *block, quoted, "-- Configuring incomplete, errors occurred!")
+    assert found.root_cause == quoted
+    other = "CMake Error at /opt/cmake/Modules/CMakeFindDependencyMacro.cmake:76 (find_package):"
+    found = diagnose(*QUIET, header, *block[:4], other, "  Could not find a package 'hip'",
+                     "-- Configuring incomplete, errors occurred!")  # fmt: skip
+    assert found.root_cause == header

@@ -48,7 +48,7 @@ _SPLIT_LOST_NEWLINES = re.compile(
     r"\s?(?=\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )|\s(?=File \")|\s{8,}(?=\S)"
 )
 _GOES_ON = re.compile(r":\s*\|?\s*$")
-_QUOTES_OUTPUT = re.compile(r"\b(?:[Oo]utput|stderr|stdout):\s*$")
+_QUOTES_OUTPUT = re.compile(r"(?:\b(?:[Oo]utput|stderr|stdout)|\(message\)):\s*$")
 _SAYS_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a
@@ -272,16 +272,12 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 e for e in failures
                 if 0 < position[id(e)] - position[id(first)] <= INCIDENT_LINES and e.strength == 3
             ]  # fmt: skip
-            # (a tool's whole output quoted, "Ninja build failed. Ninja output:": its first
-            # error, however far down the build's steps)
-            quoted = quoted or [
-                e for e in failures
-                if _QUOTES_OUTPUT.search(first.content) and e.strength == 3
-                and _SAYS_ERROR.search(e.content)
-                and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
-            ]  # fmt: skip
             if quoted:
                 first = quoted[0]
+            elif _QUOTES_OUTPUT.search(first.content):
+                # (a tool's whole output quoted, "Ninja build failed. Ninja output:": its first
+                # error, however far down the build's steps, before another such header)
+                first = _first_error_quoted(failures, first, position) or first
         if rules.QUOTES_NEXT.search(first.content):
             # "BackendCompilerFailed: backend='inductor' raised:": the line it quotes says why.
             quoted = [
@@ -317,6 +313,20 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     if not chosen:
         return None
     return _logged_just_before(entries, position[id(chosen[0])]) or chosen[0]
+
+
+def _first_error_quoted(
+    failures: list[Entry], header: Entry, position: dict[int, int]
+) -> Entry | None:
+    for entry in failures:
+        distance = position[id(entry)] - position[id(header)]
+        if distance <= 0:
+            continue
+        if distance > FOLLOW_UP_LINES or (entry.strength == 3 and _GOES_ON.search(entry.content)):
+            return None  # (past the quote, or another header's own)
+        if entry.strength == 3 and _SAYS_ERROR.search(entry.content):
+            return entry
+    return None
 
 
 def _introduces_a_quote(entries: list[Entry], index: int) -> bool:
