@@ -403,8 +403,8 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                     answered or _goes_on_after(entries, entries.index(raised))
                 ):
                     refused.append(raised)
-            elif (raised := _raised_just_above(entries, index)) is not None and (
-                _REQUEST_ANSWERED.search(entry.content)
+            elif _REQUEST_ANSWERED.search(entry.content) and (
+                (raised := _raised_just_above(entries, index)) is not None
             ):
                 refused.append(raised)
             if entry.in_traceback is not None and entry.in_traceback > 0:
