@@ -1,6 +1,7 @@
 """Small builders shared by the tests."""
 
 import asyncio
+import gzip
 import os
 import re
 import shutil
@@ -13,6 +14,25 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+
+CORPUS_CASES = Path(__file__).parent / "corpus" / "cases"
+# A corpus log over this size is kept gzipped (`ID.log.gz`): the working tree then stays small
+# enough to travel to a GPU machine whole.
+LARGEST_PLAIN_LOG = 256 * 1024
+
+
+def corpus_log(case_id: str) -> bytes:
+    """A corpus case's log as it was labelled, whichever way it is stored."""
+    plain = CORPUS_CASES / f"{case_id}.log"
+    if plain.is_file():
+        return plain.read_bytes()
+    return gzip.decompress((CORPUS_CASES / f"{case_id}.log.gz").read_bytes())
+
+
+def corpus_case_ids() -> list[str]:
+    """Every case that has a log, in file-name order."""
+    names = (path.name for path in CORPUS_CASES.iterdir())
+    return sorted(name.split(".")[0] for name in names if name.endswith((".log", ".log.gz")))
 
 
 def make_campaign(api: httpx.Client, **fields: Any) -> dict[str, Any]:

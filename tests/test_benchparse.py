@@ -3,14 +3,12 @@ a campaign's own pattern, and whatever else a run may print, never an exception.
 
 import json
 import math
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.benchparse import BenchResult, ParseFailure, parse_blocks, parse_output
-
-CASES = Path(__file__).parent / "corpus" / "cases"
+from tests.helpers import corpus_log
 
 
 def _result(text: str, **kwargs: str) -> BenchResult:
@@ -71,8 +69,8 @@ def test_sglang_block_as_bench_serving_prints_it() -> None:
 def test_vllm_block_with_failed_requests_is_invalid() -> None:
     # vLLM's block since its pull request 26478, the failed count set to what a crash gives.
     text = (
-        (CASES / "017.log")
-        .read_text()
+        corpus_log("017")
+        .decode()
         .replace(
             "Failed requests:                         0",
             "Failed requests:                         7",
@@ -88,14 +86,14 @@ def test_vllm_block_with_failed_requests_is_invalid() -> None:
 
 
 def test_real_blocks_from_the_corpus() -> None:
-    vllm = _result((CASES / "017.log").read_text())
+    vllm = _result(corpus_log("017").decode())
     assert vllm.valid and vllm.failed == 0 and vllm.completed == 1000
     assert vllm.figures["peak_output_tok_s"] == 14046.0 and vllm.figures["ttft_ms"] == 9408.2
     assert not vllm.complete  # the issue quoted the block cut after TTFT
-    sglang = _result((CASES / "M012.log").read_text())
+    sglang = _result(corpus_log("M012").decode())
     assert sglang.output_tok_s == 1915.4 and sglang.figures["e2e_ms"] == 80126.93
     # A log with two runs, each line prefixed with `# `: both read, the last one returned.
-    text = (CASES / "548.log").read_text()
+    text = corpus_log("548").decode()
     runs = parse_blocks(text)
     assert [r.output_tok_s for r in runs if isinstance(r, BenchResult)] == [434.4, 329.86]
     assert _result(text).figures["itl_ms"] == 93.85

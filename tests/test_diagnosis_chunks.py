@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from app.diagnosis import Diagnoser, diagnose_bytes
 from app.diagnosis import scanner as scanner_module
 from app.diagnosis.scanner import Scanner
+from tests.helpers import corpus_case_ids, corpus_log
 
 DATA = Path(__file__).parent / "data"
-CORPUS = Path(__file__).parent / "corpus" / "cases"
 
 LOGS = [
     (DATA / "seed_torch_symm_mem.log").read_bytes(),
@@ -23,7 +23,7 @@ LOGS = [
     "RuntimeError: CUDA error: an illegal memory access was encountered ✗\r\n".encode()
     * 3,
     b"\x1b[31mERROR\x1b[0m \xff\xfe\x00 Killed\nno newline at the end: KeyError: 12",
-    *(path.read_bytes() for path in sorted(CORPUS.glob("*.log"))),
+    *(corpus_log(case_id) for case_id in corpus_case_ids()),
 ]
 
 

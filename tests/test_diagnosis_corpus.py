@@ -22,6 +22,7 @@ import pytest
 
 from app.diagnosis import diagnose_bytes
 from app.diagnosis.lines import decode, strip_prefixes
+from tests.helpers import CORPUS_CASES, LARGEST_PLAIN_LOG, corpus_case_ids, corpus_log
 
 CORPUS = Path(__file__).parent / "corpus"
 SPLITS = ("tuning", "validation", "fresh")
@@ -54,7 +55,7 @@ def outcomes(
     """Each case's checks, by case id: the engine reads each log once."""
     found_by_case = {}
     for case in cases:
-        found = diagnose_bytes(transform((CORPUS / "cases" / f"{case['id']}.log").read_bytes()))
+        found = diagnose_bytes(transform(corpus_log(case["id"])))
         match = case.get("root_cause_match") or "full_line"
         found_by_case[str(case["id"])] = {
             "root_cause": same_root_cause(case["root_cause"], found.root_cause, match),
@@ -110,6 +111,7 @@ def _report(scores: dict[str, int], total: int) -> str:
 def test_every_case_has_a_source_and_a_split_by_thread() -> None:
     cases = load_cases()
     split_of_source: dict[str, str] = {}
+    logged = set(corpus_case_ids())
     for case in cases:
         # A public thread, or a run of ours on a GPU whose script is kept beside the cases.
         source = case["source"]
@@ -119,7 +121,7 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
         ), case["id"]
         assert case["split"] in SPLITS, case["id"]
         assert split_of_source.setdefault(case["source"], case["split"]) == case["split"], case
-        assert (CORPUS / "cases" / f"{case['id']}.log").is_file(), case["id"]
+        assert case["id"] in logged, case["id"]
         if not _mined_fresh(case):
             assert case["split"] == _split_by_hash(case["source"]), case["id"]
     # Tuning and validation split each thread by its hash: about half each. Fresh parts folded
@@ -127,6 +129,14 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
     split = [case["split"] for case in cases if not _mined_fresh(case)]
     sizes = [split.count(part) for part in ("tuning", "validation")]
     assert min(sizes) >= 0.4 * sum(sizes), sizes
+
+
+def test_each_log_is_stored_one_way_and_large_ones_compressed() -> None:
+    plain = {path.name.removesuffix(".log"): path for path in CORPUS_CASES.glob("*.log")}
+    packed = {path.name.removesuffix(".log.gz"): path for path in CORPUS_CASES.glob("*.log.gz")}
+    assert not plain.keys() & packed.keys()
+    assert all(path.stat().st_size <= LARGEST_PLAIN_LOG for path in plain.values())
+    assert all(len(corpus_log(case_id)) > LARGEST_PLAIN_LOG for case_id in packed)
 
 
 def _mined_fresh(case: dict) -> bool:

@@ -4,7 +4,6 @@ that uses it: its example line must do there what the row says, and say where it
 import gc
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
@@ -28,8 +27,8 @@ from app.diagnosis.knowledge.lifecycle import (
 from app.diagnosis.knowledge.ready import READY_LINES, ReadyLine
 from app.diagnosis.knowledge.wrappers import WRAPPERS, Wrapper
 from app.diagnosis.lines import decode
+from tests.helpers import corpus_case_ids, corpus_log
 
-CASES = Path(__file__).parent / "corpus" / "cases"
 OBSERVED = re.compile(r"observed in corpus case (\w+)")
 
 # A failure none of the rows is about: what the row's line must not hide or turn into.
@@ -103,7 +102,7 @@ def test_every_row_has_an_example_that_it_matches_and_a_source(row: Row) -> None
 @pytest.mark.parametrize("row", [p for p in ALL_ROWS if OBSERVED.search(p.values[0].source)])
 def test_an_example_said_to_be_observed_is_a_line_of_that_case(row: Row) -> None:
     for case in OBSERVED.findall(row.source):
-        log = (CASES / f"{case}.log").read_bytes()
+        log = corpus_log(case)
         lines = {decode(raw).rstrip() for raw in log.split(b"\n")}
         assert row.example in lines, f"{_named(row)}: not a line of case {case}"
 
@@ -267,8 +266,8 @@ def test_the_prefilter_reads_every_pattern_and_never_misses_a_match() -> None:
     # One line of each shape (lines that differ only in their numbers read alike to nearly
     # every pattern): a third fewer lines to try each pattern on.
     by_shape: dict[str, str] = {}
-    for case in sorted(CASES.glob("*.log"))[::6]:
-        for raw in case.read_bytes().split(b"\n")[:400]:
+    for case_id in corpus_case_ids()[::6]:
+        for raw in corpus_log(case_id).split(b"\n")[:400]:
             line = decode(raw)
             by_shape.setdefault(re.sub(r"\d+", "0", line), line)
     lines = set(by_shape.values())

@@ -14,6 +14,7 @@ from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED, SERVING, STOPPED,
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.knowledge.wrappers import WRAPPERS
 from app.diagnosis.lines import decode, strip_prefixes
+from tests.helpers import corpus_log
 
 CORPUS = Path(__file__).parent / "corpus"
 QUIET = [f"step {n} done" for n in range(10)]
@@ -57,7 +58,7 @@ def last_burst_errors(log: bytes) -> list[str]:
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda case: str(case["id"]))
 def test_the_engine_is_never_silent_on_a_log_that_ends_in_an_error(case: dict) -> None:
-    log = (CORPUS / "cases" / f"{case['id']}.log").read_bytes()
+    log = corpus_log(case["id"])
     errors = last_burst_errors(log)
     if not errors:
         return

@@ -20,10 +20,9 @@ from app.diagnosis.advice import advice_for
 from app.diagnosis.knowledge.advice import ADVICE, Advice
 from app.diagnosis.lines import decode
 from app.diagnosis.rules import ERROR_CLASSES
-from tests.helpers import attempt_of, make_attempt, make_campaign, patch, wait_for
+from tests.helpers import attempt_of, corpus_log, make_attempt, make_campaign, patch, wait_for
 
 TESTS = Path(__file__).parent
-CASES = TESTS / "corpus" / "cases"
 OBSERVED = re.compile(r"corpus case (\w+)|(tests/data/[\w.]+)")
 QUIET = [f"step {n} done" for n in range(10)]
 
@@ -35,8 +34,8 @@ def _lines_of(where: str) -> set[str] | None:
     found = OBSERVED.search(where)
     if found is None:
         return None
-    path = CASES / f"{found[1]}.log" if found[1] else TESTS.parent / found[2]
-    return {decode(raw).rstrip() for raw in path.read_bytes().split(b"\n")}
+    log = corpus_log(found[1]) if found[1] else (TESTS.parent / found[2]).read_bytes()
+    return {decode(raw).rstrip() for raw in log.split(b"\n")}
 
 
 @pytest.mark.parametrize("row", ROWS)
@@ -78,7 +77,7 @@ def test_the_engine_s_diagnosis_of_the_example_brings_the_advice(row: Advice) ->
 
 def test_an_out_of_memory_error_outside_graph_capture_gets_no_capture_advice() -> None:
     # Case 704 captured a graph, then ran out of memory after the capture ended.
-    diagnosis = diagnose_bytes((CASES / "704.log").read_bytes()).to_dict()
+    diagnosis = diagnose_bytes(corpus_log("704")).to_dict()
     assert diagnosis["error_class"] == "oom_gpu"
     assert not any("--cuda-graph-max-bs" in said for said in advice_for(diagnosis))
 
