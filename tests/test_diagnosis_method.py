@@ -3352,3 +3352,27 @@ def test_cmake_s_message_block_yields_to_the_error_it_quotes_not_to_the_next_hea
     found = diagnose(*QUIET, header, *block[:4], other, "  Could not find a package 'hip'",
                      "-- Configuring incomplete, errors occurred!")  # fmt: skip
     assert found.root_cause == header
+
+
+def test_pytest_s_progress_marks_glued_to_a_worker_s_line_are_peeled() -> None:
+    prefix = "(Worker_TP1 pid=11655) ERROR 11-29 12:12:24 [multiproc_executor.py:815] "
+    error = f"{prefix}RuntimeError: NPU out of memory. Tried to allocate 19.09 GiB (NPU 1)"
+    frames = [f'  File "/srv/vllm/worker_{n}.py", line {n}, in step_{n}' for n in range(60)]
+    found = diagnose(
+        "tests/e2e/test_offline_inference.py::test_e2e_deepseek ",
+        f"..............{prefix}WorkerProc hit an exception.",
+        *(prefix + line for line in ("Traceback (most recent call last):", *frames)),
+        error,
+    )  # fmt: skip
+    assert found.root_cause == error and found.error_class == "oom_gpu"
+
+
+def test_an_executor_s_quote_of_a_worker_s_error_beats_its_word_that_the_worker_died() -> None:
+    # vllm-ascend's engine core: the worker's own traceback is not in the log, the executor's
+    # quote of its error is, twice, around its monitor's word that the worker died
+    found = diagnose_bytes(corpus_log("AL044"))
+    assert found.root_cause is not None and found.root_cause.endswith(
+        "RuntimeError: Worker failed with error ''GDNAttentionMetadataBuilder' object has no "
+        "attribute 'aclgraph_support'', please check the stack trace above for the root cause"
+    )
+    assert found.crashed is True

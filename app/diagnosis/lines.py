@@ -88,6 +88,9 @@ _PREFIXES = [
     r"\|\s+",
     # pytest's failure lines: "E       RuntimeError: ..."
     r"E {3,}(?=\S)",
+    # pytest's progress marks with a test's own output glued on: "......(Worker_TP1 pid=11655) "
+    r"[.sxFE]*\.\.[.sxFE]*"
+    r"(?=\((?:[\w.-]+(?: [\w.=-]+)* )?pid=\d|\[rank\d+\]:|[A-Z]{4,7}\s+\d\d-\d\d\s)",
     # LocalAI relaying a backend's output: "8:59PM DBG GRPC(model-127.0.0.1:45725): stderr "
     r"(?:\d{1,2}:)?\d\d[AP]M\s+[A-Z]{3}\s+GRPC\([^)]*\):\s+std(?:err|out)\s",
     # loguru style: "[ERROR    | TRT-LLM            ]: "

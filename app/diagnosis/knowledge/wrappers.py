@@ -209,6 +209,24 @@ WRAPPERS = (
         "worker dead: the executor's own line before it says which; observed in corpus case K082",
     ),
     Wrapper(
+        r"\bAsyncLLM output_handler failed\.?$",
+        ("vllm",),
+        "(APIServer pid=478060) ERROR 01-18 22:19:26 [async_llm.py:538] AsyncLLM output_handler "
+        "failed.",
+        "vLLM V1's API server (vllm/v1/engine/async_llm.py) when the engine it reads from is "
+        "dead: an EngineDeadError follows, the engine's own lines say why; observed in corpus "
+        "case K082",
+    ),
+    Wrapper(
+        r"\bWorker proc \S+ died unexpectedly",
+        ("vllm",),
+        "(EngineCore_0 pid=271) ERROR 08-25 12:24:19 [multiproc_executor.py:146] Worker proc "
+        "VllmWorker-1 died unexpectedly, shutting down executor.",
+        "vLLM V1's multiprocess executor (vllm/v1/executor/multiproc_executor.py) when its "
+        "monitor saw a worker exit: the worker's own error, or the executor's quote of it, says "
+        "why; observed in corpus case J033",
+    ),
+    Wrapper(
         r"Worker failed with error",
         ("vllm",),
         "(EngineCore_DP0 pid=9164) RuntimeError: Worker failed with error 'size_k must divisible "
