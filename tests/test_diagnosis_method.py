@@ -3376,3 +3376,60 @@ def test_an_executor_s_quote_of_a_worker_s_error_beats_its_word_that_the_worker_
         "attribute 'aclgraph_support'', please check the stack trace above for the root cause"
     )
     assert found.crashed is True
+
+
+@pytest.mark.parametrize(
+    "lines,root_cause,error_class",
+    [
+        # faulthandler on Windows, glued after pytest's test id: a host instruction-set fault
+        (
+            ["tests/test_x.py::test_a PASSED [ 47%]",
+             "tests/test_x.py::test_b[llama] Windows fatal exception: code 0xc000001d", "",
+             "Thread 0x00001468 (most recent call first):",
+             '  File "C:\\Python312\\Lib\\threading.py", line 359 in wait'],
+            "tests/test_x.py::test_b[llama] Windows fatal exception: code 0xc000001d",
+            "unsupported_arch",
+        ),
+        # rustc's errors carry their code: the first one is why the build failed
+        (
+            ["   Compiling text-generation-launcher v2.0.0 (/usr/src/launcher)",
+             "error[E0432]: unresolved import `nix::sys::signal::Signal`",
+             " --> launcher/src/main.rs:2:30", "  |",
+             "error[E0425]: cannot find function `kill` in module `signal`",
+             "error: could not compile `text-generation-launcher` due to 2 previous errors"],
+            "error[E0432]: unresolved import `nix::sys::signal::Signal`",
+            "import_or_version",
+        ),
+    ],
+)  # fmt: skip
+def test_native_failures_of_other_runtimes_are_never_silent(
+    lines: list[str], root_cause: str, error_class: str
+) -> None:
+    found = diagnose(*lines)
+    assert (found.root_cause, found.error_class, found.crashed) == (root_cause, error_class, True)
+
+
+def test_a_launcher_s_shard_name_before_each_relayed_line_is_peeled() -> None:
+    error = "TypeError: attribute name must be string, not 'NoneType'"
+    found = diagnose(
+        "Shard 1: Process SpawnProcess-33:",
+        *(f"Shard 1: {line}" for line in (*TB, error)),
+    )  # fmt: skip
+    assert found.root_cause == f"Shard 1: {error}" and found.crashed is True
+
+
+def test_pytest_s_summary_of_a_failed_test_is_the_failure_only_where_its_traceback_is_not() -> None:
+    summary = (
+        "FAILED tests/gemm/test_mm_fp4.py::test_mm_fp4[cudnn-512] - cudnn._compiled_module."
+        "cudnnGraphNotSupportedError: No valid engine configs for Matmul_MUL_"
+    )
+    header = "=" * 30 + " test session starts " + "=" * 30
+    alone = diagnose(header, "collected 3240 items", summary,
+                     "=========== 180 failed, 270 passed in 8.97s ===========")  # fmt: skip
+    assert alone.root_cause == summary and alone.crashed is True
+    error = "E       RuntimeError: CUDA error: no kernel image is available for execution"
+    kept = diagnose(header, "tests/test_a.py F", "___ test_a ___", *TB, error,
+                    "=" * 28 + " short test summary info " + "=" * 28,
+                    "FAILED tests/test_a.py::test_a - RuntimeError: CUDA error: no kernel image is "
+                    "available for execution")  # fmt: skip
+    assert kept.root_cause == error

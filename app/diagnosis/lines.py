@@ -109,6 +109,10 @@ _NAME_PREFIX = re.compile(r"(?=[\w.@-]*[A-Za-z])([A-Za-z0-9][\w.@-]*[\d/_.-][\w.
 # concurrently, "[0] [0] " of a Monarch actor mesh, "[build] " of a build driver's steps):
 # peeled only where most lines carry one.
 _INDEX_PREFIX = re.compile(r"(\[(?:\d{1,4}|[a-z][\w.-]{0,24})\])\s")
+# A launcher's name and number for the child whose output it relays ("Shard 1: " of Hugging
+# Face text-generation-server's launcher): peeled only where most lines carry one. (Not any
+# word: vLLM's statistics start "Engine 000: " and must stay whole.)
+_CHILD_PREFIX = re.compile(r"((?:Shard|Worker|Rank|Node|Replica) \d{1,4}):\s")
 _MARKDOWN_BOLD = re.compile(r"\*\*[^*\s](?:.*[^*\s])?\*\*")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
 
@@ -141,7 +145,12 @@ def strip_prefixes(text: str, hosts: frozenset[str] = frozenset()) -> str:
             text = text[match.end() :]
             continue
         if hosts:
-            host = _HOST_PREFIX.match(text) or _NAME_PREFIX.match(text) or _INDEX_PREFIX.match(text)
+            host = (
+                _HOST_PREFIX.match(text)
+                or _NAME_PREFIX.match(text)
+                or _INDEX_PREFIX.match(text)
+                or _CHILD_PREFIX.match(text)
+            )
             if host and host.group(1) in hosts:
                 text = text[host.end() :]
     text = text.strip()
@@ -157,5 +166,5 @@ def host_prefix(text: str) -> str | None:
     match = _HOST_PREFIX.match(text)
     if match and not _NOT_A_HOST.search(match.group(1)) and not match.group(1)[0].isupper():
         return match.group(1)
-    named = _NAME_PREFIX.match(text) or _INDEX_PREFIX.match(text)
+    named = _NAME_PREFIX.match(text) or _INDEX_PREFIX.match(text) or _CHILD_PREFIX.match(text)
     return named.group(1) if named else None

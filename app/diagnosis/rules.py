@@ -372,6 +372,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:\bdyld\[\d+\]: |^)(?:Library not loaded|Symbol not found): ",  # macOS's loader
         r"^Undefined symbols for architecture \w+:", r"\bUNREACHABLE executed at\b",
         r"\bNinja is required to load C\+\+ extensions\b",
+        r"^error\[E0432\]: unresolved import\b",  # rustc on a crate version without the item
         r"\bCould not run '[\w:.]+' with arguments from the '\w+' backend\b",
         # a custom op called with another version's schema
         r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
@@ -972,6 +973,8 @@ NATIVE_FAILURE = _any(
     r"^FATAL\b|\bFATAL:|\bfatal error\b",
     r"^[\w.+-]+\s+fatal\s*: ",  # a toolchain's own: "ptxas fatal   : Value 'sm_100' is ..."
     r"^Error: ",  # command-line tools (Go's, Rust's)
+    r"^error\[E\d{4}\]: ",  # rustc's, with its error code
+    r"\bWindows fatal exception: ",  # faulthandler on Windows (a hardware exception's code)
     r"^Error response from daemon: ",  # Docker's CLI, on a container it could not start
     r"\bthread '[^']*'(?: \(\d+\))? panicked at\b",  # Rust's, with the thread's id or not
     r"\b[Ii]llegal instruction\b",

@@ -209,6 +209,15 @@ WRAPPERS = (
         "worker dead: the executor's own line before it says which; observed in corpus case K082",
     ),
     Wrapper(
+        r"^FAILED \S+::\S+ - \S",
+        ("pytest",),
+        "FAILED tests/gemm/test_mm_fp4.py::test_mm_fp4[mxfp4_alpha-False-True-cudnn-res_dtype1-"
+        "512-512-256] - cudnn._compiled_module.cudnnGraphNotSupportedError: No valid engine "
+        "configs for Matmul_MUL_",
+        "pytest's short test summary (-r): a failed test and the first line of its exception, "
+        "whose traceback the report holds above when it was kept; observed in corpus case AL409",
+    ),
+    Wrapper(
         r"\bAsyncLLM output_handler failed\.?$",
         ("vllm",),
         "(APIServer pid=478060) ERROR 01-18 22:19:26 [async_llm.py:538] AsyncLLM output_handler "
