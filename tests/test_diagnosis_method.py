@@ -3433,3 +3433,16 @@ def test_pytest_s_summary_of_a_failed_test_is_the_failure_only_where_its_traceba
                     "FAILED tests/test_a.py::test_a - RuntimeError: CUDA error: no kernel image is "
                     "available for execution")  # fmt: skip
     assert kept.root_cause == error
+
+
+def test_a_bare_exception_named_by_its_module_yields_to_the_chained_one_that_explains_it() -> None:
+    explained = (
+        "(APIServer pid=623) TimeoutError: Timed out waiting for engine core processes to start. "
+        "This can happen if the engine is still loading or warming up"
+    )
+    found = diagnose(
+        *(f"(APIServer pid=623) {line}" for line in (*TB, "_queue.Empty", "",
+          "The above exception was the direct cause of the following exception:", "", *TB)),
+        explained,
+    )  # fmt: skip
+    assert found.root_cause == explained and found.error_class == "timeout_or_hang"

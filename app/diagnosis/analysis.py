@@ -396,15 +396,23 @@ def _only_a_status(entry: Entry) -> bool:
     return said is not None and _STATUS_CODE.fullmatch(said[1].strip()) is not None
 
 
+# An exception named by its module path and nothing more ("_queue.Empty" under a wait that
+# timed out): bare, whatever its name ends in.
+_BARE_QUALIFIED_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Z][A-Za-z]*")
+
+
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
     """A terse exception ("KeyError: 'gemma4_unified'") that the next one in its chain quotes
     and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
     recognize this architecture ..."): the explanation is the line to read."""
     named = rules.EXCEPTION_LINE.match(first.content)
-    if named is not None and (
-        not (named[2] or named[3])
-        or _OBJECT_REPR.fullmatch((named[2] or "").strip())
-        or _STATUS_CODE.fullmatch((named[2] or "").strip())
+    if _BARE_QUALIFIED_NAME.fullmatch(first.content) or (
+        named is not None
+        and (
+            not (named[2] or named[3])
+            or _OBJECT_REPR.fullmatch((named[2] or "").strip())
+            or _STATUS_CODE.fullmatch((named[2] or "").strip())
+        )
     ):
         # A bare name ("TimeoutError", "StopIteration") quotes nothing, nor does an object's
         # default repr ("KeyError: <vllm.config.ModelConfig object at 0x7fec41821900>") or a
