@@ -3446,3 +3446,20 @@ def test_a_bare_exception_named_by_its_module_yields_to_the_chained_one_that_exp
         explained,
     )  # fmt: skip
     assert found.root_cause == explained and found.error_class == "timeout_or_hang"
+
+
+def test_one_sigterm_echoed_by_a_second_logger_is_still_a_stop() -> None:
+    found = diagnose(
+        "(Llumlet pid=22645) INFO 07-16 12:30:20 metrics.py:349] Avg prompt throughput: 2.0 "
+        "tokens/s, Avg generation throughput: 0.4 tokens/s, Running: 1 reqs",
+        '(APIServer pid=23614) INFO:     172.23.75.208:34938 - "POST /generate HTTP/1.1" 200 OK',
+        "*** SIGTERM received at time=1752669041 on cpu 12 ***",
+        "PC: @     0x7fe3bf1a082d  (unknown)  select",
+        "[2025-07-16 12:30:41,565 E 21841 21841] logging.cc:496: *** SIGTERM received at "
+        "time=1752669041 on cpu 12 ***",
+        "[2025-07-16 12:30:41,565 E 21841 21841] logging.cc:496: PC: @     0x7fe3bf1a082d  "
+        "(unknown)  select",
+        "(Llumlet pid=22645) INFO 07-16 12:30:41 metrics.py:349] Avg prompt throughput: 2.0 "
+        "tokens/s, Avg generation throughput: 0.4 tokens/s, Running: 0 reqs",
+    )  # fmt: skip
+    assert found.crashed is False and found.root_cause is None

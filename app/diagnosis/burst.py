@@ -116,6 +116,8 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
             and not entry.noise
             and not entry.consequence
             and stop.line.number - entry.line.number <= STOP_LOOKBACK
+            # (the same stop said first by another logger is no failure before it)
+            and not _STOPPED.search(entry.content)
         ):
             return None
     return stop
