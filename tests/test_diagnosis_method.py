@@ -398,6 +398,16 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         ("RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten "
          "by a subsequent run.", "cuda_graph"),
         ("AttributeError: module 'numpy' has no attribute 'float_'", "import_or_version"),
+        ("  ERROR: Cannot install torch-npu==2.7.1 and torch==2.7.1 because these package "
+         "versions have conflicting dependencies.", "import_or_version"),
+        ("torch._inductor.exc.TritonMissing: Cannot find a working triton installation.",
+         "import_or_version"),
+        ("jax.errors.JaxRuntimeError: NOT_FOUND: No FFI handler registered for te_rmsnorm_fwd on "
+         "a platform CUDA (canonical cuda)", "import_or_version"),
+        ("argparse.ArgumentTypeError: --sweep-range min/max values must be powers of 2",
+         "config_or_args"),
+        ("RuntimeError: unable to allocate shared memory(shm) for file </torch_2437_7739544>: "
+         "Resource temporarily unavailable (11)", "oom_host_killed"),
         ("RuntimeError: Unsupported head dimension 80 for this attention backend",
          "config_or_args"),
         ("onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument: [ONNXRuntimeError] : 2 : "

@@ -212,6 +212,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a DataLoader worker dying of the host's shared memory (/dev/shm) or the OOM killer
         r"\bDataLoader worker \(pid \d+\) is killed by signal: (?:Bus error|Killed)",
         r"\binsufficient shared memory \(shm\)",
+        r"\bunable to allocate shared memory\(shm\)",  # torch's own words for a full /dev/shm
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -578,6 +579,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found",
         # a module's API that another version of it has ("module 'numpy' has no attribute")
         r"\bmodule '[\w.]+' has no attribute\b",
+        # pip's resolver on pinned versions that cannot go together
+        r"\bthese package versions have conflicting dependencies\b", r"\bResolutionImpossible\b",
+        # Inductor without a working Triton; XLA without a custom call's registered handler
+        r"\bTritonMissing\b", r"\bNo FFI handler registered for\b",
         # a C extension built against another version of numpy (or any C API it includes)
         r"\bbinary incompatibility\b", r"\bdtype size changed\b",
         # a tokenizer file written by a newer tokenizers than the one reading it
@@ -658,6 +663,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
+        r"\bargparse\.Argument(?:Type)?Error\b",
         r"\b(?:unrecognized|unknown|invalid) option\b",  # getopt's
         # clap's (Rust command lines), options that exclude each other
         r"\ba value is required for '--", r"\bunexpected argument '--",
