@@ -270,6 +270,8 @@ class Replay:
         found = found and self._wait_for(
             attempt_id, lambda a: self._read_to(a.id, path.stat().st_size), 60
         )
+        if self.stop.is_set():
+            return  # stopped mid-step (Ctrl-C): no verdict, and no tailer to blame
         if not found:
             log.warning("demo: the tailer did not report attempt %s in time", attempt_id)
         self.stop.wait(self.step_s * 0.1)  # the engineer reads the diagnosis

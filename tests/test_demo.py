@@ -1,6 +1,7 @@
 """`campaign-dash demo` at high speed: the seed campaign replayed through the real tailer,
 by the installed command in a subprocess."""
 
+import logging
 import os
 import shlex
 import signal
@@ -11,10 +12,15 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
+from app import repo
+from app.db import make_engine, session_scope
+from app.demo import STORY, Replay
+from app.migrate import upgrade
 from tests.cli import clean_env
 from tests.conftest import OWNER_TOKEN
 from tests.helpers import wait_for
@@ -305,3 +311,22 @@ def test_a_demo_on_a_port_in_use_is_one_clear_line_and_prints_no_link(tmp_path: 
     )
     # No login link to whatever holds the port, and nothing left behind.
     assert "token=" not in result.stdout and not list(tmp_path.glob("campaign-dash-demo-*"))
+
+
+def test_a_stop_mid_step_leaves_no_verdict_and_blames_no_tailer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    stop = threading.Event()
+    replay = Replay(SimpleNamespace(engine=engine), tmp_path, speed=1000.0, stop=stop)
+    replay.create_campaign()
+    stop.set()  # Ctrl-C while the first step's server is starting
+    with caplog.at_level(logging.WARNING, logger="app.demo"):
+        replay._play(1, STORY[0])
+    assert "did not report" not in caplog.text
+    with session_scope(engine) as session:
+        [attempt] = repo.list_attempts(session, campaign_id=replay.campaign_id)
+        assert attempt.verdict in (None, "")
+    engine.dispose()
