@@ -67,3 +67,14 @@ def inert_links(markdown: str) -> str:
     if not has_unsafe_link(markdown):
         return markdown
     return markdown.replace("[", "&#91;").replace("]", "&#93;")
+
+
+# An inline link to a page of this dashboard ("[side by side](/compare?ids=9,10)"): the owner's
+# pages answer a share link's reader with a login form.
+_OWN_PAGE_LINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(\s*<?/(?!/)[^)\s>]*>?(?:\s+\"[^\"\n]*\")?\s*\)")
+
+
+def own_page_links_as_text(markdown: str) -> str:
+    """Markdown for a share link's reader: links to this dashboard's own pages, which only its
+    owner may open, become their text."""
+    return _OWN_PAGE_LINK.sub(r"\1", markdown)

@@ -18,7 +18,7 @@ from app.changes import record
 from app.db import session_scope
 from app.errors import NotFound
 from app.headline import Headline, headline
-from app.markdown import inert_links, render_markdown
+from app.markdown import inert_links, own_page_links_as_text, render_markdown
 from app.models import Lane, Note, ShareLink, utcnow
 from app.numbers import fmt_judgement
 from app.redact import Redactor, secrets_only
@@ -238,7 +238,7 @@ def story_of(session: Session, campaign_id: int, *, redact: bool) -> Summary:
 def _note_out(note: Note, mask: Mask) -> NoteOut:
     """Rendered once, from the masked text."""
     assert note.id is not None
-    body = mask(note.body)
+    body = own_page_links_as_text(mask(note.body))
     return NoteOut(**{**note.model_dump(), "body": body}, html=render_markdown(body))
 
 

@@ -174,3 +174,32 @@ def test_markdown_export_keeps_only_the_links_the_page_keeps(
     page_links.feed(anonymous.get(f"/s/{link['token']}").text)
     page_schemes = {browser_scheme(url) for url in page_links.urls}
     assert page_schemes <= {"https", "mailto", None}, page_links.urls
+
+
+def test_a_note_s_link_to_an_owner_page_reads_as_text_for_the_share_s_reader(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    # The demo's own note on its retest: "[side by side with the CUDA 13 baseline](/compare?...)"
+    campaign = make_campaign(api)
+    first, second = make_attempt(api, campaign["id"]), make_attempt(api, campaign["id"])
+    compare = f"/compare?ids={first['id']},{second['id']}"
+    body = f"Faster: see [side by side with the baseline]({compare}) and [the PR](https://github.com/sgl-project/sglang/pull/1)"
+    assert api.post(f"/api/attempts/{second['id']}/notes", json={"body": body}).status_code == 201
+    token = api.post(f"/api/campaigns/{campaign['id']}/shares").json()["token"]
+    assert anonymous.get(compare).status_code == 401  # the owner's page, not the reader's
+    page = _Links()
+    page.feed(anonymous.get(f"/s/{token}").text)
+    assert "https://github.com/sgl-project/sglang/pull/1" in page.urls and not any(
+        u.startswith("/compare") for u in page.urls
+    )
+    assert "Faster: see side by side with the baseline and" in anonymous.get(f"/s/{token}").text
+    markdown = anonymous.get(f"/s/{token}.md").text
+    assert followed(markdown) == ["https://github.com/sgl-project/sglang/pull/1"]
+    assert (
+        "see side by side with the baseline and [the PR](https://github.com/sgl-project/sglang/pull/1)"
+        in markdown
+    )
+    notes = anonymous.get(f"/s/{token}.json").json()
+    assert compare not in str(notes) and "side by side with the baseline" in str(notes)
+    # The owner's own page keeps the link.
+    assert f'href="{compare}"' in api.get(f"/attempts/{second['id']}").text.replace("&amp;", "&")
