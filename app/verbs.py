@@ -96,8 +96,8 @@ def campaigns(url: str | None, as_json: bool) -> None:
 @click.command()
 @click.argument("campaign")
 @click.option("--status", default=None,
-              help="Only the attempts with this status (planned, running, ready, crashed, "
-              "measured, eliminated, adopted, ...).")  # fmt: skip
+              help="Only the attempts with this status: proposed, running, ready, measured, "
+              "crashed, blocked, adopted or eliminated.")  # fmt: skip
 @api_options
 def attempts(campaign: str, status: str | None, url: str | None, as_json: bool) -> None:
     """A campaign's attempts in the order they were tried, one line each: its status, and
@@ -110,7 +110,8 @@ def attempts(campaign: str, status: str | None, url: str | None, as_json: bool) 
     with connect(url) as api:
         detail = api.get(f"/api/campaigns/{api.campaign_id(campaign)}")
     chosen = [a for a in detail["attempts"] if status is None or a["status"] == status]
-    heading = f"{detail['name']} (campaign #{detail['id']}): {len(chosen)} attempts"
+    count = f"{len(chosen)} attempt{'' if len(chosen) == 1 else 's'}"
+    heading = f"{detail['name']} (campaign #{detail['id']}): {count}"
     emit(as_json, chosen, [heading, *table([attempt_line(a) for a in chosen])] if chosen
          else [heading])  # fmt: skip
 

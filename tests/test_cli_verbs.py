@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -109,6 +110,8 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     assert {a["id"] for a in measured} == {graphs, same}
     bad_status = cli(tmp_path, "attempts", "EAGLE-3", "--status", "great")
     assert bad_status.returncode == 2 and "'great' is not a status" in bad_status.stderr
+    crashed = cli(tmp_path, "attempts", "EAGLE-3", "--status", "crashed").stdout.splitlines()
+    assert crashed[0] == f"EAGLE-3 (campaign #{cid}): 1 attempt"
 
     shown = cli(tmp_path, "show", str(crash))
     assert shown.returncode == 0, shown.stderr
@@ -273,3 +276,16 @@ def test_the_runtime_file_is_the_users_alone_its_token_dies_with_its_dashboard(
     with serving(env, tmp_path, port):
         refused = httpx.get(f"{url}/api/campaigns", headers={"Authorization": f"Bearer {token}"})
         assert refused.status_code == 401  # a restarted dashboard has a token of its own
+
+
+def test_the_status_option_s_help_names_every_status_and_no_other() -> None:
+    from click.testing import CliRunner
+
+    from app.models import Status
+    from app.verbs import attempts
+
+    shown = " ".join(CliRunner().invoke(attempts, ["--help"]).output.split())
+    listed = re.search(r"Only the attempts with this status: ([a-z, ]+)", shown)
+    assert listed is not None, shown
+    named = set(re.split(r", | or ", listed.group(1).strip()))
+    assert named == {status.value for status in Status}
