@@ -164,3 +164,12 @@ def test_the_cards_call_and_the_charts_intervals_in_chromium(
     page.wait_for_function(
         "() => document.querySelectorAll('#chart line.ci').length === 3", timeout=UI_WAIT_MS
     )
+
+
+def test_compare_with_nothing_ticked_says_how_many_to_tick(api: httpx.Client) -> None:
+    campaign = make_campaign(api)
+    make_attempt(api, campaign["id"])
+    for params in ({"by": "id"}, {"ids": "", "by": "id"}):
+        page = api.get("/compare", params=params)
+        assert page.status_code == 422
+        assert "compare 2 to 8 attempts (got 0)" in page.text and "Field required" not in page.text
