@@ -118,7 +118,9 @@ def _adopt_as_baseline(session: Session, attempt: Attempt) -> None:
     samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id])[attempt.id]
     summary = summarize(samples)
     assert summary is not None
-    _set_baseline(session, campaign, summary.mean, attempt_id=attempt.id)
+    # (a mean of figures typed to a decimal or two: its last bits of float noise, the
+    # "92.60000000000001" of 92.5, 92.7 and 92.6, are no part of the baseline)
+    _set_baseline(session, campaign, float(f"{summary.mean:.12g}"), attempt_id=attempt.id)
     record(session, attempt.campaign_id, "campaign")
 
 

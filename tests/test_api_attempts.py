@@ -361,3 +361,13 @@ def test_a_baseline_measured_days_before_is_said_beside_the_call(
         "the baseline's runs are 3 days older: re-measure it to compare like with like"
     ]
     assert body["stats"]["call"] == "better"  # said beside the call, which stands
+
+
+def test_a_baseline_adopted_from_a_mean_carries_no_float_noise(api: httpx.Client) -> None:
+    campaign = make_campaign(api, baseline=89.5)
+    cuda13 = make_attempt(api, campaign["id"], title="CUDA 13 upgrade", source="file:///tmp/b")
+    for value in (92.5, 92.7, 92.6):  # their float mean is 92.60000000000001
+        api.post(f"/api/attempts/{cuda13['id']}/measurements", json={"value": value})
+    patch(api, cuda13["id"], status="adopted", set_baseline=True, verdict="pivot")
+    detail = api.get(f"/api/campaigns/{campaign['id']}").json()
+    assert detail["baseline"] == 92.6 and detail["baseline_history"][-1]["value"] == 92.6
