@@ -5,7 +5,9 @@ lines, or with --json one JSON document, and exits 0 done, 1 nothing found, 2 re
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -307,14 +309,29 @@ def compare(ids: tuple[str, ...], url: str | None, as_json: bool) -> None:
     wanted = ",".join(str(attempt_id(i)) for i in ids)
     with connect(url) as api:
         found = api.get("/api/compare", ids=wanted)["attempts"]
-    rows = [["", *(f"#{a['id']}" for a in found)],
-            ["title", *(one_line(a["title"], 30) for a in found)],
-            ["status", *(a["status"] for a in found)],
-            ["result", *(one_line(figure(a), 48) for a in found)],
-            ["flags", *(one_line((a.get("flag_diff") or {}).get("summary"), 40) for a in found)],
-            ["environment", *(one_line((a.get("env_diff") or {}).get("summary"), 40)
-                              for a in found)]]  # fmt: skip
-    emit(as_json, {"attempts": found}, table(rows))
+    emit(as_json, {"attempts": found}, side_by_side(found, shutil.get_terminal_size().columns))
+
+
+def side_by_side(found: list[dict[str, Any]], columns: int) -> list[str]:
+    """One column an attempt, as wide as the terminal allows; a long cell (the flag or
+    environment changes compare exists to show) wraps onto more lines instead of being cut."""
+    names = ["", "title", "status", "result", "flags", "environment"]
+    width = max(24, (columns - max(map(len, names)) - 2 * len(found)) // max(len(found), 1))
+    cells = [
+        [f"#{a['id']}" for a in found],
+        [a["title"] for a in found],
+        [a["status"] for a in found],
+        [figure(a) for a in found],
+        [(a.get("flag_diff") or {}).get("summary") or "" for a in found],
+        [(a.get("env_diff") or {}).get("summary") or "" for a in found],
+    ]
+    rows = []
+    for name, row in zip(names, cells, strict=True):
+        wrapped = [textwrap.wrap(" ".join(cell.split()), width) or [""] for cell in row]
+        for depth in range(max(map(len, wrapped))):
+            shown = [lines[depth] if depth < len(lines) else "" for lines in wrapped]
+            rows.append([name if depth == 0 else "", *shown])
+    return table(rows)
 
 
 @click.command()

@@ -289,3 +289,24 @@ def test_the_status_option_s_help_names_every_status_and_no_other() -> None:
     assert listed is not None, shown
     named = set(re.split(r", | or ", listed.group(1).strip()))
     assert named == {status.value for status in Status}
+
+
+@pytest.mark.parametrize("columns", [80, 250])
+def test_compare_wraps_a_long_change_instead_of_cutting_it(columns: int) -> None:
+    from app.verbs import side_by_side
+
+    flags = "only change: +enable_flashinfer_allreduce_fusion, +disable_custom_all_reduce"
+    env = "driver 575.57.08 → 580.95.05, CUDA 12.8 → 13.0, sglang 0.5.2 → 0.5.3"
+    found = [
+        {"id": 9, "title": "CUDA 13 baseline", "status": "adopted", "metric_value": 92.6},
+        {"id": 10, "title": "FlashInfer allreduce fusion (retest)", "status": "measured",
+         "metric_value": 104.5, "flag_diff": {"summary": flags}, "env_diff": {"summary": env}},
+    ]  # fmt: skip
+    lines = side_by_side(found, columns)
+    assert all(len(line) <= max(columns, 80) for line in lines), lines
+    assert lines[0].split() == ["#9", "#10"] and "…" not in "\n".join(lines)
+    # #10's column read down, whatever its lines broke at
+    column = lines[0].index("#10")
+    read = "".join(line[column:].replace(" ", "") for line in lines)
+    for text in (flags, env, "FlashInfer allreduce fusion (retest)", "104.5"):
+        assert text.replace(" ", "") in read, (text, lines)
