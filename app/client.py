@@ -169,15 +169,26 @@ class Api:
         return self.request("GET", path).text
 
     def campaign_id(self, campaign: str | int) -> int:
-        """CAMPAIGN as an id or a name."""
+        """CAMPAIGN as an id, a name, or the start of one name."""
         text = str(campaign).strip().lstrip("#")
         if text.isdigit():
             return int(text)
-        named = [c["id"] for c in self.get("/api/campaigns") if c["name"] == str(campaign).strip()]
-        if not named:
-            raise DashboardError(f"no campaign named {str(campaign).strip()!r}")
+        name = str(campaign).strip()
+        campaigns = self.get("/api/campaigns")
+        named = [c["id"] for c in campaigns if c["name"] == name]
         if len(named) > 1:
-            raise DashboardError(f"{len(named)} campaigns are named {campaign!r}: give its id")
+            raise DashboardError(f"{len(named)} campaigns are named {name!r}: give its id")
+        if not named:
+            # The start of a long name, as typed ("EAGLE-3" for "EAGLE-3 speculative decoding
+            # on 8x RTX PRO 6000 (PCIe)"), when it names one campaign alone.
+            named = [c["id"] for c in campaigns if c["name"].lower().startswith(name.lower())]
+            if len(named) > 1:
+                raise DashboardError(
+                    f"{len(named)} campaigns start with {name!r} "
+                    f"(#{', #'.join(map(str, sorted(named)))}): give more of the name, or its id"
+                )
+        if not named:
+            raise DashboardError(f"no campaign named {name!r}")
         return int(named[0])
 
 

@@ -178,6 +178,16 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
         assert any(word in said[0] for word in ("999 not found", "no campaign named",
                                                  "not an attempt")), said  # fmt: skip
 
+    # A campaign by the start of its name, as the README's examples type the demo's.
+    longer = make_campaign(api, name="EAGLE-3 speculative decoding on 8x RTX PRO 6000 (PCIe)")
+    heading = cli(tmp_path, "attempts", "eagle-3 spec").stdout.splitlines()[0]
+    assert heading == f"{longer['name']} (campaign #{longer['id']}): 0 attempts"
+    assert cli(tmp_path, "attempts", "EAGLE-3").stdout.startswith("EAGLE-3 (campaign #")  # exact
+    both = cli(tmp_path, "attempts", "EAGLE")
+    assert both.returncode == 2 and f"2 campaigns start with 'EAGLE' (#{cid}, #{longer['id']})" in (
+        both.stderr
+    )
+
 
 def test_no_dashboard_running_is_one_line_naming_what_to_do(tmp_path: Path) -> None:
     for verb in (["campaigns"], ["seen", "KeyError: 12"], ["try", "c", "t", "--host", "local",
