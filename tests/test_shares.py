@@ -133,7 +133,7 @@ def test_revoked_and_expired_links_are_gone_everywhere(
     stream.until(lambda m: m.event == "gone")
     with pytest.raises(AssertionError, match="stream ended"):
         stream.next(timeout=5)
-    for suffix in ("", ".md", ".json", "/events"):
+    for suffix in ("", ".md", ".json", ".csv", "/events"):
         assert anonymous.get(f"/s/{token}{suffix}").status_code == 404
     assert api.delete(f"/api/shares/{token}").status_code == 404
 
@@ -143,7 +143,7 @@ def test_revoked_and_expired_links_are_gone_everywhere(
         connection.execute(text("UPDATE sharelink SET expires_at = :past WHERE id = :id"),
                            {"past": "2020-01-01 00:00:00+00:00", "id": short["id"]})  # fmt: skip
     engine.dispose()
-    for suffix in ("", ".md", ".json", "/events"):
+    for suffix in ("", ".md", ".json", ".csv", "/events"):
         assert anonymous.get(f"/s/{short['token']}{suffix}").status_code == 404
 
 
@@ -279,3 +279,14 @@ def test_a_link_revoked_while_its_reader_catches_up_ends_the_stream_with_gone(
     stream.until(lambda m: m.event == "gone")
     with pytest.raises(AssertionError, match="stream ended"):
         stream.next(timeout=5)
+
+
+def test_the_share_page_offers_each_export_its_reader_may_open(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    token = share(api, campaign["id"])["token"]
+    page = anonymous.get(f"/s/{token}").text
+    for suffix in (".md", ".json", ".csv"):
+        assert f'href="/s/{token}{suffix}"' in page
+        assert anonymous.get(f"/s/{token}{suffix}").status_code == 200
