@@ -270,6 +270,9 @@ def test_a_lane_whose_cards_the_filter_hides_says_so(
     assert api.patch(f"/api/attempts/{adopted['id']}", json=verdict).status_code == 200
     for title in ("NCCL Tree", "Torch symmetric memory"):
         make_attempt(api, campaign["id"], title=title)
+    dead_end = make_attempt(api, campaign["id"], title="FlashInfer fusion")
+    dropped = {"status": "eliminated", "verdict": "no SM120 kernel"}
+    assert api.patch(f"/api/attempts/{dead_end['id']}", json=dropped).status_code == 200
     url = f"/campaigns/{campaign['id']}"
     filtered_out = "#timeline .lane .filtered-out"
     for path in (f"{url}?q=no+such+thing", url):  # the server's filter, then the page's
@@ -283,6 +286,13 @@ def test_a_lane_whose_cards_the_filter_hides_says_so(
             said = page.locator(f'#timeline .lane[aria-label="{lane}"] .filtered-out')
             said.wait_for(state="visible", timeout=5_000)
             assert "match" in said.inner_text()
+        # the dead ends' fold too: its message, not an empty table's header
+        if not page.locator("#eliminated-fold").evaluate("d => d.open"):
+            page.locator("#eliminated-fold > summary").click()
+        said = page.locator("#eliminated-fold > .filtered-out")
+        said.wait_for(state="visible", timeout=5_000)
+        assert "match" in said.inner_text()
+        assert not page.locator("#eliminated-fold .fold-head").is_visible()
         page.fill("#filters input[name=q]", "nccl")
         page.locator('#timeline .lane[aria-label="In play"] .filtered-out').wait_for(
             state="hidden", timeout=5_000
