@@ -320,6 +320,15 @@
       }
     });
     var active = Boolean(status || q);
+    // Each lane's count: its cards, or under a filter how many of them it shows.
+    timeline.querySelectorAll("[data-count-of]").forEach(function (laneCount) {
+      var list = timeline.querySelector('[data-lane-list="' + CSS.escape(laneCount.getAttribute("data-count-of")) + '"]');
+      if (!list) { return; }
+      var all = list.querySelectorAll("article.card");
+      var seen = Array.prototype.filter.call(all, function (card) { return !card.hidden; }).length;
+      var text = active ? seen + " of " + all.length : String(all.length);
+      if (laneCount.textContent !== text) { laneCount.textContent = text; }
+    });
     var count = form.querySelector("[data-filter-count]");
     var said = active ? shown + " of " + cards.length + " match" : "";
     if (count && count.textContent !== said) { count.textContent = said; }

@@ -281,11 +281,16 @@ def test_a_lane_whose_cards_the_filter_hides_says_so(
             assert page.locator(filtered_out).evaluate_all("ps => ps.map(p => p.offsetParent)") == [
                 None, None
             ]  # fmt: skip
+            totals = page.locator("#timeline [data-count-of]").all_text_contents()[:3]
+            assert totals == ["2", "1", "1"]  # no filter: each lane's cards
             page.fill("#filters input[name=q]", "no such thing")
         for lane in ("In play", "Adopted"):
             said = page.locator(f'#timeline .lane[aria-label="{lane}"] .filtered-out')
             said.wait_for(state="visible", timeout=5_000)
             assert "match" in said.inner_text()
+        # each lane's count says how many of its cards the filter shows
+        counts = page.locator("#timeline [data-count-of]")
+        assert counts.all_text_contents()[:3] == ["0 of 2", "0 of 1", "0 of 1"]
         # the dead ends' fold too: its message, not an empty table's header
         if not page.locator("#eliminated-fold").evaluate("d => d.open"):
             page.locator("#eliminated-fold > summary").click()
@@ -297,4 +302,5 @@ def test_a_lane_whose_cards_the_filter_hides_says_so(
         page.locator('#timeline .lane[aria-label="In play"] .filtered-out').wait_for(
             state="hidden", timeout=5_000
         )
+        assert counts.all_text_contents()[:3] == ["1 of 2", "0 of 1", "0 of 1"]
         assert page.locator('#timeline .lane[aria-label="Adopted"] .filtered-out').is_visible()
