@@ -289,17 +289,24 @@
       });
       target.insertBefore(card, before || null);
     });
-    timeline.querySelectorAll("[data-count-of]").forEach(function (count) {
-      var list = timeline.querySelector('[data-lane-list="' + CSS.escape(count.getAttribute("data-count-of")) + '"]');
-      var n = String(list ? list.querySelectorAll("article.card").length : 0);
-      if (list && count.textContent !== n) { count.textContent = n; }
-    });
+    countLanes(timeline, false);
     // Shown only while it holds some: a refused launch is rare and out of the story.
     var refused = timeline.querySelector("#refused-fold");
     if (refused) {
       var empty = !refused.querySelector("article.card");
       if (refused.hidden !== empty) { refused.hidden = empty; }
     }
+  }
+  // Each lane's count: its cards, or under a filter how many of them it shows.
+  function countLanes(timeline, active) {
+    timeline.querySelectorAll("[data-count-of]").forEach(function (count) {
+      var list = timeline.querySelector('[data-lane-list="' + CSS.escape(count.getAttribute("data-count-of")) + '"]');
+      if (!list) { return; }
+      var all = list.querySelectorAll("article.card");
+      var seen = Array.prototype.filter.call(all, function (card) { return !card.hidden; }).length;
+      var text = active ? seen + " of " + all.length : String(all.length);
+      if (count.textContent !== text) { count.textContent = text; }
+    });
   }
   function applyFilter() {
     var form = document.querySelector("form[data-filter]");
@@ -320,15 +327,7 @@
       }
     });
     var active = Boolean(status || q);
-    // Each lane's count: its cards, or under a filter how many of them it shows.
-    timeline.querySelectorAll("[data-count-of]").forEach(function (laneCount) {
-      var list = timeline.querySelector('[data-lane-list="' + CSS.escape(laneCount.getAttribute("data-count-of")) + '"]');
-      if (!list) { return; }
-      var all = list.querySelectorAll("article.card");
-      var seen = Array.prototype.filter.call(all, function (card) { return !card.hidden; }).length;
-      var text = active ? seen + " of " + all.length : String(all.length);
-      if (laneCount.textContent !== text) { laneCount.textContent = text; }
-    });
+    countLanes(timeline, active);
     var count = form.querySelector("[data-filter-count]");
     var said = active ? shown + " of " + cards.length + " match" : "";
     if (count && count.textContent !== said) { count.textContent = said; }
