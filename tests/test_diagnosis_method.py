@@ -1527,6 +1527,20 @@ def test_slurm_cancelling_a_whole_job_with_no_reason_is_an_operator_s_stop() -> 
     assert found.crashed is False and found.root_cause is None
 
 
+def test_slurm_cancelling_a_job_after_its_tasks_exited_with_errors_stops_it_for_them() -> None:
+    failed = "ModuleNotFoundError: No module named 'nemo_gym'"
+    exits = [f"srun: error: host-{n}: task {n - 1}: Exited with exit code 1" for n in (1, 2)]
+    cancelled = "slurmstepd: error: *** JOB 9485900 ON host-1 CANCELLED AT 2026-02-16T15:36:51 ***"
+    found = diagnose(*QUIET, *TB, failed, *(QUIET * 6), *exits, cancelled)
+    assert found.crashed is True and found.root_cause == failed
+    # srun's word on a task's exit is no failure of its own: the exception above it is, even
+    # where the exception's message goes on to a next line.
+    failed = "RuntimeError: Waited for 60 seconds but could not find submitted jobs in path:"
+    found = diagnose(*QUIET, *TB, failed,
+                     "/work/logs/11806565_submitted.pkl", exits[0])  # fmt: skip
+    assert found.root_cause == failed
+
+
 def test_slurm_cancelling_a_step_with_no_reason_is_no_operator_s_stop() -> None:
     found = diagnose(*QUIET, "slurmstepd: error: *** STEP 6053.0 ON host-1 CANCELLED AT "
                      "2024-04-23T12:18:08 ***")  # fmt: skip
@@ -1802,6 +1816,23 @@ def test_an_error_the_server_went_on_past_logged_again_at_the_end_is_lived_throu
     )
     found = diagnose(*QUIET, timed_out, retried, *QUIET, timed_out)
     assert found.crashed is True and found.root_cause == timed_out
+    # Retried once and the log ends in the retry (nothing after it but the native stack): the
+    # process hangs there, and the timeout says why.
+    stack = [
+        "Exception raised from throwTimeoutError at ../torch/csrc/distributed/c10d/socket.cpp:1021"
+        " (most recent call first):",
+        *(f"frame #{n}: <unknown function> + 0x15eb578 (0x7c73be1eb578 in libtorch_cpu.so)"
+          for n in range(12)),
+    ]  # fmt: skip
+    found = diagnose(*QUIET, timed_out, retried, *stack)
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        timed_out,
+        "timeout_or_hang",
+    )
+    # ...but the process carrying on after the retry lived through it.
+    found = diagnose(*QUIET, timed_out, retried, *stack, *QUIET)
+    assert found.crashed is False and found.root_cause is None
     # The same error printed by each rank is one failure, not one lived through.
     found = diagnose(*QUIET, *failed, *QUIET, *failed)
     assert found.crashed is True and found.root_cause == failed[0]

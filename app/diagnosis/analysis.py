@@ -21,8 +21,8 @@ from app.diagnosis.knowledge.lifecycle import (
 )
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
-from app.diagnosis.marking import LOOP_RAN_ON, mark
-from app.diagnosis.scanner import Line
+from app.diagnosis.marking import LIVED_THROUGH, LOOP_RAN_ON, mark
+from app.diagnosis.scanner import AFTER, Line
 
 EXCERPT_BEFORE = 30
 EXCERPT_AFTER = 6
@@ -680,6 +680,9 @@ def analyze(
             late.strength = max(late.strength, 2)
             root = late
 
+    retried = None
+    if root is None and not newest_first:
+        root = retried = _retried_until_the_end(entries, lines_total)
     if root is not None and (given := _reason_below(entries, root)) is not None:
         root = given
     if root is not None and (said := _said_before_asserting_nothing(entries, root)) is not None:
@@ -771,6 +774,9 @@ def analyze(
             ),
         )
     crashed, crashed_reason = _crashed(entries, root, unseen_after)
+    if retried is not None:
+        crashed = True
+        crashed_reason = f"line {root.line.number} timed out, and the log ends retrying it"
     if restarted is not None:
         crashed_reason += f"; restarted at line {restarted.line.number}, as after the run before"
     import_failed = _failed_import_behind(entries, root)
@@ -1038,6 +1044,33 @@ def _finished(entries: list[Entry]) -> Entry | None:
         if entry.strength and not entry.noise:
             return None
     return None
+
+
+_TIMED_OUT_AFTER = re.compile(r"\btimed out after\b")
+_NATIVE_FRAME = re.compile(r"^frame #\d+: ")
+_RETRY_OR_STACK = re.compile(rf"\b[Rr]etrying\b|{_NATIVE_FRAME.pattern}|^Exception raised from ")
+
+
+def _retried_until_the_end(entries: list[Entry], lines_total: int) -> Entry | None:
+    """A wait that timed out and is retried where the log ends, nothing after it but the
+    retries and their native stacks: the process hangs in the retry, and the timeout says
+    why (a store nobody answers). Its first time is the root cause."""
+    last = len(entries) - 1
+    while last >= 0 and not entries[last].set_aside:
+        if not (_RETRY_OR_STACK.search(entries[last].content) or not entries[last].content):
+            return None
+        last -= 1
+    # (the scanner keeps a stretch after an error: a native stack can run past it, but not
+    # far past)
+    unseen = lines_total - entries[-1].line.number if entries else 0
+    if last < 0 or (unseen > 0 and not _NATIVE_FRAME.match(entries[-1].content)) or unseen > AFTER:
+        return None
+    timed_out = entries[last]
+    if timed_out.set_aside != LIVED_THROUGH or not _TIMED_OUT_AFTER.search(timed_out.content):
+        return None
+    first = next(e for e in entries if e.content == timed_out.content)
+    first.strength, first.set_aside = 2, ""
+    return first
 
 
 def _ends_waiting(entries: list[Entry], lines_total: int) -> Entry | None:

@@ -8,6 +8,7 @@ from app.diagnosis.entry import Entry
 from app.diagnosis.knowledge.lifecycle import STOPPED
 
 BURST_LINES = 50  # how far back from the last line the final stretch reaches
+_TASK_EXITED_WITH_ERROR = re.compile(r"\btasks? [\d,-]+: Exited with exit code [1-9]")
 STOP_LOOKBACK = 50  # a failure this close before a stop is why the stop came (a launcher's)
 
 # Error and fatal shapes of common loggers, C libraries, compilers, shells and supervisors: a
@@ -112,7 +113,9 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
         if entry is stop:
             return stop
         if (
-            entry.strength >= 2
+            # (a launcher's word that a task exited with an error status counts: the scheduler
+            # cancelled the job because of it)
+            (entry.strength >= 2 or _TASK_EXITED_WITH_ERROR.search(entry.content))
             and not entry.noise
             and not entry.consequence
             and stop.line.number - entry.line.number <= STOP_LOOKBACK

@@ -57,6 +57,7 @@ _SIGNAL_RECEIVED = re.compile(
 _PYTHON_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")  # warnings' "file:line: Category: "
 # Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
 LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
+LIVED_THROUGH = "an error the program says it lived through"
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
@@ -427,7 +428,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 if said and not any(_RETRYING.search(words) for words in said):
                     lived_through.add(entry.content)
                 entry.strength = 0
-                entry.set_aside = "an error the program says it lived through"
+                entry.set_aside = LIVED_THROUGH
             elif (
                 entry.strength == 2
                 and any(_ANSWERED_ERROR.search(e.content) for e in entries[index + 1 : index + 3])

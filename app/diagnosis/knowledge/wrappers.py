@@ -353,6 +353,13 @@ WRAPPERS = (
         "corpus case 596",
     ),
     Wrapper(
+        r"^srun: error: \S+: tasks? [\d,-]+: Exited with exit code [1-9]\d*$",
+        ("slurm",),
+        "srun: error: host-1: task 0: Exited with exit code 1",
+        "Slurm's srun on a task that exited with a status: the task's own output says why; "
+        "observed in corpus case AM123",
+    ),
+    Wrapper(
         r"core dumped",
         ("shell",),
         "Aborted (core dumped)",
