@@ -193,6 +193,18 @@ def test_a_log_that_ends_waiting_on_others_is_a_hang_not_a_crash(row: object) ->
     assert silent(diagnose(*QUIET, example, example, *QUIET))
 
 
+def test_a_hang_is_named_by_the_first_of_its_last_run_of_waiting_words() -> None:
+    def waited(second: int) -> str:
+        return (
+            f"[2026-07-28 10:09:{second:02}] Health check failed. Server couldn't get a "
+            f"response from detokenizer for last 20 seconds. tic start time: 10:08:{second:02}."
+        )
+
+    warned = "serving_chat.py:1273: FastAPIDeprecationWarning: ORJSONResponse is deprecated"
+    found = diagnose(waited(1), waited(2), *QUIET, waited(10), warned, waited(20), waited(30))
+    assert found.root_cause == waited(10) and found.error_class == "timeout_or_hang"
+
+
 @pytest.mark.parametrize("row", REQUEST_REFUSED, ids=lambda row: row.pattern[:40])
 def test_a_refused_request_is_the_client_s_failure_not_the_server_s(row: object) -> None:
     example = row.example  # type: ignore[attr-defined]

@@ -33,6 +33,9 @@ INCIDENT_LINES = 3
 SERVED_AFTER = 3  # engine-side serving lines after a failure: the server lived through it
 SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 SERVED_ON = "the server went on serving after it"
+# Lines between two words that a process is still waiting (a warning its web framework
+# printed meanwhile) that keep them one run.
+WAITING_GAP_LINES = 3
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
 
 
@@ -1074,14 +1077,20 @@ def _retried_until_the_end(entries: list[Entry], lines_total: int) -> Entry | No
 
 
 def _ends_waiting(entries: list[Entry], lines_total: int) -> Entry | None:
-    """The last line, when it says again that the process is still waiting on others (once
-    is a slow step, a compile or a load; said again with nothing else between, a hang)."""
+    """Where the log ends saying again and again that the process is still waiting on others
+    (once is a slow step, a compile or a load; said again with nothing else between, a hang):
+    the first time of that last run, when the hang began."""
     if len(entries) < 2 or entries[-1].line.number < lines_total:
         return None
-    last, before = entries[-1], entries[-2]
-    if _WAITING.search(last.content) and _WAITING.search(before.content):
-        return last
-    return None
+    if not (_WAITING.search(entries[-1].content) and _WAITING.search(entries[-2].content)):
+        return None
+    first = entries[-1]
+    for entry in reversed(entries[:-1]):
+        if first.line.number - entry.line.number > WAITING_GAP_LINES:
+            break
+        if _WAITING.search(entry.content):
+            first = entry
+    return first
 
 
 def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool | None, str]:

@@ -500,6 +500,14 @@ WAITING = (
         "vLLM's vllm/distributed/device_communicators/shm_broadcast.py while a reader has not "
         "taken its block; observed in corpus case 553",
     ),
+    Fact(
+        r"\bHealth check failed\. Server couldn't get a response from \w+ for last \d+ seconds",
+        ("sglang",),
+        "[2026-07-28 10:09:23] Health check failed. Server couldn't get a response from "
+        "detokenizer for last 20 seconds. tic start time: 10:09:03. last_heartbeat time: 10:08:17",
+        "sglang's /health (python/sglang/srt/entrypoints/http_server.py) on a scheduler that "
+        "stopped answering; said on every probe while it hangs; observed in corpus case AI152",
+    ),
 )
 
 # An engine's word that it is going down for a dead worker: what its front end answers after it
