@@ -617,7 +617,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # one library calling another with the signature of another version
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
         r"|takes \d+ positional arguments? but \d+ (?:were|was) given"
-        r"|got\san\sunexpected\skeyword\sargument|got multiple values for (?:keyword )?argument)",
+        r"|got\san\sunexpected\skeyword\sargument|got multiple values for argument)",
         # a native library that Windows cannot load or start
         r"\bDLL load failed\b", r"\[WinError (?:126|127|193|1114)\]",
         # an operator the installed build of a library does not register (torchvision built
