@@ -1397,6 +1397,35 @@ def test_a_request_handler_s_exception_under_uvicorn_is_no_crash() -> None:
     assert found.crashed is False and found.root_cause is None
 
 
+def test_a_request_handler_s_exception_chain_ending_the_log_under_uvicorn_is_no_crash() -> None:
+    # The log cut right after it: Uvicorn answered that request with a 500 and lives on,
+    # whatever the handler's exception was and however many were chained or grouped in it.
+    asgi = "ERROR:    Exception in ASGI application"
+    during = "During handling of the above exception, another exception occurred:"
+    failed = "OSError: /root/.cache/xgrammar.so: cannot open shared object file"
+    found = diagnose(*QUIET, asgi, *TB, failed)
+    assert found.crashed is False and found.root_cause is None
+    group = ["  + Exception Group Traceback (most recent call last):",
+             "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+             "    | AttributeError: 'bytes' object has no attribute 'get'",
+             "    +------------------------------------"]  # fmt: skip
+    raised = "AttributeError: 'bytes' object has no attribute 'get'"
+    found = diagnose(*QUIET, asgi, *group, "", during, "", *TB, raised)
+    assert found.crashed is False and found.root_cause is None
+    # The engine's own loop failing inside the request's traceback is the engine's failure.
+    engine = ['  File "/v/vllm/engine/async_llm_engine.py", line 600, in run_engine_loop',
+              "    result = task.result()"]  # fmt: skip
+    found = diagnose(*QUIET, asgi, *TB, *engine, "AssertionError")
+    assert found.crashed is True and found.root_cause == "AssertionError"
+    # So is a GPU that faulted or ran out under the request: nothing is left to serve with.
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    found = diagnose(*QUIET, asgi, *TB, oom)
+    assert found.crashed is True and found.root_cause == oom
+    # A failure logged after the request's: the log goes on, and the server died.
+    fatal = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert diagnose(*QUIET, asgi, *TB, failed, fatal).crashed is True
+
+
 def test_a_severity_word_after_a_traceback_s_frames_is_no_exception() -> None:
     dump = ["Fatal Python error: Segmentation fault", "", "Thread 0x00007f (most recent call "
             "first):", '  File "/srv/a.py", line 9 in run']  # fmt: skip

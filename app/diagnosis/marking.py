@@ -70,6 +70,11 @@ _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
 _READY = rules.Alternatives(tuple(row.pattern for row in READY_LINES))
 _ENGINE_GONE = rules.Alternatives(tuple(row.pattern for row in ENGINE_GONE))
 # A front end's access record of a request answered with an error: Uvicorn's, Gin's.
+_GPU_FAULTS = frozenset(("oom_gpu", "cuda_runtime", "cuda_graph", "nccl_comm"))
+_GROUP_BORDER = re.compile(r"\+-{8,}$")  # where an exception group's printout closes
+_ASGI_REQUEST = re.compile(r"\bException in ASGI application\b")
+# vLLM's engine loop failing inside a request's traceback: the engine's failure, not the request's
+_ENGINE_STEP_FRAME = re.compile(r"\bin (?:run_engine_loop|engine_step|step_async|execute_model)$")
 _ANSWERED_ERROR = re.compile(r'HTTP/[\d.]+" [45]\d\d\b|^\[GIN\] .*\| [45]\d\d \|')
 
 
@@ -401,9 +406,17 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                     and raised.strength != 1
                 )
                 if raised is not None and (
-                    answered or _goes_on_after(entries, entries.index(raised))
+                    answered
+                    or _goes_on_after(entries, entries.index(raised))
+                    or _a_request_s_own_end(entries, index)
                 ):
-                    refused.append(raised)
+                    chain = _chained_from(entries, raised)
+                    # (the engine's own loop failing inside it is the engine's failure)
+                    if _engine_stepped(entries, index, chain):
+                        refused.append(raised)
+                    else:  # with the exception groups and wrappers it is printed in
+                        end = entries.index(chain[-1]) + 1
+                        refused.extend(e for e in entries[index + 1 : end] if e.strength)
             elif _REQUEST_ANSWERED.search(entry.content) and (
                 (raised := _raised_just_above(entries, index)) is not None
             ):
@@ -458,6 +471,46 @@ def _exception_below(entries: list[Entry], index: int) -> Entry | None:
          and (e.strength == 3 or rules.EXCEPTION_LINE.match(e.content))),
         None,
     )  # fmt: skip
+
+
+def _chained_from(entries: list[Entry], raised: Entry) -> list[Entry]:
+    """An exception a handler logged, with those chained after it ("During handling of the
+    above exception, another exception occurred")."""
+    chain = [raised]
+    for entry in entries[
+        entries.index(raised) + 1 : entries.index(raised) + HANDLER_TRACEBACK_LINES
+    ]:
+        if (
+            entry.in_traceback is None
+            and entry.content
+            and not rules.CHAINED.search(entry.content)
+            and not _GROUP_BORDER.match(entry.content)
+        ):
+            break
+        if entry.strength == 3 or rules.EXCEPTION_LINE.match(entry.content):
+            chain.append(entry)
+    return chain
+
+
+def _a_request_s_own_end(entries: list[Entry], index: int) -> bool:
+    """Uvicorn's word that a request's handler failed, its traceback ending the log, the
+    engine's own loop nowhere in it: the server answered that request with a 500 and lives
+    on (a log cut there shows no more of it)."""
+    raised = _exception_below(entries, index)
+    if raised is None or not _ASGI_REQUEST.search(entries[index].content):
+        return False
+    chain = _chained_from(entries, raised)
+    if any(e.strength >= 2 for e in entries[entries.index(chain[-1]) + 1 :]):
+        return False
+    # (a GPU that faulted or ran out under the request leaves nothing to serve with)
+    gpu_fault = any(rules.error_class(e.content, "") in _GPU_FAULTS for e in chain)
+    return not gpu_fault and not _engine_stepped(entries, index, chain)
+
+
+def _engine_stepped(entries: list[Entry], index: int, chain: list[Entry]) -> bool:
+    """Whether the engine's own loop is among the frames a handler logged under a line."""
+    frames = entries[index + 1 : entries.index(chain[-1])]
+    return any(_ENGINE_STEP_FRAME.search(e.content) for e in frames)
 
 
 def _raised_just_above(entries: list[Entry], index: int) -> Entry | None:

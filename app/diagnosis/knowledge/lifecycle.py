@@ -700,9 +700,9 @@ REQUEST_REFUSED = (
         ("uvicorn", "vllm", "sglang"),
         "[2025-05-02 10:26:20] ERROR:    Exception in ASGI application",
         "Uvicorn (uvicorn/protocols/http/) on one request its application failed, then that "
-        "handler's traceback: answered with a 500, and the server serves on (where the log "
-        "shows it going on, the handler's exception is that request's); observed in corpus "
-        "case P058",
+        "handler's traceback: answered with a 500, and the server serves on (the handler's "
+        "exceptions are that request's where the log goes on after them, or ends with them and "
+        "the engine's own loop is not in their frames); observed in corpus cases P058 and Z007",
     ),
     Fact(
         r"\bwaiting for llama runner to start: context canceled\b",
