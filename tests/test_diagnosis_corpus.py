@@ -159,9 +159,9 @@ FLOORS = {
     # U001-U133, V001-V134, W001-W100, X001-X101, Y001-Y102, Z001-Z105, A001-A112, B001-B111,
     # C001-C159, D001-D136, E001-E077, O001-O137, AA001-AA127, AB001-AB105, AC001-AC104,
     # AD001-AD108, AE001-AE105, AF001-AF150, AG001-AG220, AH001-AH222, AI001-AI279,
-    # E080-E096, AJ001-AJ307, AK001-AK404, AL001-AL409, E100-E122 and AM001-AM129 (the
-    # second to forty-third rounds' fresh parts) are tuning too: each part folded in lowers
-    # these floors to what the engine reads on the larger part.
+    # E080-E096, AJ001-AJ307, AK001-AK404, AL001-AL409, E100-E122, AM001-AM129 and
+    # AN001-AN607 (the second to forty-fourth rounds' fresh parts) are tuning too: each part
+    # folded in lowers these floors to what the engine reads on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -169,15 +169,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # A fresh part is held to what it read when it was scored once: AN001-AN607 (62 public
-    # logs, the forty-fourth round's), scored after that round's rules.
-    "fresh": {
-        "root_cause": 0.70,
-        "top3": 0.83,
-        "error_class": 0.54,
-        "crashed": 0.88,
-        "ready": 0.64,
     },
     "validation": {
         "root_cause": 1.0,
