@@ -590,6 +590,10 @@ def test_a_request_that_failed_while_the_engine_served_on_is_no_crash() -> None:
         "[default0]:",
         "[rank0]:[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ",
         "Feb 27 13:21:27 gpu-box python3[4242]: ",
+        # (journalctl in the host's language)
+        "Mär 08 11:28:25 host-1 ollama[1288]: ",
+        "déc. 05 11:28:25 host-1 ollama[1288]: ",
+        "(ServeReplica:default:LLMServer:llama pid=126216) ERROR 10-15 11:58:26 [chat.py:256] ",
         "E 2026-02-27T13:21:27.123Z ",
         "ERROR 2026-02-27 13:21:27.123 UTC ",
         "2026-02-27T13:21:27.123456789Z ERROR 10-11 12:27:29 engine.py:157] ",

@@ -1879,6 +1879,51 @@ def test_an_error_the_server_went_on_past_logged_again_at_the_end_is_lived_throu
     assert found.crashed is True and found.root_cause == failed[0]
 
 
+def test_an_assert_that_a_handle_exists_yields_to_the_failure_to_create_it() -> None:
+    failed = "ggml-hex: failed to open session 0 : error 0x72"
+    asserted = "C:/llama.cpp/ggml/src/ggml-backend.cpp:569: GGML_ASSERT(device) failed"
+    found = diagnose(*QUIET, "ggml-hex: failed to query HTP version (err -1) defaulting to v73",
+                     "ggml-hex: allocating new session: HTP0", failed,
+                     "ggml-hex: releasing session: HTP0", "ggml-hex: failed to create device/"
+                     "session 0", asserted)  # fmt: skip
+    assert found.root_cause == failed
+    # An assert of a condition, or nothing said to have failed before it: the assert.
+    assert diagnose(*QUIET, failed, "ggml.c:12: GGML_ASSERT(n > 0) failed").root_cause != failed
+    assert diagnose(*QUIET, asserted).root_cause == asserted
+
+
+def test_a_traceback_stamped_warning_on_every_line_is_lived_through() -> None:
+    stamp = "(EngineCore pid=24969) WARNING 06-25 16:32:09 [import_utils.py:408] "
+    found = diagnose(*QUIET, *(stamp + line for line in TB),
+                     stamp + "ImportError: libnvrtc.so.13: cannot open shared object file",
+                     *QUIET)  # fmt: skip
+    assert found.crashed is False and found.root_cause is None
+    # A logger that stamps all it captures INFO says nothing by it: an exception still fails.
+    stamp = "2024-11-25 12:44:20,292 - sglang - INFO - "
+    raised = "IndexError: list index out of range"
+    found = diagnose(*(stamp + line for line in (*QUIET, *TB, raised)))
+    assert found.crashed is True and found.root_cause == stamp + raised
+
+
+def test_pydantic_s_line_for_a_refused_input_is_the_root_cause() -> None:
+    refused = (
+        "  Input should be a valid string [type=string_type, input_value=20251001065017, "
+        "input_type=int]"
+    )
+    validation = [
+        *TB,
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for Settings",
+        "wandb_run_id",
+        refused,
+        "    For further information visit https://errors.pydantic.dev/2.11/v/string_type",
+    ]
+    found = diagnose(*QUIET, *validation)
+    assert found.root_cause == refused and found.error_class == "config_or_args"
+    # A request's body refused under Uvicorn: that request's, lines and all.
+    found = diagnose(*QUIET, "ERROR:    Exception in ASGI application", *validation, *QUIET)
+    assert found.crashed is False and found.root_cause is None
+
+
 def test_ascend_s_inner_error_yields_to_the_device_s_words_under_it() -> None:
     detail = (
         "EZ9999: 2024-10-31-12:08:42.276.420  The error from device(0), serial number is 3, "

@@ -668,6 +668,7 @@ def analyze(
             or _summarised_at_exit(entries, root)
             or _raised_below(entries, root)
             or _asserted(entries, root)
+            or _null_asserted(entries, root)
             or _disk_full(entries, root)
             or root
         )
@@ -999,6 +1000,26 @@ def _asserted(entries: list[Entry], root: Entry) -> Entry | None:
     if assertion is not None:
         assertion.strength = max(assertion.strength, 3)
     return assertion
+
+
+# An assertion that a handle exists ("GGML_ASSERT(device) failed"), and a component's word
+# that creating it failed with a code ("ggml-hex: failed to open session 0 : error 0x72").
+_NULL_ASSERTED = re.compile(r"ASSERT\(\s*\w+\s*(?:!=\s*(?:nullptr|NULL)\s*)?\) failed")
+_FAILED_WITH_CODE = re.compile(r"\bfailed to \w+\b.*:\s*error (?:0x[0-9a-fA-F]+|-?\d+)\s*$")
+NULL_ASSERT_LOOKBACK = 8
+
+
+def _null_asserted(entries: list[Entry], root: Entry) -> Entry | None:
+    """An assert that a handle exists only says it does not: a component's word just before
+    it that creating it failed, with its code, says why."""
+    if not _NULL_ASSERTED.search(root.content):
+        return None
+    at = entries.index(root)
+    before = entries[max(0, at - NULL_ASSERT_LOOKBACK) : at]
+    failed = next((e for e in before if _FAILED_WITH_CODE.search(e.content)), None)
+    if failed is not None:
+        failed.strength = max(failed.strength, 3)
+    return failed
 
 
 _WRITE_FAILED = re.compile(r"\b(?:[Ww]rit\w*|save|saving)\b.*\bfail|\bfail\w* (?:to )?(?:writ|sav)")

@@ -49,8 +49,9 @@ _PREFIXES = [
     # PyTorch's c10 logging: "[E227 13:31:27.000000000 ProcessGroupNCCL.cpp:616] ", and
     # before torch 2.3 "[E ProcessGroupNCCL.cpp:458] "
     r"\[[IWEF](?:\d{3,4}\s+[\d:.]+)?\s+[\w.-]+:\d+\]\s?",
-    # syslog and journalctl: "Oct 16 02:07:00 ", then "host-1 python3[1234]: "
-    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+",
+    # syslog and journalctl: "Oct 16 02:07:00 ", then "host-1 python3[1234]: " (the month
+    # in the host's language: "Mär 08 11:28:25 ", "déc. 05 ...")
+    r"[^\W\d_]{3,5}\.?\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+",
     r"(?:[\w.-]+\s+)?[\w./@-]+\[\d+\]:\s",
     # the HIP runtime's trace (AMD_LOG_LEVEL): its level first, 1 an error ... 4 a debug
     # record: ":1:rocdevice.cpp            :3434: 38724086971 us: [pid:92169 tid: 0x7fce] "
@@ -62,7 +63,8 @@ _PREFIXES = [
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)*(?:>>>\s+)?",
     # Ray / vLLM workers: "(EngineCore_DP0 pid=3339204) ", "(SGLangWorker pid=38138) ",
     # "(VllmWorker rank=0 pid=2345) ", "(pid=123, ip=10.0.0.2) ", "(raylet) "
-    r"\((?:[\w.-]+(?: [\w.=-]+)* )?pid=\d+(?:, ip=[\d.]+)?\)\s+",
+    # (a Ray Serve replica's: "(ServeReplica:default:LLMServer:llama pid=126216) ")
+    r"\((?:[\w.:-]+(?: [\w.=-]+)* )?pid=\d+(?:, ip=[\d.]+)?\)\s+",
     r"\(raylet(?:, ip=[\d.]+)?\)\s+",
     # mpirun --tag-output: "[1,0]<stderr>:"; torchrun's per-rank tee: "[default0]:"
     r"\[\d+,\d+\]<std(?:out|err)>:\s?",

@@ -70,6 +70,9 @@ _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
 _READY = rules.Alternatives(tuple(row.pattern for row in READY_LINES))
 _ENGINE_GONE = rules.Alternatives(tuple(row.pattern for row in ENGINE_GONE))
 # A front end's access record of a request answered with an error: Uvicorn's, Gin's.
+_VALIDATION_DETAIL = re.compile(rules.VALIDATION_DETAIL)
+VALIDATION_DETAIL_LINES = 30  # three lines each (path, error, link) for ten errors
+_WARNING_STAMP = re.compile(r"\bWARN(?:ING)?\b")
 _GPU_FAULTS = frozenset(("oom_gpu", "cuda_runtime", "cuda_graph", "nccl_comm"))
 _GROUP_BORDER = re.compile(r"\+-{8,}$")  # where an exception group's printout closes
 _ASGI_REQUEST = re.compile(r"\bException in ASGI application\b")
@@ -226,7 +229,12 @@ def mark(entries: list[Entry]) -> None:
                     noise.noise = True
             if traceback_start is not None and entries[traceback_start].noise:
                 entry.noise = True
-            if level == "info" and severities_inform:
+            # (each line stamped WARNING where the log has no error records to compare: a
+            # logger that puts all it captures at INFO says nothing by it)
+            warned_throughout = traceback_start is not None and all(
+                _WARNING_STAMP.search(e.prefix) for e in entries[traceback_start : index + 1]
+            )
+            if level == "info" and (severities_inform or warned_throughout):
                 # a traceback the logger itself put at WARNING or below: lived through
                 entry.strength = 0
                 entry.set_aside = "an exception its logger reported as a warning"
@@ -427,6 +435,9 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 logged = entries[entry.in_traceback - 1]
                 if logged.strength == 2 and not logged.warning:
                     refused.append(logged)
+            if len(refused) > 1:
+                # (pydantic's lines under its ValidationError, each naming a refused input)
+                refused.extend(_validation_details(entries, entries.index(refused[-1])))
             for line in refused:
                 line.strength = 0
                 line.set_aside = "a client's request refused: the server answers it and serves on"
@@ -490,6 +501,18 @@ def _chained_from(entries: list[Entry], raised: Entry) -> list[Entry]:
         if entry.strength == 3 or rules.EXCEPTION_LINE.match(entry.content):
             chain.append(entry)
     return chain
+
+
+def _validation_details(entries: list[Entry], index: int) -> list[Entry]:
+    """The errors pydantic lists under its ValidationError ("Field required [type=missing,
+    input_value=...]"), with the field paths and links between them."""
+    details = []
+    for entry in entries[index + 1 : index + 1 + VALIDATION_DETAIL_LINES]:
+        if _VALIDATION_DETAIL.search(entry.content):
+            details.append(entry)
+        elif entry.strength >= 2:
+            break
+    return details
 
 
 def _a_request_s_own_end(entries: list[Entry], index: int) -> bool:

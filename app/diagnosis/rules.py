@@ -890,6 +890,8 @@ ZSH_JOB = (
 )
 CANN_RECORD = r"^E[A-Z0-9]\d{4}: (?!Inner Error!)\S"
 # Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
+# pydantic's line for one error under its ValidationError, with the input it refused
+VALIDATION_DETAIL = r"\s\[type=\w+, input_value=.*, input_type=\w+\]$"
 NATIVE_FAILURE = _any(
     r"\bwhat\(\):",
     r"terminate called after throwing",
@@ -1023,6 +1025,9 @@ NATIVE_FAILURE = _any(
     r"\bError while finding module specification\b",  # python -m on a missing module
     r'\bC\+\+ exception with description "',  # GoogleTest on an exception a test threw
     r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
+    # ...and its other errors, each with the input it refused ("Input should be a valid
+    # string [type=string_type, input_value=20251001065017, input_type=int]")
+    VALIDATION_DETAIL,
     r"^Failed: Cuda error\b",  # CUDACHECK in vLLM's custom all-reduce and others
     r"\b[Ww]atchdog timeout\b",  # sglang's scheduler watchdog, before it kills the server
     # DeepEP's kernels on an all-to-all peer that never answered, before they trap

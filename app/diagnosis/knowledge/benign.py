@@ -186,6 +186,17 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        r"\bNCCL WARN NUMA auto balancing enabled which can lead to variability\b",
+        ("rccl",),
+        "host-1:5646:5646 [0] /data/jenkins_workspace/workspace/rccl_release/build/hipify/src/"
+        "init.cc:115 NCCL WARN NUMA auto balancing enabled which can lead to variability in the "
+        'RCCL performance! Disable by "sudo sysctl kernel.numa_balancing=0"',
+        "RCCL's start-up advice (src/init.cc) on a host with NUMA balancing on: a performance "
+        "hint at WARN level, printed by every rank of a healthy job; observed in corpus case "
+        "AN258",
+        hard=True,
+    ),
+    Benign(
         r"^ERROR: This container was built for NVIDIA Driver Release",
         ("ngc",),
         "ERROR: This container was built for NVIDIA Driver Release 595.58 or later, but",

@@ -353,6 +353,24 @@ WRAPPERS = (
         "corpus case 596",
     ),
     Wrapper(
+        r"\.\w+:\d+: (?:CUDA|CANN|HIP|ROCm|SYCL|MUSA) error\s*$",
+        ("llama.cpp",),
+        "/usr/local/llama.cpp/ggml/src/ggml-cann/ggml-cann.cpp:67: CANN error",
+        "ggml's backends (ggml_cuda_error, ggml_cann_error...) naming the source line they "
+        "abort from; the backend's own 'CANN error: EZ9903: ...' line before or after it says "
+        "what failed; observed in corpus case AN051",
+    ),
+    Wrapper(
+        r"\bLMSTUDIO_STARTUP_ERROR:",
+        ("lmstudio",),
+        '\t\t\t\t\t\t\tLMSTUDIO_STARTUP_ERROR:{"schemaVersion":1,"code":"model_load_failed",'
+        '"message":"Failed '
+        "to initialize the context: dflash requires ctx_other to be set (this warning is normal "
+        'during memory fitting)"}',
+        "LM Studio's runtime summing up, as JSON for its app, why the model did not start: the "
+        "engine's own line, before or after it, says it first; observed in corpus case AN058",
+    ),
+    Wrapper(
         r"^srun: error: \S+: tasks? [\d,-]+: Exited with exit code [1-9]\d*$",
         ("slurm",),
         "srun: error: host-1: task 0: Exited with exit code 1",
@@ -510,8 +528,9 @@ WRAPPERS = (
     ),
     Wrapper(
         # (only where it says no more than how the runner ended: its reason may be the cause)
+        # (Go's "%!w(<nil>)": the runner ended with no error to wrap)
         r"\bllama runner (?:process has )?terminated\b(?::|\" error=\")\s*(?:exit status \w+"
-        r"|signal: \w+|error:)",
+        r"|signal: \w+|error:|%!w\(<nil>\))",
         ("ollama",),
         'time=2025-07-16T20:07:57.610+02:00 level=ERROR source=sched.go:489 msg="error loading '
         'llama server" error="llama runner process has terminated: exit status 2"',
@@ -526,6 +545,16 @@ WRAPPERS = (
         "Ray (python/ray/exceptions.py): the header of a remote task's failure, re-raised where "
         "it was awaited, its cause's name in brackets or not ('RayTaskError: ray::f() (pid=...)' "
         "in corpus case X063); the task's own traceback and exception follow",
+    ),
+    Wrapper(
+        r"\bActorDiedError: The actor died because of an error raised in its creation task\b",
+        ("ray",),
+        "ray.exceptions.ActorDiedError: The actor died because of an error raised in its "
+        "creation task, ray::agent_loop_worker_0:AgentLoopWorker.__init__() (pid=716404, "
+        "ip=172.17.0.2, actor_id=165327c4e7f51af17312d1f801000000, repr=<verl.experimental."
+        "agent_loop.agent_loop.AgentLoopWorker object at 0x71ce0b9e2660>)",
+        "Ray (python/ray/exceptions.py) on an actor whose __init__ raised: the creation task's "
+        "traceback and exception follow; observed in corpus case AN202",
     ),
     Wrapper(
         r"^\w+: in user code:\s*$",
