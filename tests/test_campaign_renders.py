@@ -70,6 +70,12 @@ def test_a_change_made_on_another_dashboard_is_never_served_stale(
         other.post(f"/api/attempts/{measured}/notes", json={"body": "see the log"})
         assert ">1 note</span>" in card(page(), measured)
 
+        # A running attempt found crashed: the chart's mark for it (on the floor, with no
+        # figure) says so too, and the head counts it (neither moves its lane).
+        crashing = next(i for i, s in made["status"].items() if s == "running" and i != running_one)
+        assert patch(other, crashing, status="crashed").is_success
+        assert f"#{crashing} " in page()  # the page, kept and fresh alike (checked in page())
+
         assert "no measurement yet" in card(page(), running_one)
         for value in (95.5, 95.3, 95.7):
             other.post(f"/api/attempts/{running_one}/measurements", json={"value": value})

@@ -71,10 +71,15 @@ class _Held:
 
 
 def shown_in_head(attempt: AttemptOut) -> tuple[Any, ...]:
-    """What the head (app/headline.py, app/pages/chart.py) shows of an attempt."""
+    """What the head (app/headline.py, app/pages/chart.py) shows of an attempt: its figures,
+    and for one without a figure what became of it (crashed, eliminated, why), which moves
+    no lane (a running attempt found crashed stays tested)."""
+    diagnosis = attempt.diagnosis or {}
     return (attempt.id, attempt.title, attempt.lane, attempt.metric_value, attempt.baseline,
             attempt.delta_pct, attempt.delta_within_noise, attempt.improved, attempt.stats.call,
-            attempt.stats.ci95, attempt.stats.delta_ci95_pct)  # fmt: skip
+            attempt.stats.ci95, attempt.stats.delta_ci95_pct, attempt.status, attempt.verdict,
+            diagnosis.get("crashed"), diagnosis.get("root_cause"),
+            diagnosis.get("pending"))  # fmt: skip
 
 
 class CampaignRenders:
