@@ -146,6 +146,13 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
     attempt = require_attempt(session, attempt_id)
     if data.set_baseline and data.status != Status.adopted:
         raise Invalid("set_baseline only goes with status 'adopted'")
+    verdict = attempt.verdict if data.verdict is None else data.verdict
+    eliminated = data.status == Status.eliminated or (
+        data.status is None and attempt.status == Status.eliminated and data.verdict is not None
+    )
+    if eliminated and not (verdict or "").strip():
+        # (every way in alike: the page's form, the API, the CLI, MCP)
+        raise Invalid("verdict: say why it is a dead end: eliminating needs a verdict")
     if data.metric_value is not None:
         _refuse_if(lifecycle.metric_refusal(attempt))
         repo.replace_measurements(session, attempt_id=attempt_id, value=data.metric_value)

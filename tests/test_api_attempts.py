@@ -9,7 +9,7 @@ from sqlmodel import select
 
 from app.db import session_scope
 from app.models import Measurement
-from tests.helpers import make_attempt, make_campaign, patch
+from tests.helpers import attempt_of, make_attempt, make_campaign, patch
 
 
 @pytest.fixture
@@ -64,7 +64,9 @@ def test_a_source_that_is_not_ssh_or_file_is_422(
 def walk(api: httpx.Client, attempt_id: int, *statuses: str) -> dict:
     body: dict = {}
     for status in statuses:
-        response = patch(api, attempt_id, status=status)
+        # (eliminating needs its reason)
+        said = {"verdict": "a dead end"} if status == "eliminated" else {}
+        response = patch(api, attempt_id, status=status, **said)
         assert response.status_code == 200, (status, response.text)
         body = response.json()
     return body
@@ -114,7 +116,7 @@ def test_impossible_transitions_are_409_with_a_reason(
         if status == "measured*":
             api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 80})
             continue
-        assert patch(api, attempt["id"], status=status).status_code == 200
+        assert walk(api, attempt["id"], status)
     before = api.get(f"/api/attempts/{attempt['id']}").json()
     response = patch(api, attempt["id"], status=target, verdict="should not stick")
     assert response.status_code == 409
@@ -239,6 +241,19 @@ def test_patching_metric_value_replaces_the_runs(api: httpx.Client, campaign: di
     body = patch(api, attempt["id"], metric_value=38.0).json()
     assert body["metric_value"] == 38.0 and body["metric"]["n"] == 1
     assert body["status"] == "measured"
+
+
+def test_eliminating_needs_a_verdict_however_it_is_asked(api: httpx.Client, campaign: dict) -> None:
+    attempt = make_attempt(api, campaign["id"])
+    for body in ({}, {"verdict": ""}, {"verdict": "  \n "}):
+        response = patch(api, attempt["id"], status="eliminated", **body)
+        assert response.status_code == 422 and "needs a verdict" in response.text
+    assert attempt_of(api, attempt["id"])["status"] == "proposed"
+    walk(api, attempt["id"], "eliminated")
+    # Its reason stays: asked again, or edited, but never wiped.
+    assert patch(api, attempt["id"], status="eliminated").status_code == 200
+    assert patch(api, attempt["id"], verdict="").status_code == 422
+    assert attempt_of(api, attempt["id"])["verdict"] == "a dead end"
 
 
 def test_closed_attempts_take_no_measurements(api: httpx.Client, campaign: dict) -> None:

@@ -119,6 +119,11 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     detail = as_json(tmp_path, "show", f"#{graphs}")
     assert detail["stats"]["call"] == "better" and detail["notes"] == []
 
+    # No reason, or only spaces: refused, and the attempt is left as it was.
+    for empty in ("", "   "):
+        refused = cli(tmp_path, "eliminate", str(crash), "--because", empty)
+        assert refused.returncode != 0 and "eliminating needs a verdict" in refused.stderr
+        assert attempt_of(api, crash)["status"] == "crashed"
     out = cli(tmp_path, "eliminate", str(crash), "--because", "no table entry for sm_120")
     assert out.returncode == 0 and out.stdout.strip().endswith(
         "eliminated: no table entry for sm_120"
