@@ -492,6 +492,7 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
         ("ValueError: The checkpoint you are trying to load has model type `qwen3_next` but "
          "Transformers does not recognize this architecture.", "import_or_version"),
         ("OSError: You are trying to access a gated repo.", "model_loading"),
+        ("OSError: Can't load tokenizer for '/models/x'.", "model_loading"),
         # one library calling another with the signature of another version
         ("TypeError: get_attn_backend() got multiple values for argument 'use_mla'",
          "import_or_version"),

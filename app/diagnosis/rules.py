@@ -655,6 +655,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNo model architectures are specified\b", r"\bNo supported config format found\b",
         # a SentencePiece tokenizer file that is not one (an LFS pointer, a truncated download)
         r"\bcould not parse ModelProto\b",
+        # transformers' words for a tokenizer, config or model it cannot load from a name
+        r"\bCan't load (?:the )?(?:tokenizer|config(?:uration)?|model|processor)\b",
         # a model's JSON file (config, tokenizer) cut short or not JSON: the json module's own
         # error, where a web client's names its library (requests.exceptions.JSONDecodeError)
         r"\bjson\.decoder\.JSONDecodeError\b",
