@@ -114,6 +114,8 @@ def _is_secret_assignment(match: re.Match[str], text: str) -> bool:
     name = match["name"]
     if not is_secret_name(name) or _PLACEHOLDER.fullmatch(value):
         return False
+    if text[match.start("value") - 1 : match.end("value") + 1] == SECRET:
+        return False  # masked already: masking again is the same text
     if _NUMBER.fullmatch(value) and _counts_tokens(name):
         return False
     # After a space and no flag, only a value that looks random: "the token was refused"

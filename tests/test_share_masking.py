@@ -320,6 +320,14 @@ def test_credentials_go_by_their_shape_alone(shape: Shape) -> None:
         assert not [secret for secret in shape.hidden if secret in shown], shown
 
 
+@pytest.mark.parametrize("shape", CREDENTIALS, ids=[s.name for s in CREDENTIALS])
+def test_masking_a_masked_text_again_leaves_it_as_it_is(shape: Shape) -> None:
+    """A page masks what a view already masked (a flag summary, "+HF_TOKEN=[secret]")."""
+    for mask in (secrets_only, Redactor()):
+        once = mask(shape.text)
+        assert mask(once) == once
+
+
 @pytest.mark.parametrize(
     "text",
     [
