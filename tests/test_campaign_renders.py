@@ -247,3 +247,13 @@ def test_the_live_view_sends_the_renderings_the_page_keeps(
     page = browser.get(url).text  # rendered once, by the live view, for the page too
     assert head.data in page and card_sent.data in page
     assert kept_cards(server, campaign["id"])[attempt["id"]].html == card_sent.data
+
+
+def test_a_campaign_with_no_figure_yet_says_what_brings_the_chart(
+    server: LiveServer, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api, baseline=None)  # no baseline, no target
+    make_attempt(api, campaign["id"], title="not measured yet")
+    page = owner_page(server.url, f"/campaigns/{campaign['id']}")
+    caption = page.split('id="chart"')[1].split("</figure>")[0]
+    assert "with the first figure" in caption and "<svg" not in caption
