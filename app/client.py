@@ -63,6 +63,19 @@ def _same_address(a: str, b: str) -> bool:
     return same_host and (first.port or 80) == (second.port or 80)
 
 
+def _require_an_answer(url: str) -> None:
+    """Nothing listening at the address is said as such, before any word on tokens."""
+    import httpx
+
+    try:
+        httpx.get(url, timeout=3.0)
+    except httpx.HTTPError as error:
+        raise DashboardError(
+            f"no dashboard answers at {url} ({error}): check the address, or start one with "
+            "`campaign-dash serve`"
+        ) from None
+
+
 def find(url: str | None) -> Found:
     """The dashboard to talk to: `url` with CAMPAIGN_DASH_TOKEN (or the token of this user's
     dashboard listening there); without it, the one dashboard running here, or of several
@@ -74,6 +87,7 @@ def find(url: str | None) -> Found:
             (d.token for d in dashboards if _same_address(d.url, url)), None
         )
         if not token:
+            _require_an_answer(url)
             raise DashboardError(
                 f"no token for {url}: set CAMPAIGN_DASH_TOKEN to its owner token (a dashboard "
                 "this user started on this machine needs none)"

@@ -208,7 +208,19 @@ def test_no_dashboard_running_is_one_line_naming_what_to_do(tmp_path: Path) -> N
                CAMPAIGN_DASH_TOKEN=OWNER_TOKEN)  # fmt: skip
     assert gone.returncode == 2 and len(gone.stderr.strip().splitlines()) == 1
     assert "cannot reach the dashboard" in gone.stderr and "campaign-dash serve" in gone.stderr
-    no_token = cli(tmp_path, "campaigns", "--url", f"http://127.0.0.1:{free_port()}")
+    # No token, and nothing there either: that is said first (a token would not help).
+    nothing = cli(tmp_path, "campaigns", "--url", f"http://127.0.0.1:{free_port()}")
+    assert nothing.returncode == 2 and "no dashboard answers at" in nothing.stderr
+    assert "campaign-dash serve" in nothing.stderr and "TOKEN" not in nothing.stderr
+
+
+def test_a_dashboard_elsewhere_without_its_token_asks_for_it(
+    tmp_path: Path, dashboard: tuple[str, httpx.Client]
+) -> None:
+    url, _ = dashboard
+    elsewhere = tmp_path / "another-user"  # no runtime file of that dashboard there
+    elsewhere.mkdir()
+    no_token = cli(elsewhere, "campaigns", "--url", url)
     assert no_token.returncode == 2 and "set CAMPAIGN_DASH_TOKEN" in no_token.stderr
 
 
