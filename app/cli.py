@@ -610,7 +610,11 @@ def describe(result: Diagnosis, *, color: bool) -> str:
         state = "crashed or not, the log does not tell"
     elif result.crashed is False and result.root_cause:  # a hang, or a warning alone
         state = "no crash, stalled on a failure"
-    lines = [f"{bold('State:')} {state} ({result.lines_read:,} lines, {result.bytes_read:,} bytes)"]
+    read = (
+        f"{result.lines_read:,} line{'' if result.lines_read == 1 else 's'}, "
+        f"{result.bytes_read:,} byte{'' if result.bytes_read == 1 else 's'}"
+    )
+    lines = [f"{bold('State:')} {state} ({read})"]
     if result.crashed_reason:
         lines.append(f"{bold('Why:')} {result.crashed_reason}")
     if result.root_cause and result.root_cause_at:

@@ -130,6 +130,8 @@ def test_standard_input_and_throughput_figures() -> None:
     assert body["crashed"] is False
     human = run("-", stdin=log).stdout.decode()
     assert "Output token throughput: last 5624.71 tok/s" in human
+    assert f"(2 lines, {len(log)} bytes)" in human
+    assert "(1 line, 1 byte)" in run("-", stdin=b"\n").stdout.decode()
 
 
 def test_clear_errors_for_missing_files_and_bad_patterns(tmp_path: Path) -> None:
