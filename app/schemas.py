@@ -348,6 +348,21 @@ class EnvironmentOut(BaseModel):
     python: str | None = None
     libs: dict[str, str] = Field(default_factory=dict)
 
+    def facts(self) -> list[str]:
+        """Each thing known, as a page lists them: "8 \u00d7 NVIDIA H200", "CUDA 12.8"..."""
+        times = "\u00d7"
+        gpu = f"{self.gpu_count} {times} {self.gpu}" if self.gpu and self.gpu_count else self.gpu
+        engine = " ".join(filter(None, (self.engine, self.engine and self.engine_version)))
+        said = [
+            gpu,
+            self.driver and f"driver {self.driver}",
+            self.cuda and f"CUDA {self.cuda}",
+            self.torch and f"torch {self.torch}",
+            engine,
+            self.python and f"Python {self.python}",
+        ]
+        return [fact for fact in said if fact] + [f"{n} {v}" for n, v in self.libs.items()]
+
 
 class EnvChangeOut(BaseModel):
     baseline: str

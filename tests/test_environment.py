@@ -128,3 +128,14 @@ def test_ingests_on_many_threads_read_environments_at_once() -> None:
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_a_page_lists_what_is_known_with_no_separator_before_the_first() -> None:
+    from app.schemas import EnvironmentOut
+
+    assert EnvironmentOut(python="3.11.7").facts() == ["Python 3.11.7"]
+    known = {"gpu": "NVIDIA H200", "gpu_count": 8, "cuda": "12.8", "engine": "sglang",
+             "engine_version": "0.5.3", "libs": {"flashinfer": "0.4.1"}}  # fmt: skip
+    listed = EnvironmentOut(**known).facts()
+    assert listed == ["8 \u00d7 NVIDIA H200", "CUDA 12.8", "sglang 0.5.3", "flashinfer 0.4.1"]
+    assert EnvironmentOut(engine_version="0.5.3", gpu="H100").facts() == ["H100"]
