@@ -220,3 +220,25 @@ def test_nothing_but_the_static_files_may_be_stored_by_a_cache(
         assert static.status_code == 200 and "no-store" not in static.headers.get(
             "cache-control", ""
         ), path
+
+
+@pytest.mark.browser
+def test_a_long_title_never_breaks_the_attempt_s_number(
+    api: httpx.Client,
+    open_page,  # type: ignore[no-untyped-def]
+) -> None:
+    campaign = make_campaign(api)
+    title = "<script>alert('t')</script> " + "L" * 170  # a word longer than a line
+    attempt = make_attempt(api, campaign["id"], title=title)
+    card = f"#attempt-{attempt['id']} .seq"
+    for path, number in ((f"/attempts/{attempt['id']}", ".attempt-title .seq"),
+                         (f"/campaigns/{campaign['id']}", card)):  # fmt: skip
+        page = open_page(path)
+        page.set_viewport_size({"width": 1280, "height": 800})
+        seq = page.locator(number).first
+        box = seq.bounding_box()
+        line = float(page.evaluate("e => parseFloat(getComputedStyle(e).lineHeight) || 16",
+                                   seq.element_handle()))  # fmt: skip
+        assert box is not None and box["height"] < 1.5 * line, (path, box, line)  # one line
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 1280, (path, width)  # and nothing runs off the side
