@@ -36,6 +36,8 @@ def test_login_refuses_bad_tokens_and_open_redirects(anonymous: httpx.Client) ->
     assert evil.headers["location"] == "/"
     form = anonymous.get("/login")
     assert form.status_code == 200 and has_root(form.text, "login")
+    # (the demo prints a link too: the page names both)
+    assert "<code>campaign-dash serve</code> (or <code>demo</code>) printed" in form.text
 
 
 @pytest.mark.parametrize("path", ["/", "/campaigns/1", "/attempts/1"])
