@@ -69,7 +69,6 @@ _RETRYING = re.compile(r"\b[Rr]etrying\b")
 _ANSWERED_5XX = re.compile(r'" 5\d\d\b')
 _READY = rules.Alternatives(tuple(row.pattern for row in READY_LINES))
 _ENGINE_GONE = rules.Alternatives(tuple(row.pattern for row in ENGINE_GONE))
-# A front end's access record of a request answered with an error: Uvicorn's, Gin's.
 _VALIDATION_DETAIL = re.compile(rules.VALIDATION_DETAIL)
 VALIDATION_DETAIL_LINES = 30  # three lines each (path, error, link) for ten errors
 _WARNING_STAMP = re.compile(r"\bWARN(?:ING)?\b")
@@ -78,6 +77,7 @@ _GROUP_BORDER = re.compile(r"\+-{8,}$")  # where an exception group's printout c
 _ASGI_REQUEST = re.compile(r"\bException in ASGI application\b")
 # vLLM's engine loop failing inside a request's traceback: the engine's failure, not the request's
 _ENGINE_STEP_FRAME = re.compile(r"\bin (?:run_engine_loop|engine_step|step_async|execute_model)$")
+# A front end's access record of a request answered with an error: Uvicorn's, Gin's.
 _ANSWERED_ERROR = re.compile(r'HTTP/[\d.]+" [45]\d\d\b|^\[GIN\] .*\| [45]\d\d \|')
 
 
@@ -487,10 +487,8 @@ def _exception_below(entries: list[Entry], index: int) -> Entry | None:
 def _chained_from(entries: list[Entry], raised: Entry) -> list[Entry]:
     """An exception a handler logged, with those chained after it ("During handling of the
     above exception, another exception occurred")."""
-    chain = [raised]
-    for entry in entries[
-        entries.index(raised) + 1 : entries.index(raised) + HANDLER_TRACEBACK_LINES
-    ]:
+    chain, at = [raised], entries.index(raised)
+    for entry in entries[at + 1 : at + HANDLER_TRACEBACK_LINES]:
         if (
             entry.in_traceback is None
             and entry.content
