@@ -589,6 +589,8 @@ class SeenIn(Strict):
     text: LogText = ""
     # From a diagnosis made elsewhere (`seen --log FILE` reads the whole file on its side).
     fingerprint: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")] | None = None
+    # ...and the file of its failing frame: the same words raised elsewhere are another failure
+    frame_file: Annotated[str, StringConstraints(max_length=4096)] | None = None
 
 
 class DiagnosedOut(BaseModel):

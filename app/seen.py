@@ -3,6 +3,7 @@ with what was learned under the same failure (`POST /api/diagnose`), and the att
 met that failure before, with their verdicts and what got past them (`POST /api/seen`):
 the question an agent asks before it launches, and after a crash."""
 
+from pathlib import PurePath
 from typing import Any
 
 from sqlmodel import Session
@@ -33,7 +34,9 @@ def diagnosed(session: Session, text: str) -> DiagnosedOut:
     return DiagnosedOut(**found, hints=[*said, *hints.knowledge(found)])
 
 
-def seen(session: Session, *, text: str, fingerprint: str | None = None) -> SeenOut:
+def seen(
+    session: Session, *, text: str, fingerprint: str | None = None, frame_file: str | None = None
+) -> SeenOut:
     """The attempts of any campaign that failed as `text` says, newest first: the same
     fingerprint, or the same root-cause line under another class (a bare `KeyError: 12`
     against the traceback that placed it), or a verdict that names it."""
@@ -48,8 +51,9 @@ def seen(session: Session, *, text: str, fingerprint: str | None = None) -> Seen
         wanted = normalized(lookup).lower()
         hits = [m.attempt_id for m in repo.search(session, q=lookup.strip()[:LOOKUP_CHARS])
                 if m.kind == "attempt" and m.attempt_id is not None]  # fmt: skip
+        where = frame_file or (found.frame.file if found.frame is not None else None)
         for attempt in repo.attempts_by_ids(session, attempt_ids=hits):
-            if attempt.id is not None and _names(attempt, wanted):
+            if attempt.id is not None and _names(attempt, wanted) and _same_place(attempt, where):
                 ids.setdefault(attempt.id)
     matches = _matches(session, list(ids)[:MATCHES_LIMIT])
     return SeenOut(
@@ -61,6 +65,14 @@ def seen(session: Session, *, text: str, fingerprint: str | None = None) -> Seen
 def _one_line(text: str) -> str | None:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if len(lines) == 1 and len(lines[0]) <= LOOKUP_CHARS else None
+
+
+def _same_place(attempt: Attempt, file: str | None) -> bool:
+    """The same words raised in another file are another failure (`KeyError: 12` of a
+    kernel's config table, not of symmetric memory's): where both logs name the failing
+    frame, its file must be the same (by name: checkouts live in different places)."""
+    theirs = ((attempt.diagnosis or {}).get("frame") or {}).get("file")
+    return not file or not theirs or PurePath(theirs).name == PurePath(file).name
 
 
 def _names(attempt: Attempt, wanted: str) -> bool:

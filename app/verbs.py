@@ -279,7 +279,8 @@ def _read_log(path: str) -> dict[str, Any]:
     if not found.root_cause:
         why = f" ({found.crashed_reason})" if found.crashed_reason else ""
         raise DashboardError(f"{path}: the log shows no failure to look up{why}")
-    return {"text": found.root_cause, "fingerprint": found.fingerprint}
+    frame_file = found.frame.file if found.frame is not None else None
+    return {"text": found.root_cause, "fingerprint": found.fingerprint, "frame_file": frame_file}
 
 
 def describe_seen(found: dict[str, Any]) -> list[str]:
@@ -288,7 +289,8 @@ def describe_seen(found: dict[str, Any]) -> list[str]:
         lines.append(f"Root cause [{found.get('error_class')}]: {found['root_cause']}")
     if not found["matches"]:
         return [*lines, "Never seen before in any campaign."]
-    lines.append(f"Seen before in {len(found['matches'])} attempts:")
+    count = len(found["matches"])
+    lines.append(f"Seen before in {count} attempt{'' if count == 1 else 's'}:")
     for match in found["matches"]:
         verdict = f": {one_line(match['verdict'], 120)}" if match.get("verdict") else ""
         lines.append(f"  #{match['attempt_id']} {match['title']} (campaign "

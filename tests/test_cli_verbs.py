@@ -149,11 +149,22 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     seen = cli(tmp_path, "seen", "KeyError: 12")
     assert seen.returncode == 0, seen.stderr
     assert f"#{crash} Torch symmetric memory" in seen.stdout and "no table entry" in seen.stdout
+    assert "Seen before in 1 attempt:" in seen.stdout
     log = tmp_path / "again.log"
     log.write_text("\n".join(demo_logs.crash_torch_symm_mem()) + "\n")
     from_log = json.loads(cli(tmp_path, "seen", "--log", str(log), "--json").stdout)
     assert [m["attempt_id"] for m in from_log["matches"]] == [crash]
     assert from_log["matches"][0]["verdict"] == "no table entry for sm_120"
+    # The same words raised in another file (a kernel's config table) are another failure.
+    elsewhere = tmp_path / "moe.log"
+    elsewhere.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/srv/sglang/srt/layers/moe/fused_moe.py", line 88, in get_config\n'
+        "    return table[key]\n"
+        "KeyError: 12\n"
+    )
+    other = cli(tmp_path, "seen", "--log", str(elsewhere))
+    assert other.returncode == 1 and "Never seen before" in other.stdout, other.stdout
     never = cli(tmp_path, "seen", "RuntimeError: something nobody met")
     assert never.returncode == 1 and "Never seen before" in never.stdout
     both = cli(tmp_path, "seen", "x", "--log", str(log))

@@ -47,4 +47,6 @@ def seen_before(data: SeenIn, session: SessionDep) -> SeenOut:
     """Has this failure been met before? The attempts of any campaign with the same root
     cause as the text (an error line or a log excerpt), newest first, each with its verdict
     and the retests that got past it."""
-    return seen.seen(session, text=data.text, fingerprint=data.fingerprint)
+    return seen.seen(
+        session, text=data.text, fingerprint=data.fingerprint, frame_file=data.frame_file
+    )
