@@ -241,6 +241,9 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     localizeTimes(document);
+    // The page says it is not live until a script runs to make it so.
+    var badge = document.getElementById("live-status");
+    if (badge && !ended && badge.className === "live-status off") { badge.textContent = "connecting"; }
     if (window.htmx) {
       // Let refusals (409, 422) reach the page: the server retargets them to #flash.
       htmx.config.responseHandling = [

@@ -208,6 +208,8 @@ def test_without_script_the_fold_opens_and_the_filter_is_a_form(
     try:
         page = context.new_page()
         page.goto(f"{server.url}/login?token={OWNER_TOKEN}&next={url}")
+        # The badge says the page is not live, not that it is getting there.
+        assert page.locator("#live-status").inner_text() == "not live: JavaScript is off"
         eliminated = max(i for i, s in made["status"].items() if s == "eliminated")
         assert not page.locator(f"#attempt-{eliminated}").is_visible()
         page.click("#eliminated-fold > summary")
