@@ -496,6 +496,8 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
         # one library calling another with the signature of another version
         ("TypeError: get_attn_backend() got multiple values for argument 'use_mla'",
          "import_or_version"),
+        ("pydantic.errors.PydanticSchemaGenerationError: Unable to generate pydantic-core schema "
+         "for <class 'torch.Tensor'>.", "import_or_version"),
         # (a keyword passed twice is the caller's own bug)
         ("TypeError: <lambda>() got multiple values for keyword argument 'num_warps'", "other"),
         ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients.",

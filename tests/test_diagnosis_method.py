@@ -3590,3 +3590,27 @@ def test_one_sigterm_echoed_by_a_second_logger_is_still_a_stop() -> None:
         "tokens/s, Avg generation throughput: 0.4 tokens/s, Running: 0 reqs",
     )  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+
+
+def test_a_heading_with_no_message_yields_to_the_exception_that_restates_it() -> None:
+    """A wrapper library prints a caught exception as "Error:" and its message, retries, and
+    dies of the same exception: the exception, named, is the root cause."""
+    message = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
+    error = f"ValueError: {message}"
+    found = diagnose(
+        "Unsloth: Retrying vLLM to process 96 sequences and 256 tokens in tandem.", "Error:",
+        message, *(f"INFO 02-20 18:57:{n:02d} worker.py:267] Memory profiling" for n in range(12)),
+        *TB, error,
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class, found.crashed) == (error, "oom_gpu", True)
+
+
+def test_deepspeed_s_link_probe_for_optional_ops_is_no_failure() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB."
+    found = diagnose(
+        "[2025-02-24 15:50:07,025] [INFO] [real_accelerator.py:203:get_accelerator] Setting "
+        "ds_accelerator to cuda (auto detect)",
+        "/usr/bin/ld: cannot find -lcufile", "collect2: error: ld returned 1 exit status",
+        "wandb: Using wandb-core as the SDK backend.", *TB, oom,
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class) == (oom, "oom_gpu")

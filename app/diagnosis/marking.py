@@ -60,6 +60,9 @@ LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
 LIVED_THROUGH = "an error the program says it lived through"
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
+# A heading with no message of its own ("Error:", its message on the lines below it, as a
+# wrapper library prints an exception it caught and retries after).
+_HEADING = re.compile(r"(?:Error|ERROR|Exception):\s*$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
@@ -211,6 +214,9 @@ def mark(entries: list[Entry]) -> None:
         level = levels[index]
         if not content:
             continue  # a logger's prefix with no message ("... - ERROR - ") says nothing
+        if traceback_start is None and _HEADING.fullmatch(content):
+            entry.strength = 1  # it points to its message, or to the exception restating it
+            continue
         if rules.HARD_NOISE.search(content) or _RAISE_STATEMENT.match(content):
             # (a traceback's source line cut from its frame: "raise RuntimeError(f'NCCL error:
             # {error_str}')" is code, whatever words it holds)

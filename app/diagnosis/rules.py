@@ -618,6 +618,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
         r"|takes \d+ positional arguments? but \d+ (?:were|was) given"
         r"|got\san\sunexpected\skeyword\sargument|got multiple values for argument)",
+        # a library's model written for another pydantic ("Unable to generate pydantic-core
+        # schema for <class 'torch.Tensor'>")
+        r"\bPydanticSchemaGenerationError: Unable to generate pydantic-core schema\b",
         # a native library that Windows cannot load or start
         r"\bDLL load failed\b", r"\[WinError (?:126|127|193|1114)\]",
         # an operator the installed build of a library does not register (torchvision built

@@ -43,6 +43,14 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        r"^/usr/bin/ld: cannot find -l(?:cufile|aio)\b",
+        ("deepspeed",),
+        "/usr/bin/ld: cannot find -lcufile",
+        "DeepSpeed's op builders (op_builder/builder.py) linking a test program to see whether "
+        "GPUDirect Storage or libaio is there: the link fails where they are not, and the job "
+        "goes on without those ops; observed in corpus case AO002",
+    ),
+    Benign(
         r"\bfailed to allocate graph, reserving\b",
         ("llama.cpp",),
         "ggml_backend_sched_alloc_splits: failed to allocate graph, reserving "
