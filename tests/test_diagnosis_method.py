@@ -3614,3 +3614,27 @@ def test_deepspeed_s_link_probe_for_optional_ops_is_no_failure() -> None:
         "wandb: Using wandb-core as the SDK backend.", *TB, oom,
     )  # fmt: skip
     assert (found.root_cause, found.error_class) == (oom, "oom_gpu")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "./start.sh: línea 18: ./llama_bin/build/bin/llama-server: No existe el archivo o el "
+        "directorio",
+        "./start.sh: line 18: ./llama_bin/build/bin/llama-server: No such file or directory",
+        "run.sh: Zeile 4: /opt/venv/bin/python: Datei oder Verzeichnis nicht gefunden",
+        "bash: Zeile 1: vllm: Befehl nicht gefunden",
+    ],
+)
+def test_a_script_that_cannot_run_its_command_in_any_language_is_the_failure(line: str) -> None:
+    found = diagnose("+ cd /srv/llm", line)
+    assert found.root_cause == line and found.crashed is True
+
+
+def test_a_batch_script_s_missing_command_it_went_on_past_is_not_the_failure() -> None:
+    error = "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid usage"
+    found = diagnose(
+        "/var/spool/slurmd/job2611382/slurm_script: line 377: python: command not found",
+        *(f"[rank0] iteration {n}/100 | lm loss: 2.5" for n in range(3)), *TB, error,
+    )  # fmt: skip
+    assert found.root_cause == error

@@ -163,6 +163,17 @@ DEVICE_ALLOCATION_REFUSED = r"\b[Dd]evice memory allocation of size \d+ failed" 
 
 # Ordered: the first class whose pattern matches the root-cause line wins.
 # fmt: off
+
+# ENOENT's words and a shell's missing command, in the languages hosts print them in (each
+# with its anchor in scanner.py).
+_NO_SUCH_FILE = (
+    r"(?:No such file or directory|No existe el archivo o el directorio"
+    r"|Datei oder Verzeichnis nicht gefunden|Aucun fichier ou dossier de ce type"
+    r"|Нет такого файла или каталога|没有那个文件或目录)"
+)
+_COMMAND_NOT_FOUND = r"(?:command not found|Befehl nicht gefunden)"
+_SCRIPT_LINE = r"(?:line|línea|Zeile|ligne|строка|行) \d+:"
+
 CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Unambiguous whatever else the line says (NCCL's "Cuda failure 'out of memory'" too).
     ("oom_gpu", _any(
@@ -765,7 +776,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # The host's allocator saying no (ENOMEM), when nothing above named a device or transport.
     ("oom_host_killed", _any(r"(?i)\bcannot allocate memory\b")),
     ("config_or_args", _any(
-        r"\bFileNotFoundError\b", r"\bNo such file or directory\b",
+        r"\bFileNotFoundError\b", _NO_SUCH_FILE,
         r"\bdoes not appear to contain CMakeLists\.txt\b",  # a build pointed at the wrong folder
     )),
     # The engine's own bookkeeping found inconsistent (a tuple of another length, its KV pool's
@@ -1092,10 +1103,12 @@ NATIVE_FAILURE = _any(
     # Windows' report of a process a hardware exception ended ("Exception Code: 0xC0000005",
     # an access violation; 0xC000001D, an illegal instruction; 0xC0000409, a fail-fast)
     r"\bException [Cc]ode:? 0x[Cc]0000(?:005|409|01[Dd]|096|094|0[Ff][Dd])\b",
-    # a shell that could not run a command it was given ("/bin/sh: line 1: /opt/rocm/bin/hipcc:
-    # No such file or directory")
-    r"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: line \d+: \S+: (?:No such file or directory"
-    r"|command not found)$",
+    # a shell or its script that could not run a command it was given ("/bin/sh: line 1:
+    # /opt/rocm/bin/hipcc: No such file or directory"), in the host's language too
+    # ("./start.sh: línea 18: ./llama-server: No existe el archivo o el directorio")
+    # (a script's missing command is often one it goes on past: only a shell's own counts)
+    rf"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: {_SCRIPT_LINE} \S+: {_COMMAND_NOT_FOUND}$",
+    rf"^\S+: {_SCRIPT_LINE} \S+: {_NO_SUCH_FILE}$",
     # cuBLAS naming the argument it refused, before its status reaches the caller
     r"\bOn entry to \w+ +parameter number \d+ had an illegal value\b",
     # faulthandler's timer on a process that stopped moving (dump_traceback_later)

@@ -63,6 +63,10 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
         b"o space left", b"o such file", b"ouble free", b"ignal (", b"eyboardInterrupt",
         b"econd interrupt", b"Prompt executed in",
+        # a missing file or command in the host's language ("No existe el archivo o el
+        # directorio", "Befehl nicht gefunden")
+        b"ommand not found", b"o existe el archivo", b"nicht gefunden", b"Aucun fichier",
+        "такого файла".encode(), "没有那个文件".encode(),
         b"ibrary not loaded", b"ailed assertion", b"sh: abort", b"SSERT: ",
         # a shell's "core dumped", "segmentation fault" and "aborted" in Chinese, German,
         # French, Spanish and Russian
