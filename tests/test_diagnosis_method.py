@@ -3638,3 +3638,21 @@ def test_a_batch_script_s_missing_command_it_went_on_past_is_not_the_failure() -
         *(f"[rank0] iteration {n}/100 | lm loss: 2.5" for n in range(3)), *TB, error,
     )  # fmt: skip
     assert found.root_cause == error
+
+
+def test_an_exception_an_exit_handler_raised_after_the_work_is_no_crash() -> None:
+    at_exit = [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.12/weakref.py", line 666, in _exitfunc',
+        "    f()",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/library.py", line 663, in '
+        "_del_library",
+        "    _clear_torch_ops_cache(op_defs)",
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xb0 in position 181: invalid "
+        "start byte",
+    ]
+    done = diagnose("generation_seconds=0.678 prompts=4", *at_exit, "exit_code=0")
+    assert (done.crashed, done.root_cause) == (False, None)
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    died = diagnose(*TB, oom, *at_exit)
+    assert (died.crashed, died.root_cause) == (True, oom)

@@ -58,6 +58,9 @@ _PYTHON_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")  # warnings' "file:line:
 # Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
 LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
 LIVED_THROUGH = "an error the program says it lived through"
+_EXIT_HANDLER_FRAME = re.compile(
+    r'^File ".*(?:weakref|atexit)\.py", line \d+, in _(?:exitfunc|run_exitfuncs)$'
+)
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 # A heading with no message of its own ("Error:", its message on the lines below it, as a
@@ -384,6 +387,11 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 detail.strength, detail.detail = 3, True
         elif rules.DETAIL_BELOW.search(entry.content):
             entry.strength, entry.detail = 3, True
+        elif rules.TRACEBACK in entry.content and _raised_at_exit(entries, index):
+            raised = _exception_below(entries, index)
+            if raised is not None and raised.in_traceback == index:
+                raised.strength, raised.quoted = 0, False
+                raised.set_aside = "an exception an exit handler raised, the work done"
         elif _IGNORED.match(entry.content):
             # Python's unraisable hook: an exception in a destructor or at exit, printed and
             # ignored (often the interpreter shutting down after the real failure)
@@ -478,6 +486,13 @@ def _until_fatal(following: list[Entry]) -> list[Entry]:
         if burst.FATAL_SHAPE.search(entry.content):
             return following[:offset]
     return following
+
+
+def _raised_at_exit(entries: list[Entry], index: int) -> bool:
+    """A traceback whose outermost frame is Python's exit handlers' (weakref finalizers run by
+    atexit): raised as the interpreter exits, after the program's work; it sets no exit status."""
+    first_frame = next((e for e in entries[index + 1 : index + 3] if e.content), None)
+    return first_frame is not None and _EXIT_HANDLER_FRAME.search(first_frame.content) is not None
 
 
 def _exception_below(entries: list[Entry], index: int) -> Entry | None:
