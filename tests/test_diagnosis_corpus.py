@@ -23,6 +23,7 @@ import pytest
 from app.diagnosis import diagnose_bytes
 from app.diagnosis.lines import decode, strip_prefixes
 from tests.helpers import CORPUS_CASES, LARGEST_PLAIN_LOG, corpus_case_ids, corpus_log
+from tests.silence import last_burst_errors, silent
 
 CORPUS = Path(__file__).parent / "corpus"
 SPLITS = ("tuning", "validation", "fresh")
@@ -55,7 +56,8 @@ def outcomes(
     """Each case's checks, by case id: the engine reads each log once."""
     found_by_case = {}
     for case in cases:
-        found = diagnose_bytes(transform(corpus_log(case["id"])))
+        log = transform(corpus_log(case["id"]))
+        found = diagnose_bytes(log)
         match = case.get("root_cause_match") or "full_line"
         found_by_case[str(case["id"])] = {
             "root_cause": same_root_cause(case["root_cause"], found.root_cause, match),
@@ -70,13 +72,16 @@ def outcomes(
             "ready": case["ready"] == found.ready,
             "throughput": sorted((t["label"], t["value"], t["unit"]) for t in case["throughput"])
             == sorted((t.label, t.value, t.unit) for t in found.throughput),
+            # The method's first rule: a log whose last burst holds an error-shaped line is
+            # never "nothing found".
+            "never_silent": not silent(found) or not last_burst_errors(log),
         }
     return found_by_case
 
 
 def tally(cases: list[dict], found: dict[str, Outcome]) -> tuple[dict[str, int], list[str]]:
     scores = dict.fromkeys(
-        ("root_cause", "top3", "error_class", "crashed", "ready", "throughput"), 0
+        ("root_cause", "top3", "error_class", "crashed", "ready", "throughput", "never_silent"), 0
     )
     misses = []
     for case in cases:
@@ -209,6 +214,13 @@ def test_engine_scores_at_least_95_percent_on_the_corpus(plain: dict[str, Outcom
     for part, (scores, misses, total) in results.items():
         for name, floor in FLOORS.get(part, {}).items():
             assert scores[name] / total >= floor, (part, name, misses)
+
+
+def test_the_engine_is_never_silent_on_a_log_that_ends_in_an_error(
+    plain: dict[str, Outcome],
+) -> None:
+    silent_on = [case_id for case_id, checks in plain.items() if not checks["never_silent"]]
+    assert not silent_on and len(plain) == len(load_cases())
 
 
 def _each_line(log: bytes, prefix: Callable[[int], bytes]) -> bytes:

@@ -1,24 +1,20 @@
-"""The three rules of the method, over every case of the corpus and on small logs of shapes
-the corpus lacks: never silent on a failure, a wrapper yields to what it wraps, and not
-crying wolf (a server that goes on serving, a process an operator stopped)."""
+"""The three rules of the method on small logs of shapes the corpus lacks: never silent on a
+failure, a wrapper yields to what it wraps, and not crying wolf (a server that goes on serving,
+a process an operator stopped). Over every case of the corpus: test_diagnosis_corpus.py."""
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
 from app.diagnosis import Diagnosis, diagnose_bytes, rules
-from app.diagnosis.burst import BURST_LINES, ERROR_SHAPE
-from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED, SERVING, STOPPED, WAITING
-from app.diagnosis.knowledge.ready import READY_LINES
+from app.diagnosis.knowledge.lifecycle import REQUEST_REFUSED, STOPPED, WAITING
 from app.diagnosis.knowledge.wrappers import WRAPPERS
-from app.diagnosis.lines import decode, strip_prefixes
 from tests.helpers import corpus_log
+from tests.silence import silent
 
 CORPUS = Path(__file__).parent / "corpus"
 QUIET = [f"step {n} done" for n in range(10)]
-PROGRESS = [row.pattern for row in (*SERVING, *READY_LINES)]
 
 
 def diagnose(*lines: str) -> Diagnosis:
@@ -27,43 +23,6 @@ def diagnose(*lines: str) -> Diagnosis:
 
 def _cases() -> list[dict]:
     return json.loads((CORPUS / "labels.json").read_text())
-
-
-def silent(found: Diagnosis) -> bool:
-    """'Nothing found': no root cause, no candidate, no crash, and no reason but the generic one."""
-    return (
-        found.root_cause is None
-        and not found.candidates
-        and found.crashed is False
-        and found.crashed_reason == rules.NO_FAILURE
-    )
-
-
-def last_burst_errors(log: bytes) -> list[str]:
-    """The error-shaped lines of a log's last burst, read from the raw bytes (not from what
-    the scanner kept): its last lines after the last sign of normal progress."""
-    progress = re.compile("|".join(f"(?:{p})" for p in PROGRESS))
-    lines = [decode(raw) for raw in log.split(b"\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    tail = lines[-BURST_LINES:]
-    after = max((i for i, line in enumerate(tail) if progress.search(line)), default=-1)
-    return [
-        line
-        for line in tail[after + 1 :]
-        if (ERROR_SHAPE.search(line) or ERROR_SHAPE.search(strip_prefixes(line)))
-        and not rules.HARD_NOISE.search(strip_prefixes(line))
-    ]
-
-
-@pytest.mark.parametrize("case", _cases(), ids=lambda case: str(case["id"]))
-def test_the_engine_is_never_silent_on_a_log_that_ends_in_an_error(case: dict) -> None:
-    log = corpus_log(case["id"])
-    errors = last_burst_errors(log)
-    if not errors:
-        return
-    found = diagnose_bytes(log)
-    assert not silent(found), (errors[:3], found.crashed_reason)
 
 
 @pytest.mark.parametrize(
