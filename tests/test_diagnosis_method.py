@@ -3615,3 +3615,30 @@ def test_an_exception_an_exit_handler_raised_after_the_work_is_no_crash() -> Non
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
     died = diagnose(*TB, oom, *at_exit)
     assert (died.crashed, died.root_cause) == (True, oom)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'host-1:5646:5646 [0] /build/hipify/src/init.cc:136 NCCL WARN Missing "iommu=pt" from '
+        "kernel command line which can lead to system instablity or hang!",
+        "[2026-09-09 11:29:56] host-1:321049:321049 [0] ras/client_support.cc:181 NCCL WARN Call "
+        "to bind failed: Address already in use",
+        "Failed to load /usr/lib/python3/dist-packages/torchao/_C.abi3.so: Could not load this "
+        "library: /usr/lib/python3/dist-packages/torchao/_C.abi3.so",
+        "decode: failed to find a memory slot for batch of size 1024",
+    ],
+)
+def test_advice_and_retries_healthy_runs_print_are_no_failure(line: str) -> None:
+    found = diagnose("starting", line, *QUIET)
+    assert (found.crashed, found.root_cause) == (False, None)
+
+
+def test_clang_s_word_that_a_tool_died_of_a_signal_yields_to_the_signal() -> None:
+    killed = "clang: error: unable to execute command: Killed"
+    found = diagnose(
+        "[41/48] Linking HIP executable rccl-UnitTests", killed,
+        "clang: error: amdgcn-link command failed due to signal (use -v to see invocation)",
+        "ninja: build stopped: subcommand failed.",
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class) == (killed, "oom_host_killed")

@@ -205,6 +205,44 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        r'\bNCCL WARN Missing "(?:amd_)?iommu=\w+" from kernel command line\b',
+        ("rccl",),
+        "host-1:5646:5646 [0] /data/jenkins_workspace/workspace/rccl_release/build/hipify/src/"
+        'init.cc:136 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to '
+        "system instablity or hang!",
+        "RCCL's start-up advice (src/init.cc) on a host booted without the IOMMU settings AMD "
+        "recommends: printed by every rank of healthy jobs too; observed in corpus cases AN258 "
+        "and AP206",
+        hard=True,
+    ),
+    Benign(
+        r"\bras/client_support\.cc:\d+ NCCL WARN Call to bind failed: Address already in use\b",
+        ("nccl",),
+        "[2026-09-09 11:29:56] host-1:321049:321049 [0] ras/client_support.cc:181 NCCL WARN Call "
+        "to bind failed: Address already in use",
+        "NCCL's RAS service (src/ras/client_support.cc) finding its port taken by another "
+        "process's on the same host: one RAS listener serves them all, the job runs on; observed "
+        "in corpus cases H071 and AP608",
+        hard=True,
+    ),
+    Benign(
+        r"^Failed to load \S*/torchao/_C[\w.]*\.so\b",
+        ("torchao",),
+        "Failed to load /usr/local/lib/python3.12/dist-packages/torchao/_C_cutlass_100a.abi3.so: "
+        "Could not load this library: /us",
+        "torchao's import (torchao/__init__.py) trying its kernels built for another GPU "
+        "architecture or torch: it warns and goes on without them; observed in corpus case AP502",
+        hard=True,
+    ),
+    Benign(
+        r"^decode: failed to find a memory slot for batch of size \d+$",
+        ("llama.cpp",),
+        "decode: failed to find a memory slot for batch of size 1024",
+        "llama.cpp's context (src/llama-context.cpp decode) with no room for a whole batch: the "
+        "server retries with half the batch ('retrying with smaller batch size'); observed in "
+        "corpus case AP015",
+    ),
+    Benign(
         r"^ERROR: This container was built for NVIDIA Driver Release",
         ("ngc",),
         "ERROR: This container was built for NVIDIA Driver Release 595.58 or later, but",

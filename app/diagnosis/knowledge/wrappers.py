@@ -432,6 +432,14 @@ WRAPPERS = (
         "every JIT that builds with ninja print it: the compiler's first 'error:' line says why",
     ),
     Wrapper(
+        r"\berror: [\w-]+ command failed due to signal\b",
+        ("clang", "rocm"),
+        "clang: error: amdgcn-link command failed due to signal (use -v to see invocation)",
+        "clang's driver (clang/lib/Driver/Compilation.cpp) after a tool it ran died of a signal: "
+        "its 'unable to execute command: <signal>' before it says which; observed in corpus "
+        "case AP202",
+    ),
+    Wrapper(
         r"\bCompilationError: at \d+:\d+:",
         ("triton",),
         "triton.compiler.errors.CompilationError: at 1:0:",
