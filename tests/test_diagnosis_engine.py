@@ -498,6 +498,9 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
          "import_or_version"),
         ("pydantic.errors.PydanticSchemaGenerationError: Unable to generate pydantic-core schema "
          "for <class 'torch.Tensor'>.", "import_or_version"),
+        ("RuntimeError: No executable batch size found, reached zero.", "oom_gpu"),
+        ("RuntimeError: Calling torch.linalg.cholesky on a CUDA tensor requires compiling "
+         "PyTorch with MAGMA. Please use PyTorch built with MAGMA support.", "import_or_version"),
         # (a keyword passed twice is the caller's own bug)
         ("TypeError: <lambda>() got multiple values for keyword argument 'num_warps'", "other"),
         ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients.",

@@ -3642,3 +3642,24 @@ def test_clang_s_word_that_a_tool_died_of_a_signal_yields_to_the_signal() -> Non
         "ninja: build stopped: subcommand failed.",
     )  # fmt: skip
     assert (found.root_cause, found.error_class) == (killed, "oom_host_killed")
+
+
+def test_ipython_s_header_names_the_exception_that_ends_its_traceback() -> None:
+    raised = (
+        "OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536."
+        " Reducing block sizes or `num_stages` may help."
+    )
+    found = diagnose(
+        "-" * 75,
+        "OutOfResources                            Traceback (most recent call last)",
+        "Cell In[12], line 3",
+        "File ~/.venv/lib/python3.12/site-packages/triton/compiler/compiler.py:483, in "
+        "CompiledKernel._init_handles(self)",
+        "    482 if self.metadata.shared > max_shared:",
+        "--> 483     raise OutOfResources(self.metadata.shared, max_shared, 'shared memory')",
+        "",
+        raised,
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class, found.crashed) == (
+        raised, "unsupported_arch", True,
+    )  # fmt: skip

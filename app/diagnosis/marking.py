@@ -61,6 +61,9 @@ LIVED_THROUGH = "an error the program says it lived through"
 _EXIT_HANDLER_FRAME = re.compile(
     r'^File ".*(?:weakref|atexit)\.py", line \d+, in _(?:exitfunc|run_exitfuncs)$'
 )
+# IPython's traceback header names what it raised ("OutOfResources   Traceback (most recent
+# call last)"): the line that starts with that name ends the traceback, named like an error or not.
+_IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 # A heading with no message of its own ("Error:", its message on the lines below it, as a
@@ -125,6 +128,7 @@ def mark(entries: list[Entry]) -> None:
     panic_message_next = False  # a Rust panic's header, its message on the next line
     warned_at: int | None = None  # the line of a Python warning's record, its source next
     quoted_next = False  # "... raised:", the exception it quotes on the next line
+    raised_name: str | None = None  # IPython names the exception in its traceback's header
     for index, entry in enumerate(entries):
         content = entry.content
         entry.level = levels[index]
@@ -186,6 +190,8 @@ def mark(entries: list[Entry]) -> None:
             traceback_start, framed, logging_raised = index, False, False
             entry.in_traceback = index
             entry.strength = 1
+            named = _IPYTHON_HEADER.match(content)
+            raised_name = f"{named[1]}: " if named else None
             continue
         if traceback_start is not None and rules.FRAME.search(content):
             entry.in_traceback = traceback_start
@@ -229,6 +235,7 @@ def mark(entries: list[Entry]) -> None:
             rules.EXCEPTION_LINE.match(content)
             or rules.QUALIFIED_EXCEPTION.match(content)
             or (framed and rules.TRACEBACK_END.match(content))
+            or (raised_name is not None and content.startswith(raised_name))
         ):
             entry.in_traceback = traceback_start
             entry.strength = 3
@@ -248,6 +255,7 @@ def mark(entries: list[Entry]) -> None:
                 entry.strength = 0
                 entry.set_aside = "an exception its logger reported as a warning"
             traceback_start, chain_pending, framed, logging_raised = None, False, False, False
+            raised_name = None
         elif rules.ASSERTION_MACRO.search(content) or rules.CHECK_MACRO.search(content):
             entry.strength = 3  # an assert that aborts, whatever severity the logger gave it
         elif level == "info" and rules.MEMORY_RAN_OUT.search(content):

@@ -181,6 +181,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:CUDA|HIP) out of memory",
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
+        # accelerate's find_executable_batch_size, halving the batch at each OOM down to none
+        r"\bNo executable batch size found, reached zero\b",
         # cuBLAS unable to make its handle: its workspace found no memory on the device
         r"\bCUBLAS_STATUS_(?:NOT_INITIALIZED|ALLOC_FAILED)\b",
         r"\bcudaErrorMemoryAllocation\b",
@@ -629,6 +631,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
         r"|takes \d+ positional arguments? but \d+ (?:were|was) given"
         r"|got\san\sunexpected\skeyword\sargument|got multiple values for argument)",
+        # a build of torch without a feature it needs ("requires compiling PyTorch with MAGMA")
+        r"\brequires compiling PyTorch with \w+",
         # a library's model written for another pydantic ("Unable to generate pydantic-core
         # schema for <class 'torch.Tensor'>")
         r"\bPydanticSchemaGenerationError: Unable to generate pydantic-core schema\b",
