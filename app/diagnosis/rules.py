@@ -161,9 +161,6 @@ DISK_FULL = r"\bNo space left on device\b"
 LIBRARY_NOT_FOUND = r"\bld(?:\.\w+)?: cannot find -l"  # "ld: cannot find -lcurand"
 DEVICE_ALLOCATION_REFUSED = r"\b[Dd]evice memory allocation of size \d+ failed"  # Vulkan's
 
-# Ordered: the first class whose pattern matches the root-cause line wins.
-# fmt: off
-
 # ENOENT's words and a shell's missing command, in the languages hosts print them in (each
 # with its anchor in scanner.py).
 _NO_SUCH_FILE = (
@@ -174,6 +171,8 @@ _NO_SUCH_FILE = (
 _COMMAND_NOT_FOUND = r"(?:command not found|Befehl nicht gefunden)"
 _SCRIPT_LINE = r"(?:line|línea|Zeile|ligne|строка|行) \d+:"
 
+# Ordered: the first class whose pattern matches the root-cause line wins.
+# fmt: off
 CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Unambiguous whatever else the line says (NCCL's "Cuda failure 'out of memory'" too).
     ("oom_gpu", _any(
