@@ -197,7 +197,9 @@ def difference(
     tail = (1 + confidence) / 2
     quantile = t_quantile(tail, df) if math.isfinite(df) else _normal_quantile(tail)
     half = quantile * math.sqrt(spread) / abs(base) * 100.0
-    return Difference(pct=point, ci95_pct=(point - half, point + half))
+    # (a spread near the float limit against a small baseline: an interval that wide is
+    # written to the limit, as a summary's is, never as infinity)
+    return Difference(pct=point, ci95_pct=(_finite(point - half), _finite(point + half)))
 
 
 def _normal_quantile(probability: float) -> float:

@@ -46,6 +46,7 @@ def every_view_answers(
         (1.7e308, [1.7e308, 0.0]),  # a spread near the float limit
         (2.0**70, [NEXT_AFTER_2_70, 2**70 + 1]),  # the chart's old ticks never advanced
         (1e-300, [1e300]),  # a delta too large for a percentage
+        (82.0, [1e308, 1e38]),  # an interval of the change too wide for a float
     ],
 )
 def test_huge_figures_keep_every_page_and_export_answering(
@@ -62,6 +63,7 @@ def test_huge_figures_keep_every_page_and_export_answering(
         assert added.status_code == 201, added.text
     shown = attempt_of(api, attempt["id"])
     assert math.isfinite(shown["metric_value"]) and math.isfinite(shown["metric"]["spread"])
+    assert all(math.isfinite(end) for end in shown["stats"]["delta_ci95_pct"] or ())
     every_view_answers(api, browser, anonymous, campaign["id"])
     # A huge figure is written short: 309 digits would widen the page past any screen.
     for page in (f"/campaigns/{campaign['id']}", f"/attempts/{attempt['id']}"):
