@@ -156,6 +156,9 @@ class Api:
 
         try:
             response = self.http.request(method, path, **options)
+        except UnicodeEncodeError:
+            # (an argument's bytes that are no UTF-8 reach Python as lone surrogates)
+            raise click.UsageError("the text given is not UTF-8: nothing was sent") from None
         except httpx.TransportError as error:
             raise DashboardError(
                 f"cannot reach the dashboard at {self.url} ({error}): is it running? {START_ONE}"

@@ -214,7 +214,7 @@ def note(words: tuple[str, ...], campaign: str | None, url: str | None, as_json:
     if campaign is None and len(words) < 2:
         raise click.UsageError("give ATTEMPT and TEXT, or --campaign CAMPAIGN and TEXT")
     target, rest = (None, words) if campaign is not None else (words[0], words[1:])
-    body = sys.stdin.read() if rest == ("-",) else " ".join(rest)
+    body = _stdin_text("the note") if rest == ("-",) else " ".join(rest)
     with connect(url) as api:
         if campaign is not None:
             made = api.post(f"/api/campaigns/{api.campaign_id(campaign)}/notes", {"body": body})
@@ -223,6 +223,13 @@ def note(words: tuple[str, ...], campaign: str | None, url: str | None, as_json:
             made = api.post(f"/api/attempts/{attempt_id(target or '')}/notes", {"body": body})
             where = f"#{made['attempt_id']}"
     emit(as_json, made, [f"Noted on {where} (note {made['id']})."])
+
+
+def _stdin_text(what: str) -> str:
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise click.UsageError(f"{what} on standard input is not UTF-8: nothing was sent") from None
 
 
 @click.command()

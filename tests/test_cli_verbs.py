@@ -139,6 +139,15 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     assert "Note: needs CUDA 13" in cli(tmp_path, "show", str(crash)).stdout
     no_text = cli(tmp_path, "note", str(crash))
     assert no_text.returncode == 2 and "give ATTEMPT and TEXT" in no_text.stderr
+    # Bytes that are no UTF-8, as an argument or on standard input: one line, nothing sent.
+    for words, piped in (([b"bad\xffutf8"], None), ([b"-"], b"\xff\xfe bad utf8")):
+        raw = subprocess.run(
+            [sys.executable, "-m", "app", "note", str(crash), *words], input=piped,
+            env=user_env(tmp_path), cwd=tmp_path, capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert raw.returncode == 2 and b"not UTF-8: nothing was sent" in raw.stderr, raw.stderr
+        assert b"Traceback" not in raw.stderr
+    assert "utf8" not in cli(tmp_path, "show", str(crash)).stdout
 
     found = cli(tmp_path, "search", "sm_120")
     assert found.returncode == 0 and f"attempt #{crash}" in found.stdout
