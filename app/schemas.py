@@ -1,5 +1,6 @@
 """Request and response bodies of the JSON API (the contract of PRODUCT.md)."""
 
+import math
 import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -15,6 +16,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from app.models import Lane, Status
 from app.stats import AUTO_MAX_RUNS, AUTO_MIN_RUNS, Call
@@ -22,10 +24,20 @@ from app.tailing.sources import parse_source
 from app.tailing.status import TailStatus
 
 
-def _not_a_bool(value: Any) -> Any:
+def _a_figure(value: Any) -> Any:
     # JSON's true is no figure, though pydantic would read it as 1.0.
     if isinstance(value, bool):
         raise ValueError("a number, not true or false")
+    # NaN and -inf fail a figure's bound too: said as what they are, not as "greater than or
+    # equal to 0".
+    try:
+        number = float(value) if isinstance(value, (str, int)) else value
+    except ValueError:
+        return value  # (pydantic says it is no number)
+    except OverflowError:  # an integer of 400 digits
+        number = math.inf
+    if isinstance(number, float) and not math.isfinite(number):
+        raise PydanticCustomError("finite_number", "Input should be a finite number")
     return value
 
 
@@ -36,9 +48,9 @@ def _no_nul(value: str) -> str:
     return value
 
 
-Finite = Annotated[float, BeforeValidator(_not_a_bool), Field(allow_inf_nan=False)]
+Finite = Annotated[float, BeforeValidator(_a_figure), Field(allow_inf_nan=False)]
 # A metric's figure: throughput, latency, memory... none of them is ever negative.
-Figure = Annotated[float, BeforeValidator(_not_a_bool), Field(ge=0, allow_inf_nan=False)]
+Figure = Annotated[float, BeforeValidator(_a_figure), Field(ge=0, allow_inf_nan=False)]
 Name = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
