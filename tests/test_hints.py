@@ -82,6 +82,25 @@ def test_an_out_of_memory_error_outside_graph_capture_gets_no_capture_advice() -
     assert not any("--cuda-graph-max-bs" in said for said in advice_for(diagnosis))
 
 
+def test_an_out_of_memory_error_anywhere_gets_the_memory_advice() -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 900, in '
+        "init_memory_pool\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    said = advice_for(diagnose_bytes(log.encode()).to_dict())
+    assert len(said) == 1 and said[0].startswith("GPU memory ran out: give the server less")
+    # Under a graph capture, the capture's advice first.
+    capture = (
+        '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 436, in capture'
+    )
+    captured = advice_for(
+        diagnose_bytes(log.replace("  File", f"{capture}\n  File").encode()).to_dict()
+    )
+    assert "--cuda-graph-max-bs" in captured[0] and captured[1].startswith("GPU memory ran out")
+
+
 def test_the_frame_follows_the_advice_that_asks_for_it_unless_not_shown() -> None:
     log = (TESTS / "data" / "seed_torch_symm_mem.log").read_bytes()
     diagnosis = diagnose_bytes(log).to_dict()

@@ -86,6 +86,27 @@ ADVICE = (
         context_from="corpus case 011",
     ),
     Advice(
+        ("oom_gpu",),
+        r"(?:CUDA|HIP) out of memory|OutOfMemoryError",
+        "GPU memory ran out: give the server less to hold (a lower --mem-fraction-static, "
+        "--gpu-memory-utilization in vLLM), a shorter context (--context-length, "
+        "--max-model-len) or fewer requests at once (--max-running-requests, --max-num-seqs); "
+        "or spread the model over more GPUs (--tp).",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a "
+        "total capacity of 139.80 GiB of which 2.63 GiB is free. Including non-PyTorch memory, "
+        "this process has 137.17 GiB memory in use. Of the allocated memory 136.50 GiB is "
+        "allocated by PyTorch, and 5.35 MiB is reserved by PyTorch but unallocated. If reserved "
+        "but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+        "documentation for Memory Management  "
+        "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-"
+        "pytorch-cuda-alloc-conf)",
+        "corpus case 704",
+        "torch.AcceleratorError: CUDA error: unspecified launch failure",
+        "corpus case 725",
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory.html",
+    ),
+    Advice(
         ("nccl_comm",),
         r"Watchdog caught collective operation timeout",
         "A collective waited past the watchdog's timeout: some rank stopped first (a crash, a "
