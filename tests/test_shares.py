@@ -1,6 +1,7 @@
 """Share links: anyone with the link reads the story; no one can edit through it."""
 
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -58,6 +59,8 @@ def test_a_share_token_opens_its_campaign_only(
     assert "Torch symmetric memory" in page.text and "KeyError: 12" in page.text
     assert "Secret other campaign" not in page.text
     assert "<form" not in page.text and "csrf_token" not in page.text
+    # Every link on it opens for a visitor: the header's leads back to the share itself.
+    assert re.findall(r'class="brand" href="([^"]*)"', page.text) == [f"/s/{token}"]
 
     # The token is not a key to anything else. Each refusal costs this client a doubling
     # delay (test_login_throttle's subject): twelve in a row would sleep a minute away, so
