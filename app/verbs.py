@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from app.client import DashboardError, attempt_id, connect
+from app.credentials import mask_secrets
 from app.numbers import fmt_judgement, fmt_number
 
 EXIT_FOUND, EXIT_NOTHING = 0, 1
@@ -135,7 +136,7 @@ def describe_attempt(a: dict[str, Any], notes: list[dict[str, Any]]) -> list[str
     if a.get("hypothesis"):
         lines.append(f"Hypothesis: {one_line(a['hypothesis'], 200)}")
     if a.get("command"):
-        lines.append(f"Command: {a['command']}")
+        lines.append(f"Command: {mask_secrets(a['command'])}")
     run = a.get("run")
     if run:
         lines.append(f"Run: {run['state']} on {run['host']}"

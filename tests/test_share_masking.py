@@ -363,3 +363,20 @@ def test_a_learned_host_masks_its_bare_name_not_a_public_site_that_starts_alike(
     assert mask("pypi hung; from https://pypi.org/simple") == (
         "[host] hung; from https://pypi.org/simple"
     )
+
+
+def test_the_owner_s_pages_show_a_command_with_its_credentials_masked(
+    api: httpx.Client, browser: httpx.Client
+) -> None:
+    """A screen shared while the owner's page is open shows no token; the form that edits
+    the command still holds it whole (saving it unchanged loses nothing)."""
+    token = "hf_" + "abcdefghijklmnopqrstuvwx"
+    command = f"HF_TOKEN={token} python -m sglang.launch_server --tp 8"
+    campaign = make_campaign(api, name="Masked for the owner too")
+    attempt = make_attempt(api, campaign["id"], title="with a token", command=command)
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    summary = page[page.index("<dt>Command</dt>") :][:400]
+    assert "HF_TOKEN=[secret] python -m sglang.launch_server" in html.unescape(summary)
+    assert token not in summary
+    edited = re.search(r'<textarea name="command"[^>]*>([^<]*)</textarea>', page)
+    assert edited is not None and html.unescape(edited[1]) == command

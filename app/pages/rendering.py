@@ -14,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
+from app.credentials import mask_secrets
 from app.deps import is_owner, session_cookie
 from app.forms import FormState
 from app.markdown import render_markdown
@@ -65,6 +66,8 @@ def make_templates() -> Jinja2Templates:
         judgement=lambda s: fmt_judgement(s.delta_pct, s.delta_ci95_pct, s.call.value, s.n),
         iso=iso_utc,
         markdown=render_markdown,
+        # A command shown (not edited): its credentials stay off a screen someone may share.
+        masked=mask_secrets,
         tojson_compact=lambda v: json.dumps(v, separators=(",", ":")),
         # A short stable key of any text, fit for an element id (a file path is not).
         digest=lambda v: hashlib.sha256(str(v).encode()).hexdigest()[:12],
