@@ -29,6 +29,18 @@ class Advice:
     frame: bool = False
 
 
+# torch's out-of-memory error as corpus case 704 printed it: both memory rows' example.
+_OUT_OF_MEMORY = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total "
+    "capacity of 139.80 GiB of which 2.63 GiB is free. Including non-PyTorch memory, this "
+    "process has 137.17 GiB memory in use. Of the allocated memory 136.50 GiB is allocated by "
+    "PyTorch, and 5.35 MiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+    "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+    "fragmentation.  See documentation for Memory Management  "
+    "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-"
+    "pytorch-cuda-alloc-conf)"
+)
+
 ADVICE = (
     Advice(
         ("unsupported_arch",),
@@ -66,15 +78,7 @@ ADVICE = (
         "GPU memory ran out while CUDA graphs were captured: capture fewer batch sizes "
         "(--cuda-graph-max-bs, or vLLM's --cudagraph-capture-sizes), or leave the graphs more "
         "room by lowering --mem-fraction-static (--gpu-memory-utilization in vLLM).",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a "
-        "total capacity of 139.80 GiB of which 2.63 GiB is free. Including non-PyTorch memory, "
-        "this process has 137.17 GiB memory in use. Of the allocated memory 136.50 GiB is "
-        "allocated by PyTorch, and 5.35 MiB is reserved by PyTorch but unallocated. If reserved "
-        "but unallocated memory is large try setting "
-        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
-        "documentation for Memory Management  "
-        "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-"
-        "pytorch-cuda-alloc-conf)",
+        _OUT_OF_MEMORY,
         "corpus case 704",
         "torch.AcceleratorError: CUDA error: unspecified launch failure",
         "corpus case 725",
@@ -92,15 +96,7 @@ ADVICE = (
         "--gpu-memory-utilization in vLLM), a shorter context (--context-length, "
         "--max-model-len) or fewer requests at once (--max-running-requests, --max-num-seqs); "
         "or spread the model over more GPUs (--tp).",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a "
-        "total capacity of 139.80 GiB of which 2.63 GiB is free. Including non-PyTorch memory, "
-        "this process has 137.17 GiB memory in use. Of the allocated memory 136.50 GiB is "
-        "allocated by PyTorch, and 5.35 MiB is reserved by PyTorch but unallocated. If reserved "
-        "but unallocated memory is large try setting "
-        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
-        "documentation for Memory Management  "
-        "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-"
-        "pytorch-cuda-alloc-conf)",
+        _OUT_OF_MEMORY,
         "corpus case 704",
         "torch.AcceleratorError: CUDA error: unspecified launch failure",
         "corpus case 725",
