@@ -216,6 +216,8 @@ def note(words: tuple[str, ...], campaign: str | None, url: str | None, as_json:
         raise click.UsageError("give ATTEMPT and TEXT, or --campaign CAMPAIGN and TEXT")
     target, rest = (None, words) if campaign is not None else (words[0], words[1:])
     body = _stdin_text("the note") if rest == ("-",) else " ".join(rest)
+    if not body.strip():
+        raise click.UsageError("the note is empty: give TEXT, or - with the note on standard input")
     with connect(url) as api:
         if campaign is not None:
             made = api.post(f"/api/campaigns/{api.campaign_id(campaign)}/notes", {"body": body})

@@ -139,6 +139,8 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     assert "Note: needs CUDA 13" in cli(tmp_path, "show", str(crash)).stdout
     no_text = cli(tmp_path, "note", str(crash))
     assert no_text.returncode == 2 and "give ATTEMPT and TEXT" in no_text.stderr
+    empty = cli(tmp_path, "note", str(crash), " ")
+    assert empty.returncode == 2 and "the note is empty" in empty.stderr, empty.stderr
     # Bytes that are no UTF-8, as an argument or on standard input: one line, nothing sent.
     for words, piped in (([b"bad\xffutf8"], None), ([b"-"], b"\xff\xfe bad utf8")):
         raw = subprocess.run(
