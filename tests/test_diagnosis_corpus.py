@@ -165,26 +165,15 @@ FLOORS = {
     # C001-C159, D001-D136, E001-E077, O001-O137, AA001-AA127, AB001-AB105, AC001-AC104,
     # AD001-AD108, AE001-AE105, AF001-AF150, AG001-AG220, AH001-AH222, AI001-AI279,
     # E080-E096, AJ001-AJ307, AK001-AK404, AL001-AL409, E100-E122, AM001-AM129,
-    # AN001-AN607, AO001-AO057 and AP001-AP608 (the second to forty-sixth rounds' fresh parts)
-    # are tuning too: each part folded in lowers these floors to what the engine reads on the
-    # larger part.
+    # AN001-AN607, AO001-AO057, AP001-AP608, AQ001-AQ409 and E123-E142 (the second to
+    # forty-seventh rounds' fresh parts) are tuning too: each part folded in lowers these
+    # floors to what the engine reads on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
         "top3": 0.94,
         "error_class": 0.80,
         "crashed": 0.96,
-        "ready": 0.77,
-    },
-    # A fresh part is held to what it read when it was scored once: AQ001-AQ409 (51 public
-    # logs, the forty-seventh round's) and E123-E142 (20 failures made on an H100 in servers'
-    # and trainers' shapes), scored after that round's rules; AP (the forty-sixth round's,
-    # bench/README.md has the figures) was folded into tuning.
-    "fresh": {
-        "root_cause": 0.83,
-        "top3": 0.85,
-        "error_class": 0.63,
-        "crashed": 0.90,
         "ready": 0.77,
     },
     "validation": {
