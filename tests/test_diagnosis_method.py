@@ -3663,3 +3663,90 @@ def test_ipython_s_header_names_the_exception_that_ends_its_traceback() -> None:
     assert (found.root_cause, found.error_class, found.crashed) == (
         raised, "unsupported_arch", True,
     )  # fmt: skip
+
+
+def test_a_log_pasted_in_a_markdown_quote_reads_as_the_log() -> None:
+    found = diagnose(
+        "> Traceback (most recent call last):",
+        '>   File "/srv/serve.py", line 12, in <module>',
+        ">     main()",
+        "> ValueError: max_model_len (40960) is greater than the derived max_model_len (32768)",
+    )
+    assert (found.crashed, found.error_class) == (True, "config_or_args")
+    assert found.root_cause == (
+        "> ValueError: max_model_len (40960) is greater than the derived max_model_len (32768)"
+    )
+
+
+def test_the_engines_segfault_banner_over_its_frames_is_the_crash_classed_by_them() -> None:
+    banner = "!!!!!!! Segfault encountered !!!!!!!"
+    found = diagnose(
+        "[2026-03-02 10:00:01 TP0] Init torch distributed begin.",
+        banner,
+        '  File "<unknown>", line 0, in cuMemCreate',
+        '  File "misc/cudawrap.cc", line 92, in ncclCuMemHostEnable()',
+        '  File "/dvs/p4/build/sw/gpgpu/nccl/src/init.cc", line 1852, in ncclCommInitRank',
+        '  File "<unknown>", line 0, in ffi_call',
+    )
+    assert (found.crashed, found.root_cause, found.error_class) == (True, banner, "nccl_comm")
+
+
+def test_a_logged_failure_is_not_passed_over_for_the_heap_abort_after_it() -> None:
+    refused = (
+        ":1:rocdevice.cpp            :590 : 2345 us:  HSA device gfx1201 (PCI ID 7551) has 2 "
+        "ISAs but can only support a single ISA"
+    )
+    found = diagnose(
+        ":3:rocdevice.cpp            :442 : 2001 us:  Initializing HSA stack.",
+        refused,
+        ":1:rocdevice.cpp            :506 : 2346 us:  Error creating new instance of Device.",
+        "free(): invalid pointer",
+        "Aborted (core dumped)",
+    )
+    assert (found.crashed, found.root_cause) == (True, refused)
+
+
+def test_a_worker_thread_s_failure_then_the_operator_s_ctrl_c_is_no_crash() -> None:
+    thread_died = [
+        "Exception in thread Thread-6 (generate):",
+        *TB,
+        "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+    ]
+    found = diagnose(
+        "Running on local URL:  http://127.0.0.1:7860",
+        *thread_died,
+        *thread_died,
+        "Keyboard interruption in main thread... closing server.",
+        *TB,
+        "KeyboardInterrupt",
+    )
+    assert (found.crashed, found.root_cause) == (False, None)
+    # the same failure in the main thread is why the operator had nothing left to stop
+    died = diagnose("Running on local URL:  http://127.0.0.1:7860", *TB, thread_died[-1])
+    assert (died.crashed, died.root_cause) == (True, thread_died[-1])
+
+
+def test_a_request_handler_s_traceback_that_socketserver_printed_is_served_past() -> None:
+    def handler_failed(port: int) -> list[str]:
+        return [
+            "-" * 40,
+            f"Exception occurred during processing of request from ('127.0.0.1', {port})",
+            *TB,
+            "BrokenPipeError: [Errno 32] Broken pipe",
+            "-" * 40,
+        ]
+
+    served = '127.0.0.1 - - [16/Mar/2026 21:06:56] "POST /v1/chat/completions HTTP/1.1" 200 -'
+    found = diagnose("Starting httpd at 127.0.0.1 on port 8080...", *handler_failed(58545), served)
+    assert (found.crashed, found.root_cause) == (False, None)
+    # two handler threads printing at once: their lines interleave, and both are served past
+    interleaved = [
+        "-" * 40, "-" * 40,
+        "Exception occurred during processing of request from ('127.0.0.1', 58545)",
+        "Exception occurred during processing of request from ('127.0.0.1', 58544)",
+        TB[0], TB[0], TB[1], TB[1], TB[2], TB[2],
+        "BrokenPipeError: [Errno 32] Broken pipe", "BrokenPipeError: [Errno 32] Broken pipe",
+        "-" * 40, "-" * 40,
+    ]  # fmt: skip
+    found = diagnose("Starting httpd at 127.0.0.1 on port 8080...", *interleaved, served)
+    assert (found.crashed, found.root_cause) == (False, None)

@@ -47,6 +47,7 @@ FATAL_SHAPE = rules.Alternatives(
 _OOM = re.compile(r"\bout of memory\b")
 _STOPPED = rules.Alternatives(tuple(row.pattern for row in STOPPED))
 _BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt:?\s*$")
+_THREAD_DIED = re.compile(r"^Exception in thread \S")  # threading's excepthook header
 
 
 def fatal(entry: Entry) -> bool:
@@ -121,9 +122,18 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
             and stop.line.number - entry.line.number <= STOP_LOOKBACK
             # (the same stop said first by another logger is no failure before it)
             and not _STOPPED.search(entry.content)
+            # (nor a worker thread's death: the main thread lives on, here until it is stopped)
+            and not _in_a_thread(entries, entry)
         ):
             return None
     return stop
+
+
+def _in_a_thread(entries: list[Entry], entry: Entry) -> bool:
+    start = entry.in_traceback
+    return start is not None and any(
+        _THREAD_DIED.match(e.content) for e in entries[max(0, start - 1) : start + 1]
+    )
 
 
 def _fails_after(entries: list[Entry], line: Entry) -> bool:

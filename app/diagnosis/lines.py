@@ -55,7 +55,9 @@ _PREFIXES = [
     r"(?:[\w.-]+\s+)?[\w./@-]+\[\d+\]:\s",
     # the HIP runtime's trace (AMD_LOG_LEVEL): its level first, 1 an error ... 4 a debug
     # record: ":1:rocdevice.cpp            :3434: 38724086971 us: [pid:92169 tid: 0x7fce] "
-    r":\d:[\w.]+\s*:\s*\d+\s*:\s*\d+ us:\s*(?:\[pid:\s*\d+\s+tid:\s*0x[0-9a-f]+\]\s?)?",
+    # (its time replaced by "..." where a reporter cut it)
+    r":\d:[\w.]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
+    r"\s*(?:\[pid:\s*\d+\s+tid:\s*0x[0-9a-f]+\]\s?)?",
     # dmesg: "[ 2448.628970] "
     r"\[\s*\d+\.\d+\]\s",
     # DeepSpeed style: "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] "
@@ -88,6 +90,8 @@ _PREFIXES = [
     r"[│┃]\s",
     # Exception groups draw a margin: "  | KeyError: 12"
     r"\|\s+",
+    # a log pasted in a markdown quote or a mail reply: "> RuntimeError: ..."
+    r">\s",
     # pytest's failure lines: "E       RuntimeError: ..."
     r"E {3,}(?=\S)",
     # pytest's progress marks with a test's own output glued on: "......(Worker_TP1 pid=11655) "

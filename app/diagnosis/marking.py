@@ -20,7 +20,7 @@ from app.diagnosis.knowledge.ready import READY_LINES
 # container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
     # the HIP runtime's trace below its error level (":4:command.cpp  :357 : 38724 us: ")
-    r"(?:^|\s):[2-4]:[\w.]+\s*:\s*\d+\s*:\s*\d+ us:"
+    r"(?:^|\s):[2-4]:[\w.]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
     r"|(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
     r"|(?:^|[\s:>])[IW](?:\d{4})?\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
 )
@@ -28,7 +28,7 @@ _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|\[F\s|(?:^|[\s:>])[EF](?:\d{4})?\d{4}\s|\[[EF]\d{3,4}\s"
     r"|:\s[EF]\s[\w/.-]+:\d+\]"
     # the HIP runtime's trace at its error level (":1:rocdevice.cpp  :3434: 38724 us: ")
-    r"|(?:^|\s):1:[\w.]+\s*:\s*\d+\s*:\s*\d+ us:"
+    r"|(?:^|\s):1:[\w.]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
 )
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").
@@ -58,6 +58,7 @@ _PYTHON_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")  # warnings' "file:line:
 # Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
 LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
 LIVED_THROUGH = "an error the program says it lived through"
+REQUEST_SERVED_ON = "a request's handler failed: the server printed it and served on"
 _EXIT_HANDLER_FRAME = re.compile(
     r'^File ".*(?:weakref|atexit)\.py", line \d+, in _(?:exitfunc|run_exitfuncs)$'
 )
@@ -199,7 +200,10 @@ def mark(entries: list[Entry]) -> None:
             logging_raised = raised_in_logging(content, logging_raised)
             continue
         if _CODE_FRAME.match(content) or (
-            _frame_follows(entries, index) and not rules.EXCEPTION_LINE.match(content)
+            _frame_follows(entries, index)
+            and not rules.EXCEPTION_LINE.match(content)
+            # (a native stack printer's banner over its frames: "!!!!!!! Segfault encountered")
+            and not rules.NATIVE_FAILURE.search(content)
         ):
             # A fragment that starts inside a traceback: frames all the same, and the source
             # line of a frame cut off above them ("subprocess.check_call(cc_cmd)", then
@@ -417,6 +421,11 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 if line is not None:
                     line.strength = 0
                     line.set_aside = LOOP_RAN_ON
+        elif rules.REQUEST_HANDLER_FAILED.search(entry.content):
+            for line in (entry, _handler_exception(entries, index)):
+                if line is not None:
+                    line.strength = 0
+                    line.set_aside = REQUEST_SERVED_ON
         elif _REQUEST_REFUSED.search(entry.content):
             refused = [entry]
             # (a handler that answers with the exception may print what it knows first:
@@ -511,6 +520,22 @@ def _exception_below(entries: list[Entry], index: int) -> Entry | None:
          and (e.strength == 3 or rules.EXCEPTION_LINE.match(e.content))),
         None,
     )  # fmt: skip
+
+
+def _handler_exception(entries: list[Entry], index: int) -> Entry | None:
+    """The exception of a failed request's traceback under its header, not yet claimed by
+    another header: two handler threads printing at once interleave their tracebacks line by
+    line, so the second exception directly follows the first."""
+    claimed_at = None
+    for at in range(index + 1, min(len(entries), index + HANDLER_TRACEBACK_LINES)):
+        entry = entries[at]
+        if not (entry.strength == 3 or rules.EXCEPTION_LINE.match(entry.content)):
+            continue
+        if entry.set_aside == REQUEST_SERVED_ON:
+            claimed_at = at
+        elif entry.in_traceback is not None or claimed_at == at - 1:
+            return entry
+    return None
 
 
 def _chained_from(entries: list[Entry], raised: Entry) -> list[Entry]:

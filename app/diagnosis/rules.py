@@ -916,6 +916,9 @@ NATIVE_FAILURE = _any(
     r"terminate called after throwing",
     r"Segmentation fault",
     r"SIGSEGV",
+    # the fatal-signal banner of the native stack printer the engines share (vLLM, sglang,
+    # TensorRT-LLM, Megatron): "!!!!!!! Segfault encountered !!!!!!!"
+    r"\bSegfault encountered\b",
     r"Aborted \(core dumped\)",
     r"Fatal Python error",
     # (HIP's: "Device-side assertion `srcIndex < srcSelectDimSize' failed.")
@@ -1207,6 +1210,12 @@ PROCESS = [
 # The part of an exception's message that says why, lines below its first: Ray's ActorDiedError
 # ("The actor died unexpectedly ...", then the actor's fields, then "The actor is dead because
 # its worker process has died. ... may have exceeded K8s pod memory limits").
+# glibc's abort on a heap it found corrupt: the damage shows, not its cause
+HEAP_CORRUPTED = _any(
+    r"^(?:free|malloc|realloc|munmap_chunk|malloc_consolidate)\(\): \w",
+    r"^double free or corruption\b",
+    r"^corrupted size vs\. prev_size\b",
+)
 DETAIL_BELOW = _any(r"^The actor is dead because\b")
 # "Last error:" then the line that says what it was (NCCL's last error, in a c10d exception).
 # Ascend's CANN the same: "EZ9999: Inner Error!", then the device's own words.
@@ -1259,6 +1268,9 @@ POINTS_ELSEWHERE = _any(
 # asyncio's event loop on an exception no one handled in a callback or a task: it logs it and
 # runs on, so the exception below is lived through.
 LOOP_LIVED_THROUGH = _any(r"^Exception in callback \S", r"^Task exception was never retrieved$")
+# Python's socketserver (under http.server and the servers built on it, mlx_lm's) on a request
+# whose handler raised: it prints the traceback between dashes and serves the next request.
+REQUEST_HANDLER_FAILED = _any(r"^Exception occurred during processing of request from \S")
 # A wrapper quoting the error it reports, in quotes or brackets.
 QUOTES_ERROR = re.compile(r"\b(?:with|original) error:? ?['\"(]\S")
 QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
@@ -1286,7 +1298,10 @@ SYMMETRIC_MEMORY = _any(r"_SymmetricMemory", r"symm_mem", r"SymmetricMemory")
 # A process killed by a signal says nothing of the fault: the frames it died in do. Inside a
 # collective library or its transport it is a communication fault; reading mapped weights, a
 # load (a Bus error on a file that changed or shrank under its mapping).
-SIGNALLED = re.compile(r"\bSegmentation fault\b|\bSIGSEGV\b|\bsignal 11\b|\bBus error\b|\bSIGBUS\b")
+SIGNALLED = re.compile(
+    r"\bSegmentation fault\b|\bSegfault encountered\b|\bSIGSEGV\b|\bsignal 11\b|\bBus error\b"
+    r"|\bSIGBUS\b"
+)
 SIGNAL_CONTEXT = [
     (
         "nccl_comm",

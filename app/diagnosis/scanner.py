@@ -52,7 +52,8 @@ _ANCHORS: list[tuple[bytes, int]] = [
     (lit, 0)
     for lit in (
         b"rror", b"RROR", b"xception", b"Traceback", b"illed", b"ailed", b"ailure", b"FAIL",
-        b"ssert", b"what()", b"emory", b"oom-k", b"oom_k", b"SIG", b"egmentation", b"dumped",
+        b"ssert", b"what()", b"emory", b"oom-k", b"oom_k", b"SIG", b"egmentation", b"egfault",
+        b"dumped",
         b"atal", b"ATAL", b"Watchdog", b"imeout", b"imed out", b"NCCL WARN", b"xit code",
         b"xit status", b"xited", b"eturn code", b"larger than the maximum", b"Try increasing",
         b"supported", b"kernel image", b"[E]", b"erminated", b"borted", b"sigquit", b"spy dump",

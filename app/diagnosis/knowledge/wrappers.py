@@ -161,6 +161,14 @@ WRAPPERS = (
         "it indented under pip's replay",
     ),
     Wrapper(
+        r"\bNinja build failed\. Ninja output:",
+        ("flashinfer",),
+        "(EngineCore pid=3164713) ERROR 09-23 10:35:19 [core.py:1374] RuntimeError: Ninja build "
+        "failed. Ninja output:",
+        "FlashInfer's JIT (flashinfer/jit/cpp_ext.py) when ninja failed: the compiler's own "
+        "lines, replayed under it, say why; observed in corpus case AQ101",
+    ),
+    Wrapper(
         r"\bptxas fatal\s*: Ptx assembly aborted due to errors\b",
         ("cuda",),
         "ptxas fatal   : Ptx assembly aborted due to errors",
