@@ -515,6 +515,13 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
          "address already in use", "config_or_args"),
         ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
          "oom_gpu"),
+        ("RuntimeError: NVCC compilation failed: ptxas error   : Entry function '_ZN4gemm6kernelEv'"
+         " uses too much shared data (0x18004 bytes, 0xc000 max)", "unsupported_arch"),
+        ("AssertionError: Ulysses Attention and Ring Attention requires xfuser package.",
+         "import_or_version"),
+        # (what a feature needs of the settings stays theirs)
+        ("AssertionError: microbatch overlap requires even batch_size", "config_or_args"),
+        ("Exception: EOF while parsing an object at line 3363 column 20", "model_loading"),
     ],
 )  # fmt: skip
 def test_classes_of_more_framework_messages(line: str, error_class: str) -> None:

@@ -3750,3 +3750,38 @@ def test_a_request_handler_s_traceback_that_socketserver_printed_is_served_past(
     ]  # fmt: skip
     found = diagnose("Starting httpd at 127.0.0.1 on port 8080...", *interleaved, served)
     assert (found.crashed, found.root_cause) == (False, None)
+
+
+def test_tensorrt_s_located_record_of_a_terse_error_is_the_line_to_read() -> None:
+    located = (
+        "[01/29/2024-13:52:34] [TRT] [E] 2: [shapeContext.cpp::checkVolume::2923] Error Code 2: "
+        "Internal Error (Assertion bound >= 0 failed. )"
+    )
+    found = diagnose(
+        "[01/29/2024-13:52:30] [TRT] [I] Constructing optimization profile number 0",
+        "[01/29/2024-13:52:34] [TRT] [E] 2: Assertion bound >= 0 failed. ",
+        located,
+    )
+    assert (found.crashed, found.root_cause) == (True, located)
+
+
+def test_tensorrt_s_onnx_parser_s_node_description_yields_to_its_error() -> None:
+    error = (
+        "[04/04/2023-02:33:04] [E] [TRT] parsers/onnx/ModelImporter.cpp:731: ERROR: "
+        "parsers/onnx/builtin_op_importers.cpp:4793 In function importSqueeze:"
+    )
+    found = diagnose(
+        "[04/04/2023-02:33:04] [E] [TRT] parsers/onnx/ModelImporter.cpp:726: While parsing node "
+        'number 34 [Squeeze -> "cos"]:',
+        "[04/04/2023-02:33:04] [E] [TRT] parsers/onnx/ModelImporter.cpp:727: --- Begin node ---",
+        "[04/04/2023-02:33:04] [E] [TRT] parsers/onnx/ModelImporter.cpp:728: input: "
+        '"onnx::Squeeze_460"',
+        '[04/04/2023-02:33:04] [E] [TRT] parsers/onnx/ModelImporter.cpp:728: output: "cos"',
+        "[04/04/2023-02:33:04] [E] [TRT] parsers/onnx/ModelImporter.cpp:729: --- End node ---",
+        error,
+        '[8] Assertion failed: !isDynamic(shape) && "Cannot infer squeeze dimensions from a '
+        'dynamic shape! Please re-export your model with the Squeeze axes input set."',
+        "[04/04/2023-02:33:04] [E] Failed to parse onnx file",
+        "&&&& FAILED TensorRT.trtexec [TensorRT v8501] # trtexec --onnx=model.onnx",
+    )
+    assert (found.crashed, found.root_cause) == (True, error)

@@ -292,6 +292,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             ]  # fmt: skip
             if quoted:
                 first = quoted[0]
+        first = _located_below(entries, first, position)
         # One incident often spans a few lines (oom-kill, then "Killed process"): the most
         # telling line of the first incident.
         incident = [
@@ -318,6 +319,14 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     if not chosen:
         return None
     return _logged_just_before(entries, position[id(chosen[0])]) or chosen[0]
+
+
+def _located_below(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
+    """The record right below a terse error that says it again with where it was raised."""
+    below = entries[position[id(first)] + 1 : position[id(first)] + 2]
+    if below and rules.LOCATED_RECORD.search(below[0].content) and _restates(below[0], first):
+        return below[0]
+    return first
 
 
 def _first_error_quoted(

@@ -73,6 +73,7 @@ _HEADING = re.compile(r"(?:Error|ERROR|Exception):\s*$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
+NODE_DUMP_LINES = 200  # how far a parser's description of a failed node may run
 RECOVERY_REACH = 8  # how many kept lines a word of recovery may come after its error
 _RETRYING = re.compile(r"\b[Rr]etrying\b")
 # An access log's answer with a server error: "POST /v1/completions HTTP/1.1" 500 Internal ...
@@ -295,7 +296,27 @@ def mark(entries: list[Entry]) -> None:
     _cut_tracebacks(entries, levels)
     _errors_only(entries, levels)
     _closed_by_the_agent(entries)
+    _node_dumps(entries)
     _details_and_recoveries(entries)
+
+
+def _node_dumps(entries: list[Entry]) -> None:
+    """A parser's description of the node it failed on points to the error after it."""
+    for index, entry in enumerate(entries):
+        if not rules.NODE_DUMP_START.search(entry.content):
+            continue
+        entry.strength = min(entry.strength, 1)
+        dump = entries[index + 1 : index + 1 + NODE_DUMP_LINES]
+        end = next((i for i, e in enumerate(dump) if rules.NODE_DUMP_END.search(e.content)), None)
+        if end is None:
+            continue
+        for described in dump[: end + 1]:
+            described.noise = True
+        # "ERROR: builtin_op_importers.cpp:4793 In function importSqueeze:" and, on the next
+        # line, the rest of its message ("[8] Assertion failed: ..."): one failure, its first line
+        said = dump[end + 1 : end + 3]
+        if len(said) == 2 and rules.IN_FUNCTION.search(said[0].content):
+            said[1].noise = True
 
 
 def _closed_by_the_agent(entries: list[Entry]) -> None:

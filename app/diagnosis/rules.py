@@ -294,7 +294,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"socket has failed to (?:listen|bind)",
         r"\bport\b.*\b(?:used|using) by (?:an)?other process\b",  # HCCL's
         # an assertion naming what a feature needs ("microbatch overlap requires even batch_size")
-        r"\bAssertionError: .*\brequires\b",
+        r"\bAssertionError: .*\brequires\b(?! (?:the )?[\w.-]+ package\b)",
         # a serving backend the model's configuration names that this install lacks
         r"\bunable to find backend library\b",
         # the driver's library not visible (a container started without its GPUs)
@@ -399,8 +399,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bdoes not have the attribute '\w+'",
         # vLLM's registry importing a model's class in a subprocess that failed
         r"\bModel architectures? \[.*\] failed to be inspected\b",
-        # a package a feature needs ('Form data requires "python-multipart" to be installed.')
-        r"\brequires \S+ to be installed\b",
+        # a package a feature needs ('Form data requires "python-multipart" to be installed.',
+        # "Ulysses Attention and Ring Attention requires xfuser package.")
+        r"\brequires \S+ to be installed\b", r"\brequires (?:the )?[\w.-]+ package\b",
         # a compiler's own backend giving up on the code ("fatal error: error in backend: Cannot
         # select: ...")
         r"\bfatal error: error in backend\b",
@@ -478,6 +479,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bUnsupported conversion from '?f8",
         r"(?:shared memory|smem)\b.*\b(?:exceeds|over|larger than|more than)\b"
         r".*\b(?:limit|maximum)",
+        # ptxas on a kernel whose shared memory this GPU cannot give ("Entry function '...'
+        # uses too much shared data (0x18004 bytes, 0xc000 max)")
+        r"\buses too much shared data\b",
         r"\bgfx\d{3,4}\w*\b.*not supported|not supported.*\bgfx\d{3,4}",
         # rocBLAS with no Tensile kernels for this GPU ("... Illegal seek for GPU arch : gfx1103")
         r"\bfor GPU arch\s*:\s*gfx\w+",
@@ -677,6 +681,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a model's JSON file (config, tokenizer) cut short or not JSON: the json module's own
         # error, where a web client's names its library (requests.exceptions.JSONDecodeError)
         r"\bjson\.decoder\.JSONDecodeError\b",
+        # the same in Rust's serde_json, under the tokenizers library ("Exception: EOF while
+        # parsing an object at line 3363 column 20")
+        r"\bEOF while parsing an? (?:object|list|string|value) at line \d+ column \d+",
         # a state dict whose keys or shapes are not the model's (PyTorch's load_state_dict)
         r"\bError\(s\) in loading state_dict\b", r"\bcannot find tensor \S",
     )),
@@ -1210,6 +1217,16 @@ PROCESS = [
 # The part of an exception's message that says why, lines below its first: Ray's ActorDiedError
 # ("The actor died unexpectedly ...", then the actor's fields, then "The actor is dead because
 # its worker process has died. ... may have exceeded K8s pod memory limits").
+# TensorRT's located record of an error it has just said tersely ("[E] 2: Assertion bound >= 0
+# failed." then "[E] 2: [shapeContext.cpp::checkVolume::2923] Error Code 2: Internal Error
+# (Assertion bound >= 0 failed. )"): the same failure, with where and of what kind
+LOCATED_RECORD = re.compile(r"\[[\w.]+::\w+::\d+\] Error Code \d+: \w")
+# TensorRT's ONNX parser describing the node it failed on before saying why ("While parsing
+# node number 34 [Squeeze -> "cos"]:", "--- Begin node ---", its inputs, "--- End node ---",
+# then "ERROR: ... In function importSqueeze:"): the description is no failure of its own
+NODE_DUMP_START = re.compile(r"\bWhile parsing node number \d+ \[[^\]]*\]:$")
+NODE_DUMP_END = re.compile(r"--- End node ---$")
+IN_FUNCTION = re.compile(r"\bIn function \w+:$")
 # glibc's abort on a heap it found corrupt: the damage shows, not its cause
 HEAP_CORRUPTED = _any(
     r"^(?:free|malloc|realloc|munmap_chunk|malloc_consolidate)\(\): \w",
