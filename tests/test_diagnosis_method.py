@@ -3785,3 +3785,36 @@ def test_tensorrt_s_onnx_parser_s_node_description_yields_to_its_error() -> None
         "&&&& FAILED TensorRT.trtexec [TensorRT v8501] # trtexec --onnx=model.onnx",
     )
     assert (found.crashed, found.root_cause) == (True, error)
+
+
+def test_the_same_exception_raised_again_saying_what_to_raise_is_the_line_to_read() -> None:
+    advice = (
+        "ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to "
+        "take a long time, increase RAY_CGRAPH_get_timeout which is currently 10 seconds. "
+        "Otherwise, this may indicate that the execution is hanging."
+    )
+    found = diagnose(
+        *TB,
+        "ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for object "
+        "available to read. ObjectID: 00fc911a7833d5d08cfd39cf6b6b31a5fbea0299",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        *TB,
+        advice,
+    )
+    assert (found.root_cause, found.error_class) == (advice, "timeout_or_hang")
+
+
+def test_vulkan_s_word_that_one_allocation_is_over_the_driver_s_limit_says_why() -> None:
+    limit = (
+        "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: "
+        "ErrorOutOfDeviceMemory"
+    )
+    found = diagnose(
+        "load_tensors: offloading 28 repeating layers to GPU",
+        "ggml_vulkan: Device memory allocation of size 4305588224 failed.",
+        limit,
+        "ggml_gallocr_reserve_n: failed to allocate Vulkan0 buffer of size 4305588224",
+    )
+    assert (found.root_cause, found.error_class) == (limit, "oom_gpu")

@@ -30,6 +30,7 @@ FOLLOW_UP_LINES = 60
 SURVIVED_GAP_LINES = 2000
 # One incident often spans a few lines (oom-kill, then "Killed process").
 INCIDENT_LINES = 3
+RESTATED_GAIN = 3  # how much more specific a line that says the first again must be
 SERVED_AFTER = 3  # engine-side serving lines after a failure: the server lived through it
 SERVED_GAP_LINES = 50  # ...or a serving figure this many lines after it
 SERVED_ON = "the server went on serving after it"
@@ -302,7 +303,10 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         ]  # fmt: skip
         best = first
         for candidate in incident:
-            if _specificity(candidate) > _specificity(best) and not _restates(candidate, first):
+            gain = _specificity(candidate) - _specificity(best)
+            # (one that says it again may still say why: "Requested buffer size exceeds
+            # device memory allocation limit" after "Device memory allocation ... failed.")
+            if gain > 0 and (not _restates(candidate, first) or gain >= RESTATED_GAIN):
                 best = candidate
         return best
     if _another_process_failed(entries) is not None:
@@ -415,10 +419,38 @@ def _only_a_status(entry: Entry) -> bool:
 _BARE_QUALIFIED_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Z][A-Za-z]*")
 
 
+# What to change, said by an exception ("... increase RAY_CGRAPH_get_timeout which is
+# currently 10 seconds")
+_ADVISES = re.compile(
+    r"\b(?:[Ii]ncrease|[Dd]ecrease|[Rr]aise|[Ll]ower) (?:the )?[A-Z][A-Z0-9]*_\w+"
+)
+
+
+def _advised_in_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry | None:
+    """The same exception raised again in the chain, this time saying which setting to change
+    (Ray's compiled graph timing out, then telling what timed out and what to raise)."""
+    name = first.content.split(":", 1)[0]
+    start = position[id(first)]
+    for entry in entries[start + 1 : start + 1 + FOLLOW_UP_LINES]:
+        if entry.strength == 3 and not entry.noise:
+            if (
+                entry.consequence
+                and entry.content.split(":", 1)[0] == name
+                and _ADVISES.search(entry.content)
+                and not _ADVISES.search(first.content)
+            ):
+                return entry
+            return None
+    return None
+
+
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
     """A terse exception ("KeyError: 'gemma4_unified'") that the next one in its chain quotes
     and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
     recognize this architecture ..."): the explanation is the line to read."""
+    advice = _advised_in_chain(entries, first, position)
+    if advice is not None:
+        return advice
     named = rules.EXCEPTION_LINE.match(first.content)
     if _BARE_QUALIFIED_NAME.fullmatch(first.content) or (
         named is not None

@@ -1172,6 +1172,9 @@ SPECIFICITY = [
     # memory running out is the fault; a complaint about a size or a buffer beside it is not
     (re.compile(r"(?i)\bout of memory\b|OutOfMemory\b|\bInsufficient Memory\b"), 1),
     (re.compile(r"\baborting with error\b.*\bHSA_STATUS_ERROR_"), 2),
+    # ggml's Vulkan backend saying why an allocation failed: over the driver's limit for one
+    # allocation (maxMemoryAllocationSize), not the card's memory
+    (re.compile(r"\bexceeds device memory allocation limit\b"), 3),
     # the kernel's own assertion, before the runtime's word that the queue aborted on it
     (re.compile(r"\.(?:cu|cuh|hip)(?::\d+)?: .*\b[Aa]ssertion [`'].*[`'] failed"), 3),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
