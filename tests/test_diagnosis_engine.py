@@ -522,6 +522,18 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
         # (what a feature needs of the settings stays theirs)
         ("AssertionError: microbatch overlap requires even batch_size", "config_or_args"),
         ("Exception: EOF while parsing an object at line 3363 column 20", "model_loading"),
+        # a compiler's error in MSVC's, clang-cl's and run-time compilers' own shapes
+        ("C:\\src\\cutlass\\include\\cutlass/exmy_base.h(404): error C2039: 'is_unsigned_v': is "
+         "not a member of 'cutlass::platform'", "import_or_version"),
+        ("  /usr/include/c++/15.1.1/type_traits(554): error: type name is not allowed",
+         "import_or_version"),
+        ("B:\\src\\torch\\functorch\\csrc\\dim\\arena.h(14,21): error: functions that differ only "
+         "in their return type cannot be overloaded", "import_or_version"),
+        ("program_source:6450:1: error: expected expression", "import_or_version"),
+        ("B:/src/torch/aten/src/ATen/native/hip/int4mm.hip:585:16: error: reference to __host__ "
+         "function 'memcpy' in __device__ function", "import_or_version"),
+        ("EJ0003: Failed to bind the IP port. Reason: The IP address and port have been bound "
+         "already.", "config_or_args"),
     ],
 )  # fmt: skip
 def test_classes_of_more_framework_messages(line: str, error_class: str) -> None:

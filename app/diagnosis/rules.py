@@ -261,7 +261,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a path argument given something that is no path
         r"expected str, bytes or os\.PathLike object",
         # a port another process holds, or a network the host does not have
-        r"\bcouldn't bind\b", r"\b(?:failed|unable) to bind\b", r"\blisten tcp\b.*\bbind\b",
+        r"\bcouldn't bind\b", r"\b(?:[Ff]ailed|[Uu]nable) to bind\b", r"\blisten tcp\b.*\bbind\b",
         r"\bOnly one usage of each socket address\b", r"Address family not supported",
         # GPUs held by another process in exclusive mode, or none visible to the runtime
         r"device\(s\) is/are busy or unavailable", r"\bNo visible GPU devices\b",
@@ -627,8 +627,13 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r".*(?:non-zero exit status|failed|error)",
         r"Error building extension", r"[Ff]ailed to build\b", LIBRARY_NOT_FOUND,
         # a compiler's, a shader compiler's (glslc on a Vulkan shader) too
-        r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp|comp|glsl|metal)(?::\d+){1,2}: (?:fatal )?error:",
-        r"\.(?:cu|cuh|cpp|h)\(\d+\): (?:catastrophic )?error:",  # nvcc's
+        r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hh|hpp|hxx|inl|hip|mm|comp|glsl|metal)(?::\d+){1,2}: "
+        r"(?:fatal )?error:",
+        # nvcc's, MSVC's and clang-cl's ("exmy_base.h(404): error C2039: ...", a header with no
+        # extension: "type_traits(554): error: type name is not allowed")
+        r"[\w.]\(\d+(?:,\d+)?\): (?:catastrophic |fatal )?error(?: C\d{4})?:",
+        # sources compiled at run time: Metal's and ROCm's comgr's ("program_source:6450:1:")
+        r"\b(?:program_source|CompileSource\w*):\d+:\d+: error:",
         r"\berrors? detected in the compilation of\b",
         # one library calling another with the signature of another version
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
