@@ -3818,3 +3818,20 @@ def test_vulkan_s_word_that_one_allocation_is_over_the_driver_s_limit_says_why()
         "ggml_gallocr_reserve_n: failed to allocate Vulkan0 buffer of size 4305588224",
     )
     assert (found.root_cause, found.error_class) == (limit, "oom_gpu")
+
+
+def test_pip_s_word_that_a_build_failed_yields_to_the_compiler_the_kernel_killed() -> None:
+    found = diagnose(
+        "  error: subprocess-exited-with-error",
+        "  ",
+        "  \u00d7 Building wheel for flash-attn (pyproject.toml) did not run successfully.",
+        "  │ exit code: 1",
+        "  ╰─> [312 lines of output]",
+        "      [1/49] /usr/local/cuda/bin/nvcc -c flash_fwd_hdim128_bf16_sm80.cu",
+        "      Killed",
+        "      [2/49] /usr/local/cuda/bin/nvcc -c flash_fwd_hdim64_bf16_sm80.cu",
+        "      Killed",
+        "      ninja: build stopped: subcommand failed.",
+        "  ERROR: Failed building wheel for flash-attn",
+    )
+    assert (found.root_cause, found.error_class) == ("      Killed", "oom_host_killed")

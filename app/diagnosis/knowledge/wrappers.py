@@ -126,6 +126,7 @@ WRAPPERS = (
         "pip (src/pip/_internal/exceptions.py, InstallationSubprocessError) after a build "
         "backend's subprocess failed, and its summary of the wheels it could not build: the "
         "build's own error is in the output it replays above; observed in corpus case Z006",
+        strong=True,
     ),
     Wrapper(
         r"^(?:asyncio\.(?:exceptions\.)?|concurrent\.futures\._base\.)?CancelledError\s*$",
