@@ -5,6 +5,7 @@ are offered, not imported. A thread lists every watch twice a second (the folder
 runs app/tailing/dir_listing.py); the database's unique (watch, name) makes each file one
 attempt, whichever dashboard saw it first, across restarts and dropped connections."""
 
+import contextlib
 import logging
 import posixpath
 import threading
@@ -45,7 +46,7 @@ class Folder:
     pattern: str
 
     def file_source(self, name: str) -> str:
-        return f"{self.url.rstrip('/')}/{name}"
+        return self.url + name if self.url.endswith("/") else f"{self.url}/{name}"
 
 
 def parse_watch(source: str) -> Folder:
@@ -63,8 +64,9 @@ def parse_watch(source: str) -> Folder:
         raise Invalid(
             "source: a folder and a file-name pattern after it, as ssh://gpubox/data/logs/*.log"
         )
-    url = source[: len(source) - len(pattern)].rstrip("/") or source
-    return Folder(url, folder or "/", pattern)
+    url = source[: len(source) - len(pattern)]
+    # (the root's URL keeps its slash: "file:///" is a folder, "file:" is nothing)
+    return Folder(url if folder in ("", "/") else url.rstrip("/"), folder or "/", pattern)
 
 
 def create_watch(session: Session, campaign_id: int, source: str) -> Watch:
@@ -147,6 +149,7 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(LISTERS, thread_name_prefix="watch")
         self._busy: set[int] = set()
+        self._failed: dict[int, str] = {}  # each watch's last unexpected failure, logged once
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -185,15 +188,21 @@ class Watcher:
             listing = self.list(parse_watch(source))
             if not self._stop.is_set():
                 take(self.engine, watch_id, listing)
-        except Exception:
-            log.exception("watched folders: watch %s failed", watch_id)
+        except Exception as error:
+            # Said on the watch, where its owner looks, and in this log once, not every poll.
+            failure = f"{type(error).__name__}: {error}"
+            if self._failed.get(watch_id) != failure:
+                self._failed[watch_id] = failure
+                log.exception("watched folders: watch %s failed", watch_id)
+            with contextlib.suppress(Exception):
+                take(self.engine, watch_id, {"error": "listing failed", "message": failure})
         finally:
             with self._lock:
                 self._busy.discard(watch_id)
 
     def list(self, folder: Folder) -> dict[str, Any]:
         """The folder's matching files, or {"error": ..., "message": ...}."""
-        parsed = parse_source(folder.url + "/" + folder.pattern)
+        parsed = parse_source(folder.file_source(folder.pattern))
         if parsed.scheme == "file":
             return dir_listing.list_folder(folder.path, folder.pattern)
         try:

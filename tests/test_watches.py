@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy
 
 from app import demo_logs
 from app.config import Settings
@@ -77,6 +78,34 @@ def test_bad_watches_are_refused_and_a_watch_can_be_removed(
     assert api.delete(f"/api/watches/{made['id']}").status_code == 204
     assert api.get(url).json() == []
     assert api.delete(f"/api/watches/{made['id']}").status_code == 404
+
+
+def test_a_watch_of_the_root_folder_lists_it_and_a_broken_watch_says_why(
+    api: httpx.Client, settings: Settings
+) -> None:
+    campaign = make_campaign(api)
+    root = watch(api, campaign["id"], "file:///*.no-file-has-this-extension")
+    found = listed(api, campaign["id"], root["id"])
+    assert (found["offered"], found["last_error"]) == ([], None)
+    # A stored source this version cannot read (written by hand, or by another version): the
+    # watch says so where its owner looks, instead of "first listing under way" for good.
+    broken = watch(api, campaign["id"], "file:///data/logs/*.log")
+    engine = sqlalchemy.create_engine(settings.database_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                sqlalchemy.text("UPDATE watch SET source = :source WHERE id = :id"),
+                {"source": "file:///data/logs/", "id": broken["id"]},
+            )
+    finally:
+        engine.dispose()
+
+    def said() -> str | None:
+        mine = next(w for w in api.get(f"/api/campaigns/{campaign['id']}/watches").json()
+                    if w["id"] == broken["id"])  # fmt: skip
+        return mine["last_error"]
+
+    assert "a folder and a file-name pattern" in wait_for(said, what="the watch's error")
 
 
 @pytest.mark.serial  # it times a new file to its attempt
