@@ -5,6 +5,7 @@ lines, or with --json one JSON document, and exits 0 done, 1 nothing found, 2 re
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -214,6 +215,12 @@ def note(words: tuple[str, ...], campaign: str | None, url: str | None, as_json:
     timeline at once. TEXT `-` reads it from standard input."""
     if campaign is None and len(words) < 2:
         raise click.UsageError("give ATTEMPT and TEXT, or --campaign CAMPAIGN and TEXT")
+    if campaign is not None and len(words) > 1 and _ATTEMPT_ID.fullmatch(words[0]):
+        # (`note 11 --campaign 1 "text"` would store "11 text" on the campaign)
+        raise click.UsageError(
+            "give ATTEMPT or --campaign CAMPAIGN, not both (quote a campaign note that starts "
+            "with a number)"
+        )
     target, rest = (None, words) if campaign is not None else (words[0], words[1:])
     body = _stdin_text("the note") if rest == ("-",) else " ".join(rest)
     if not body.strip():
@@ -226,6 +233,9 @@ def note(words: tuple[str, ...], campaign: str | None, url: str | None, as_json:
             made = api.post(f"/api/attempts/{attempt_id(target or '')}/notes", {"body": body})
             where = f"#{made['attempt_id']}"
     emit(as_json, made, [f"Noted on {where} (note {made['id']})."])
+
+
+_ATTEMPT_ID = re.compile(r"#?\d+")
 
 
 def _stdin_text(what: str) -> str:

@@ -141,6 +141,11 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     assert no_text.returncode == 2 and "give ATTEMPT and TEXT" in no_text.stderr
     empty = cli(tmp_path, "note", str(crash), " ")
     assert empty.returncode == 2 and "the note is empty" in empty.stderr, empty.stderr
+    # An attempt and --campaign both: refused, not stored as "N text" on the campaign.
+    notes_before = api.get(f"/api/campaigns/{cid}/notes").json()
+    both = cli(tmp_path, "note", str(crash), "--campaign", "EAGLE-3", "both")
+    assert both.returncode == 2 and "not both" in both.stderr, both.stderr
+    assert api.get(f"/api/campaigns/{cid}/notes").json() == notes_before
     # Bytes that are no UTF-8, as an argument or on standard input: one line, nothing sent.
     for words, piped in (([b"bad\xffutf8"], None), ([b"-"], b"\xff\xfe bad utf8")):
         raw = subprocess.run(
