@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import UnionType
@@ -17,6 +19,7 @@ import pytest
 
 from app.config import Settings
 from app.runner import answers as answers_
+from app.runner.context import RunContext
 from app.runner.hosts import (
     PROGRAM,
     PROGRAM_FILES,
@@ -26,6 +29,8 @@ from app.runner.hosts import (
     check_host,
 )
 from app.tailing.factory import LogSources
+from app.tailing.sources import HostUnavailable
+from app.tailing.ssh_source import unreachable
 from tests.helpers import wait_for
 from tests.runner_helpers import (
     StandInGPUs,
@@ -552,3 +557,27 @@ def test_a_stop_whose_gpu_memory_is_not_back_says_what_holds_it(
         ]
     finally:
         os.kill(orphan, signal.SIGKILL)
+
+
+def test_a_host_name_no_resolver_knows_fails_the_run_at_once_not_after_minutes() -> None:
+    # (the resolver's own errors, as getaddrinfo raises them: no lookup leaves this machine)
+    typo = unreachable(
+        "nosuchhost-xyz", socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    )
+    assert typo.lasting and "no host is named 'nosuchhost-xyz'" in str(typo)
+    for passing in (
+        socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution"),
+        ConnectionRefusedError(111, "Connection refused"),
+    ):
+        assert not unreachable("gpubox", passing).lasting
+    calls = []
+
+    def ask_host() -> None:
+        calls.append(time.monotonic())
+        raise typo
+
+    context = RunContext(1, None, None, threading.Event(), 0.0)  # type: ignore[arg-type]
+    started = time.monotonic()
+    with pytest.raises(HostUnavailable):
+        context.ask(ask_host)
+    assert len(calls) == 1 and time.monotonic() - started < 1.0

@@ -127,8 +127,8 @@ class RunContext:
     def ask(self, call: Callable[[], T], *, stoppable: bool = False) -> T:
         """One call of the host program (`call`, a command of self.host); an unreachable
         host is retried (the run waits, saying why) until GIVE_UP_S, then the run fails as
-        infrastructure. `stoppable`: nothing is launched yet, so a stop asked for meanwhile
-        ends the wait."""
+        infrastructure; at once where waiting cannot help (no host has that name).
+        `stoppable`: nothing is launched yet, so a stop asked for meanwhile ends the wait."""
         first_failure = None
         delay = 0.5
         while True:
@@ -140,7 +140,7 @@ class RunContext:
             except HostUnavailable as error:
                 now = time.monotonic()
                 first_failure = first_failure or now
-                if now - first_failure > GIVE_UP_S:
+                if error.lasting or now - first_failure > GIVE_UP_S:
                     raise
                 self.records.update(
                     self.run_id,

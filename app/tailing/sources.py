@@ -14,8 +14,10 @@ class HostUnavailable(Exception):
     """A host could not be asked: `state` as a tail would show it ("host key not trusted",
     "host unreachable"...), the message says why."""
 
-    def __init__(self, state: TailStatus, message: str) -> None:
+    def __init__(self, state: TailStatus, message: str, *, lasting: bool = False) -> None:
         self.state = state
+        # Waiting will not mend it (a host name no resolver knows): a run gives up at once.
+        self.lasting = lasting
         super().__init__(message)
 
 

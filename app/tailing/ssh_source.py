@@ -7,6 +7,7 @@ import json
 import random
 import re
 import shlex
+import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -292,7 +293,21 @@ def _acquire(pool: ConnectionPool, target: Target) -> Connection:
     except paramiko.AuthenticationException as error:
         raise HostUnavailable(TailStatus.authentication_failed, str(error)) from None
     except (OSError, EOFError, paramiko.SSHException) as error:
-        raise HostUnavailable(TailStatus.host_unreachable, _reason(error)) from None
+        raise unreachable(target.hostname, error) from None
+
+
+def unreachable(host: str, error: BaseException) -> HostUnavailable:
+    """A host that could not be reached. A name the resolver says no host has (a typo, not a
+    network that is down: that is EAI_AGAIN) will not come back by waiting."""
+    if isinstance(error, socket.gaierror) and error.errno in _NO_SUCH_NAME:
+        return HostUnavailable(
+            TailStatus.host_unreachable, f"no host is named {host!r} ({_reason(error)})",
+            lasting=True,
+        )  # fmt: skip
+    return HostUnavailable(TailStatus.host_unreachable, _reason(error))
+
+
+_NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
 
 
 def _reason(error: BaseException) -> str:
