@@ -253,7 +253,6 @@
         { code: "...", swap: false, error: true },
       ];
     }
-    if (document.querySelector("[data-live]")) { setLive(false); }
     // A flash ("#12 deleted") is said once: its query parameter leaves the address, so a
     // reload or a copied link does not say it again.
     document.querySelectorAll("#flash [data-once]").forEach(function (flash) {

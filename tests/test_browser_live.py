@@ -179,6 +179,22 @@ def test_a_failing_stream_shows_offline_then_recovers(
         replacement.stop()
 
 
+def test_the_badge_says_connecting_until_the_stream_answers(api: httpx.Client, open_page) -> None:  # type: ignore[no-untyped-def]
+    campaign = make_campaign(api)
+    page = open_page(f"/campaigns/{campaign['id']}")
+    mark(page)
+    held: list[object] = []  # the stream's request, left unanswered: still connecting
+    page.context.route("**/events?*", lambda route: held.append(route))
+    with page.expect_request(lambda request: "/events?" in request.url):
+        page.reload()
+    # (it said "offline, retrying" in red before the first try had even been answered)
+    assert page.inner_text("#live-status") == "connecting"
+    for route in held:
+        route.abort()  # type: ignore[attr-defined]
+    page.wait_for_selector("#live-status.off", timeout=UI_WAIT_MS)
+    assert "offline" in page.inner_text("#live-status")
+
+
 def test_a_share_link_in_a_fresh_context_updates_live(api: httpx.Client, open_page) -> None:  # type: ignore[no-untyped-def]
     campaign = make_campaign(api, name="Shared EAGLE-3 story")
     attempt = make_attempt(api, campaign["id"], title="EAGLE-3 speculative decoding")
