@@ -3,6 +3,7 @@ the same user on the same machine finds it: plain lines, --json, exit statuses, 
 no dashboard running, two dashboards side by side, and the stale file of a dead one."""
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -185,6 +186,11 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     assert never.returncode == 1 and "Never seen before" in never.stdout
     both = cli(tmp_path, "seen", "x", "--log", str(log))
     assert both.returncode == 2 and "give TEXT or --log FILE" in both.stderr
+    # A binary file is said to be one, as diagnose says it, not "shows no failure".
+    packed = tmp_path / "rotated.log.gz"
+    packed.write_bytes(gzip.compress(log.read_bytes()))
+    binary = cli(tmp_path, "seen", "--log", str(packed))
+    assert binary.returncode == 2 and "is not a text log" in binary.stderr, binary.stderr
 
     compared = cli(tmp_path, "compare", str(graphs), str(same))
     assert compared.returncode == 0 and compared.stdout.splitlines()[0].split() == [
