@@ -3,6 +3,7 @@ with what was learned under the same failure (`POST /api/diagnose`), and the att
 met that failure before, with their verdicts and what got past them (`POST /api/seen`):
 the question an agent asks before it launches, and after a crash."""
 
+import re
 from pathlib import PurePath
 from typing import Any
 
@@ -48,8 +49,8 @@ def seen(
     if fingerprint:
         ids.update(dict.fromkeys(repo.ids_with_fingerprint(session, fingerprint=fingerprint)))
     if lookup:
-        wanted = normalized(lookup).lower()
-        hits = [m.attempt_id for m in repo.search(session, q=lookup.strip()[:LOOKUP_CHARS])
+        wanted = _loose(lookup)
+        hits = [m.attempt_id for q in _queries(lookup) for m in repo.search(session, q=q)
                 if m.kind == "attempt" and m.attempt_id is not None]  # fmt: skip
         where = frame_file or (found.frame.file if found.frame is not None else None)
         for attempt in repo.attempts_by_ids(session, attempt_ids=hits):
@@ -77,7 +78,25 @@ def _same_place(attempt: Attempt, file: str | None) -> bool:
 
 def _names(attempt: Attempt, wanted: str) -> bool:
     cause = (attempt.diagnosis or {}).get("root_cause") or ""
-    return wanted in normalized(cause).lower() or wanted in (attempt.verdict or "").lower()
+    return wanted in _loose(cause) or wanted in _loose(attempt.verdict or "")
+
+
+# Quotes a person leaves out when typing a line ("No module named flash_attn"), and spaces
+_QUOTES = re.compile(r"[\'\"`\u2018\u2019\u201c\u201d]")
+_SPACES = re.compile(r"\s+")
+_WORDS = re.compile(r"[\w.-]{4,}")
+
+
+def _loose(text: str) -> str:
+    return _SPACES.sub(" ", _QUOTES.sub("", normalized(text))).strip().lower()
+
+
+def _queries(lookup: str) -> list[str]:
+    """The line as typed, then its longest word: a line typed without the log's quotes is
+    found by that word, then kept only if the whole line matches without quotes."""
+    typed = lookup.strip()[:LOOKUP_CHARS]
+    words = sorted(_WORDS.findall(_QUOTES.sub(" ", typed)), key=len, reverse=True)
+    return [typed, *words[:1]]
 
 
 def _matches(session: Session, attempt_ids: list[int]) -> list[SeenMatchOut]:

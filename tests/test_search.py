@@ -172,3 +172,29 @@ def test_search_is_for_the_owner(anonymous: httpx.Client, api: httpx.Client) -> 
     response = anonymous.get("/api/search", params={"q": "secret"})
     assert response.status_code == 401
     assert "secret plans" not in response.text
+
+
+def test_seen_finds_a_failure_typed_without_the_log_s_quotes(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    log = tmp_path / "missing.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/srv/serve.py", line 3, in <module>\n'
+        "    import flash_attn\n"
+        "ModuleNotFoundError: No module named 'flash_attn'\n"
+    )
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{log}")
+    wait_for(lambda: attempt_of(api, attempt["id"])["status"] == "crashed", what="crash")
+    for typed in (
+        "ModuleNotFoundError: No module named 'flash_attn'",
+        "ModuleNotFoundError: No module named flash_attn",  # as people type it
+        "No module named flash_attn",
+        "flash_attn",
+    ):
+        found = api.post("/api/seen", json={"text": typed})
+        assert found.status_code == 200, found.text
+        assert [m["attempt_id"] for m in found.json()["matches"]] == [attempt["id"]], typed
+    other = api.post("/api/seen", json={"text": "ModuleNotFoundError: No module named flashinfer"})
+    assert other.json()["matches"] == []
