@@ -1,6 +1,7 @@
 """The application factory: everything the app depends on comes in through `create_app`."""
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,7 +12,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from app import alerts, changes, repo
 from app.auth import AuthRefresher, OwnerAuth
@@ -69,6 +70,15 @@ def error_response(request: Request, status_code: int, detail: object) -> Respon
     # An htmx form shows its refusal above the page instead of replacing its target.
     response.headers.update({"HX-Retarget": "#flash", "HX-Reswap": "innerHTML"})
     return response
+
+
+_OWNED = re.compile(r"^/(campaigns|attempts)/(\d+)(?:/|$)")
+
+
+def page_holding(path: str) -> str:
+    """The page whose form posts to `path` (/campaigns/7/launch: campaign 7's page)."""
+    owned = _OWNED.match(path)
+    return f"/{owned[1]}/{owned[2]}" if owned else "/"
 
 
 def login_page(request: Request) -> Response:
@@ -247,6 +257,10 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 405 and request.method == "GET" and not wants_json(request):
+            # A form's address left in the address bar by its refusal, opened or pasted:
+            # the page that holds the form, not "Method Not Allowed".
+            return RedirectResponse(page_holding(request.url.path), status_code=303)
         response = error_response(request, exc.status_code, exc.detail)
         response.headers.update(exc.headers or {})
         return response

@@ -1,6 +1,7 @@
 """Attempts through the JSON API: lifecycle, measurements and noise, pivots, notes."""
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -81,8 +82,10 @@ def test_the_whole_lifecycle_to_adopted(api: httpx.Client, campaign: dict) -> No
     assert body["closed_at"] is not None
 
 
-def test_crash_then_eliminate_with_a_verdict(api: httpx.Client, campaign: dict) -> None:
-    attempt = make_attempt(api, campaign["id"], source="file:///tmp/x.log")
+def test_crash_then_eliminate_with_a_verdict(
+    api: httpx.Client, campaign: dict, tmp_path: Path
+) -> None:
+    attempt = make_attempt(api, campaign["id"], source=f"file://{tmp_path}/x.log")
     walk(api, attempt["id"], "ready", "crashed")
     body = patch(
         api, attempt["id"], status="eliminated", verdict="KeyError: 12: no SM120 in the arch table"
@@ -189,8 +192,10 @@ def test_links_must_stay_inside_the_campaign(api: httpx.Client, campaign: dict) 
 
 
 @pytest.mark.both_databases
-def test_measurements_give_mean_spread_and_count(api: httpx.Client, campaign: dict) -> None:
-    attempt = make_attempt(api, campaign["id"], source="file:///tmp/x.log")
+def test_measurements_give_mean_spread_and_count(
+    api: httpx.Client, campaign: dict, tmp_path: Path
+) -> None:
+    attempt = make_attempt(api, campaign["id"], source=f"file://{tmp_path}/x.log")
     for value in (84.0, 86.0, 85.0):
         response = api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": value})
         assert response.status_code == 201
@@ -267,13 +272,17 @@ def test_closed_attempts_take_no_measurements(api: httpx.Client, campaign: dict)
 
 
 @pytest.mark.both_databases
-def test_a_pivot_moves_the_baseline_for_later_attempts_only(api: httpx.Client) -> None:
+def test_a_pivot_moves_the_baseline_for_later_attempts_only(
+    api: httpx.Client, tmp_path: Path
+) -> None:
     """The seeds' CUDA 13 upgrade: 89.5 -> 92.6 tok/s, then retests judged against 92.6."""
     campaign = make_campaign(api, baseline=89.5)
-    before = make_attempt(api, campaign["id"], title="NCCL Tree", source="file:///tmp/a.log")
+    before = make_attempt(api, campaign["id"], title="NCCL Tree", source=f"file://{tmp_path}/a.log")
     api.post(f"/api/attempts/{before['id']}/measurements", json={"value": 91.0})
 
-    cuda13 = make_attempt(api, campaign["id"], title="CUDA 13 upgrade", source="file:///tmp/b")
+    cuda13 = make_attempt(
+        api, campaign["id"], title="CUDA 13 upgrade", source=f"file://{tmp_path}/b"
+    )
     api.post(f"/api/attempts/{cuda13['id']}/measurements", json={"value": 92.6})
     adopted = patch(api, cuda13["id"], status="adopted", set_baseline=True, verdict="pivot").json()
     assert adopted["delta_pct"] == pytest.approx((92.6 - 89.5) / 89.5 * 100)
@@ -378,9 +387,13 @@ def test_a_baseline_measured_days_before_is_said_beside_the_call(
     assert body["stats"]["call"] == "better"  # said beside the call, which stands
 
 
-def test_a_baseline_adopted_from_a_mean_carries_no_float_noise(api: httpx.Client) -> None:
+def test_a_baseline_adopted_from_a_mean_carries_no_float_noise(
+    api: httpx.Client, tmp_path: Path
+) -> None:
     campaign = make_campaign(api, baseline=89.5)
-    cuda13 = make_attempt(api, campaign["id"], title="CUDA 13 upgrade", source="file:///tmp/b")
+    cuda13 = make_attempt(
+        api, campaign["id"], title="CUDA 13 upgrade", source=f"file://{tmp_path}/b"
+    )
     for value in (92.5, 92.7, 92.6):  # their float mean is 92.60000000000001
         api.post(f"/api/attempts/{cuda13['id']}/measurements", json={"value": value})
     patch(api, cuda13["id"], status="adopted", set_baseline=True, verdict="pivot")

@@ -216,9 +216,11 @@ def test_create_campaign_and_attempt_by_plain_forms(
     assert "Second" in with_htmx.text
 
 
-def test_status_measurement_and_note_forms(browser: httpx.Client, api: httpx.Client) -> None:
+def test_status_measurement_and_note_forms(
+    browser: httpx.Client, api: httpx.Client, tmp_path: Path
+) -> None:
     campaign = make_campaign(api)
-    attempt = make_attempt(api, campaign["id"], source="file:///tmp/x.log")
+    attempt = make_attempt(api, campaign["id"], source=f"file://{tmp_path}/x.log")
     path = f"/attempts/{attempt['id']}"
     csrf = csrf_of(browser.get(path).text)
 
@@ -398,3 +400,25 @@ def test_the_attempt_page_shows_the_frame_and_the_runners_up_linked_into_the_log
             rf'<span class="line[^"]*" id="line-{runner_up["line_no"]}">([^<]*)', page
         )
         assert target is not None and target.group(1).rstrip("\n") == str(escape(runner_up["line"]))
+
+
+def test_a_form_s_address_opened_leads_to_the_page_that_holds_the_form(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    # A refused form leaves its POST address in the address bar; Enter there, or the address
+    # pasted into a chat, asks for it with GET.
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], title="t")
+    for address, page in (
+        ("/campaigns", "/"),
+        (f"/campaigns/{campaign['id']}/launch", f"/campaigns/{campaign['id']}"),
+        (f"/campaigns/{campaign['id']}/attempts", f"/campaigns/{campaign['id']}"),
+        (f"/attempts/{attempt['id']}/notes", f"/attempts/{attempt['id']}"),
+        ("/notes/1/edit", "/"),
+    ):
+        opened = browser.get(address)
+        assert (opened.status_code, opened.headers.get("location")) == (303, page), address
+        assert browser.get(page).status_code == 200
+    # A program asking the API wrongly still hears why.
+    wrong = api.put("/api/search", params={"q": "x"})
+    assert wrong.status_code == 405 and wrong.json() == {"detail": "Method Not Allowed"}

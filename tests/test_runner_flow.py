@@ -294,7 +294,7 @@ def test_stop_ends_a_launch_waiting_for_an_unreachable_host_at_once(
     assert run["pid"] is None
 
 
-def test_bad_launches_are_refused_with_a_clear_error(dash: httpx.Client) -> None:
+def test_bad_launches_are_refused_with_a_clear_error(dash: httpx.Client, tmp_path: Path) -> None:
     campaign = make_campaign(dash)
     url = f"/api/campaigns/{campaign['id']}/attempts"
     bad = [
@@ -306,7 +306,7 @@ def test_bad_launches_are_refused_with_a_clear_error(dash: httpx.Client) -> None
     for spec in bad:
         response = dash.post(url, json={"title": "t", "launch": spec})
         assert response.status_code == 422, (spec, response.text)
-    both = dash.post(url, json={"title": "t", "source": "file:///tmp/x.log",
+    both = dash.post(url, json={"title": "t", "source": f"file://{tmp_path}/x.log",
                                 "launch": {"host": "local", "command": "x"}})  # fmt: skip
     assert both.status_code == 422
     plain = dash.post(url, json={"title": "t"}).json()
