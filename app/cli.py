@@ -514,16 +514,6 @@ def try_(
 
 READ_CHUNK = 4 << 20
 EXIT_NO_CRASH, EXIT_CRASHED, EXIT_UNREADABLE = 0, 1, 2
-SNIFF_BYTES = 8192
-
-
-def not_text(chunk: bytes) -> bool:
-    """Whether a log's first bytes are binary (a compressed rotation, a core file): a third
-    of them undecodable or control characters. The NULs a copytruncate leaves at the start
-    are skipped, and a stray NUL or bad byte in a line does not count: that is still a log."""
-    text = chunk.lstrip(b"\0")[:SNIFF_BYTES].decode("utf-8", "replace")
-    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b\b\f"))
-    return odd * 3 > len(text)
 
 
 class Unreadable(click.ClickException):
@@ -554,6 +544,7 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
 
     from app.diagnosis import Diagnoser
     from app.diagnosis.advice import advice_for
+    from app.logbytes import not_text
 
     try:
         diagnoser = Diagnoser(ready_pattern)

@@ -285,8 +285,8 @@ def seen(text: str | None, log_path: str | None, url: str | None, as_json: bool)
 
 def _read_log(path: str) -> dict[str, Any]:
     """Diagnosed here, the whole file streamed: what is sent is its root cause."""
-    from app.cli import not_text
     from app.diagnosis import Diagnoser
+    from app.logbytes import not_text
 
     diagnoser = Diagnoser()
     sniffed = False
