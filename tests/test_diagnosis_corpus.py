@@ -176,6 +176,17 @@ FLOORS = {
         "crashed": 0.96,
         "ready": 0.77,
     },
+    # A fresh part is held to what it read when it was scored once: AR001-AR613 (72 public
+    # logs, the forty-eighth round's), scored after that round's rules at 62 / 63 / 50 / 65 /
+    # 50 (bench/README.md has the figures). One of its logs broke the method's first rule
+    # (uv's build failure read as nothing found): its rule came after the scoring.
+    "fresh": {
+        "root_cause": 0.86,
+        "top3": 0.87,
+        "error_class": 0.69,
+        "crashed": 0.90,
+        "ready": 0.69,
+    },
     "validation": {
         "root_cause": 1.0,
         "top3": 1.0,
