@@ -3835,3 +3835,25 @@ def test_pip_s_word_that_a_build_failed_yields_to_the_compiler_the_kernel_killed
         "  ERROR: Failed building wheel for flash-attn",
     )
     assert (found.root_cause, found.error_class) == ("      Killed", "oom_host_killed")
+
+
+def test_uv_s_word_that_a_build_failed_yields_to_the_error_it_relayed_at_debug() -> None:
+    raised = "DEBUG AttributeError: module 'torch' has no attribute 'xpu'"
+    found = diagnose(
+        "DEBUG Traceback (most recent call last):",
+        'DEBUG   File "<string>", line 315, in run',
+        'DEBUG   File "/usr/lib/python3/dist-packages/torch/__init__.py", line 1833, in '
+        "__getattr__",
+        "DEBUG     raise AttributeError(f\"module '{__name__}' has no attribute '{name}'\")",
+        raised,
+        "DEBUG Released lock at `/root/.cache/uv/sdists-v9/pypi/gptqmodel/2.2.0/.lock`",
+        "  x Failed to build `gptqmodel==2.2.0`",
+        "  |-> The build backend returned an error",
+        "  `-> Call to `setuptools.build_meta:__legacy__.build_wheel` failed (exit status: 1)",
+    )
+    assert (found.crashed, found.root_cause) == (True, raised)
+    # Without -v, uv's own words are all there is: never silent.
+    alone = diagnose(
+        "  x Failed to build `gptqmodel==2.2.0`", "  |-> The build backend returned an error"
+    )
+    assert (alone.crashed, alone.root_cause) == (True, "  x Failed to build `gptqmodel==2.2.0`")

@@ -322,7 +322,26 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     chosen = quoting or informative or pointing
     if not chosen:
         return None
-    return _logged_just_before(entries, position[id(chosen[0])]) or chosen[0]
+    return (
+        _relayed_at_debug(entries, position[id(chosen[0])])
+        or _logged_just_before(entries, position[id(chosen[0])])
+        or chosen[0]
+    )
+
+
+def _relayed_at_debug(entries: list[Entry], index: int) -> Entry | None:
+    """A tool that relays a child's output at its own DEBUG level (uv -v, a build backend's
+    stderr), then says the child failed: the exception that ended the child's output."""
+    if not rules.RELAYS_AT_DEBUG.search(entries[index].content):
+        return None
+    for entry in reversed(entries[max(0, index - FOLLOW_UP_LINES) : index]):
+        if rules.EXCEPTION_LINE.match(_DEBUG_WORD.sub("", entry.content)):
+            entry.strength, entry.noise = 3, False
+            return entry
+    return None
+
+
+_DEBUG_WORD = re.compile(r"^(?:DEBUG|TRACE)\s+")  # uv's level word before what it relays
 
 
 def _located_below(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:

@@ -1235,6 +1235,8 @@ LOCATED_RECORD = re.compile(r"\[[\w.]+::\w+::\d+\] Error Code \d+: \w")
 NODE_DUMP_START = re.compile(r"\bWhile parsing node number \d+ \[[^\]]*\]:$")
 NODE_DUMP_END = re.compile(r"--- End node ---$")
 IN_FUNCTION = re.compile(r"\bIn function \w+:$")
+# uv's word that a build backend failed, the backend's output relayed above it at DEBUG (-v)
+RELAYS_AT_DEBUG = re.compile("^(?:x|\u00d7) Failed to build `[^`]+`$")
 # glibc's abort on a heap it found corrupt: the damage shows, not its cause
 HEAP_CORRUPTED = _any(
     r"^(?:free|malloc|realloc|munmap_chunk|malloc_consolidate)\(\): \w",

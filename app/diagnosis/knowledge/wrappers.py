@@ -129,6 +129,17 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
+        # (uv's cross, U+00D7, or an "x" where the terminal has no Unicode)
+        "^(?:x|\u00d7) Failed to build `[^`]+`$"
+        r"|\bCall to `[\w.:]+` failed \(exit status: \d+\)",
+        ("uv",),
+        "  `-> Call to `setuptools.build_meta:__legacy__.build_wheel` failed (exit status: 1)",
+        "uv's report that a package's build backend failed (its tree of causes under 'Failed to "
+        "build'): the backend's own error is in what uv relayed of its output, at DEBUG under "
+        "-v; observed in corpus case AR102",
+        strong=True,
+    ),
+    Wrapper(
         r"^(?:asyncio\.(?:exceptions\.)?|concurrent\.futures\._base\.)?CancelledError\s*$",
         ("python",),
         "asyncio.exceptions.CancelledError",
