@@ -374,6 +374,9 @@ def side_by_side(found: list[dict[str, Any]], columns: int) -> list[str]:
 def export(campaign: str, form: str, url: str | None, as_json: bool) -> None:
     """A campaign written out for a report or a spreadsheet, on standard output (secrets
     masked, as everywhere). --json is --format json."""
+    given = click.get_current_context().get_parameter_source("form")
+    if as_json and form != "json" and given is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError(f"--json is --format json: not with --format {form}")
     form = "json" if as_json else form
     with connect(url) as api:
         campaign_id = api.campaign_id(campaign)

@@ -202,6 +202,8 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     # Markdown's own characters are escaped there: sm\_120.
     assert markdown.startswith("# EAGLE-3") and "Verdict: no table entry for sm\\_120" in markdown
     exported = as_json(tmp_path, "export", "EAGLE-3")
+    clash = cli(tmp_path, "export", "EAGLE-3", "--format", "md", "--json")
+    assert clash.returncode == 2 and "not with --format md" in clash.stderr, clash.stderr
     assert exported == json.loads(cli(tmp_path, "export", str(cid), "--format", "json").stdout)
     rows = list(csv.DictReader(io.StringIO(cli(tmp_path, "export", "1", "--format", "csv").stdout)))
     assert sorted(float(r["value"]) for r in rows if r["title"] == "Overlap schedule") == [
