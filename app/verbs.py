@@ -78,7 +78,9 @@ def figure(attempt: dict[str, Any]) -> str:
 
 
 def attempt_line(attempt: dict[str, Any]) -> list[str]:
-    return [f"#{attempt['id']}", attempt["status"], one_line(attempt["title"], 50), figure(attempt)]
+    # (a launch the host refused tested nothing: the page folds it apart, as "refused")
+    status = "refused launch" if attempt.get("lane") == "refused" else attempt["status"]
+    return [f"#{attempt['id']}", status, one_line(attempt["title"], 50), figure(attempt)]
 
 
 @click.command()
@@ -114,7 +116,11 @@ def attempts(campaign: str, status: str | None, url: str | None, as_json: bool) 
     with connect(url) as api:
         detail = api.get(f"/api/campaigns/{api.campaign_id(campaign)}")
     chosen = [a for a in detail["attempts"] if status is None or a["status"] == status]
-    count = f"{len(chosen)} attempt{'' if len(chosen) == 1 else 's'}"
+    refused = sum(a.get("lane") == "refused" for a in chosen)
+    tried = len(chosen) - refused
+    count = f"{tried} attempt{'' if tried == 1 else 's'}" + (
+        f" and {refused} refused launch{'' if refused == 1 else 'es'}" if refused else ""
+    )
     heading = f"{detail['name']} (campaign #{detail['id']}): {count}"
     emit(as_json, chosen, [heading, *table([attempt_line(a) for a in chosen])] if chosen
          else [heading])  # fmt: skip

@@ -124,6 +124,15 @@ def test_try_runs_the_loop_and_says_how_it_ended_by_its_exit_status(
                            "--url", url, "--", *server)  # fmt: skip
         assert refused.returncode == 2
         assert f"port {server_port} is already in use" in refused.stdout
+        # Listed apart, as the page folds it: nothing was tested.
+        listed = subprocess.run(
+            [sys.executable, "-m", "app", "attempts", "EAGLE-3", "--url", url],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert listed.stdout.splitlines()[0].endswith(": 3 attempts and 1 refused launch")
+        assert any(
+            "refused launch" in line and "Busy" in line for line in listed.stdout.splitlines()[1:]
+        )
 
         unknown = try_(env, tmp_path, "no such campaign", "x", "--host", "local",
                        "--url", url, "--", "true")  # fmt: skip
