@@ -20,10 +20,13 @@ QUIET_S = 3.0
 
 
 def mask_url(url: str) -> str:
-    """A webhook's URL holds its secret (Slack's path, a token in the query): scheme and
-    host only, and the last four characters, as a share link's token is shown."""
+    """A webhook's URL holds its secret (Slack's path, a token in the query): scheme, host
+    and port only, and the last four characters of the rest, as a share link's token is
+    shown (a rest that short is all secret: none of it)."""
     parsed = httpx.URL(url)
-    return f"{parsed.scheme}://{parsed.host}/…{url[-4:]}" if len(url) > 12 else "…"
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    rest = parsed.raw_path.decode("ascii", "replace")
+    return f"{parsed.scheme}://{parsed.host}{port}/…{rest[-4:] if len(rest) > 8 else ''}"
 
 
 def on_status(session: Session, attempt: Attempt, status: Status) -> None:

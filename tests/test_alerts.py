@@ -18,6 +18,7 @@ import pytest
 from sqlmodel import Session, select
 
 from app import demo_logs, notifier
+from app.alerts import mask_url
 from app.models import Delivery
 from tests.helpers import UI_WAIT_MS, attempt_of, make_attempt, make_campaign, wait_for
 from tests.sshd import free_port
@@ -96,7 +97,7 @@ def test_alerts_are_set_on_the_campaign_masked_and_refused_when_malformed(
     detail = notify(api, campaign["id"], [receiver.url, receiver.url], ["crashed", "ready"])
     assert detail["notify"]["events"] == ["crashed", "ready"]
     [hook] = detail["notify"]["webhooks"]
-    assert hook["url"] == "http://127.0.0.1/…abcd" and hook["state"] == "unused"
+    assert hook["url"] == f"{receiver.url.split('/hooks')[0]}/…abcd" and hook["state"] == "unused"
     assert "s3cr3t" not in json.dumps(api.get(url).json())
     # Kept when given again (its history with it), gone when left out.
     again = notify(api, campaign["id"], [receiver.url], ["crashed"])
@@ -224,7 +225,7 @@ def test_a_dead_webhook_is_retried_shown_and_never_holds_up_a_live_one(
             what="a second try",
         )
         page = browser.get(f"/campaigns/{campaign['id']}").text
-        assert "127.0.0.1/…efgh" in page and "could not be reached" in page
+        assert f"{refused.split('/dead')[0]}/…efgh" in page and "could not be reached" in page
         assert "abcdefgh" not in page
     finally:
         quick.shutdown()
@@ -278,7 +279,9 @@ def test_the_alerts_form_at_its_defaults_and_the_browsers_own_notification(
     page.locator("#alerts .webhooks li").wait_for(timeout=UI_WAIT_MS)
     notify_out = api.get(f"/api/campaigns/{campaign['id']}").json()["notify"]
     assert notify_out["events"] == ["crashed"]
-    assert [h["url"] for h in notify_out["webhooks"]] == ["http://127.0.0.1/…abcd"]
+    assert [h["url"] for h in notify_out["webhooks"]] == [
+        f"{receiver.url.split('/hooks')[0]}/…abcd"
+    ]
     assert "s3cr3t" not in page.content()
 
     page.locator("[data-browser-alerts]").check()
@@ -303,3 +306,16 @@ def test_the_alerts_form_at_its_defaults_and_the_browsers_own_notification(
     page.locator("#alerts-form button").click()
     page.locator("#alerts .webhooks").wait_for(state="detached", timeout=UI_WAIT_MS)
     assert api.get(f"/api/campaigns/{campaign['id']}").json()["notify"]["webhooks"] == []
+
+
+@pytest.mark.parametrize(
+    "url,shown",
+    [
+        ("https://hooks.slack.com/services/T0/B0/s3cr3tTOKENabcd", "https://hooks.slack.com/…abcd"),
+        # (the port once read as part of the tail: "http://127.0.0.1/…:1/x")
+        ("http://127.0.0.1:1/x", "http://127.0.0.1:1/…"),
+        ("http://127.0.0.1:8080/notify?token=s3cr3t9876", "http://127.0.0.1:8080/…9876"),
+    ],
+)
+def test_a_webhook_is_shown_by_where_it_goes_never_by_its_secret(url: str, shown: str) -> None:
+    assert mask_url(url) == shown
