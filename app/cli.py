@@ -544,7 +544,7 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
 
     from app.diagnosis import Diagnoser
     from app.diagnosis.advice import advice_for
-    from app.logbytes import not_text
+    from app.logbytes import TextCheck
 
     try:
         diagnoser = Diagnoser(ready_pattern)
@@ -558,17 +558,11 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
         # Reading lets go of the GIL: the next chunk is read while this one is diagnosed.
         with stream, ThreadPoolExecutor(max_workers=1) as reader:
             ahead = reader.submit(stream.read, READ_CHUNK)
-            sniffed = False
+            check = TextCheck(name, "diagnose")
             while chunk := ahead.result():
                 ahead = reader.submit(stream.read, READ_CHUNK)
-                if not sniffed and chunk.strip(b"\0"):
-                    sniffed = True
-                    if not_text(chunk):
-                        # "No crash seen" would pass it as a healthy server's log.
-                        raise Unreadable(
-                            f"{name} is not a text log: it holds binary data "
-                            "(a compressed log: zcat it into diagnose -)"
-                        )
+                if refused := check.refusal(chunk):
+                    raise Unreadable(refused)
                 diagnoser.feed(chunk)
     except OSError as error:
         raise Unreadable(f"cannot read {name}: {error.strerror or error}") from None

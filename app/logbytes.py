@@ -10,3 +10,23 @@ def not_text(chunk: bytes) -> bool:
     text = chunk.lstrip(b"\0")[:SNIFF_BYTES].decode("utf-8", "replace")
     odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b\b\f"))
     return odd * 3 > len(text)
+
+
+class TextCheck:
+    """A log read chunk by chunk: its first bytes that are not NULs say, once, whether it is
+    text. `command` is what a compressed log should be unpacked into."""
+
+    def __init__(self, name: str, command: str) -> None:
+        self.name, self.command, self.done = name, command, False
+
+    def refusal(self, chunk: bytes) -> str | None:
+        """Why this log is refused ("No crash seen" would pass it as a healthy server's)."""
+        if self.done or not chunk.strip(b"\0"):
+            return None
+        self.done = True
+        if not not_text(chunk):
+            return None
+        return (
+            f"{self.name} is not a text log: it holds binary data "
+            f"(a compressed log: zcat it into {self.command} -)"
+        )

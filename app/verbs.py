@@ -292,21 +292,16 @@ def seen(text: str | None, log_path: str | None, url: str | None, as_json: bool)
 def _read_log(path: str) -> dict[str, Any]:
     """Diagnosed here, the whole file streamed: what is sent is its root cause."""
     from app.diagnosis import Diagnoser
-    from app.logbytes import not_text
+    from app.logbytes import TextCheck
 
     diagnoser = Diagnoser()
-    sniffed = False
+    check = TextCheck(path, "seen --log")
     try:
         stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
         with stream:
             while chunk := stream.read(4 << 20):
-                if not sniffed and chunk.strip(b"\0"):
-                    sniffed = True
-                    if not_text(chunk):  # (as diagnose says it: not "no failure")
-                        raise DashboardError(
-                            f"{path} is not a text log: it holds binary data "
-                            "(a compressed log: zcat it into seen --log -)"
-                        )
+                if refused := check.refusal(chunk):
+                    raise DashboardError(refused)
                 diagnoser.feed(chunk)
     except OSError as error:
         raise DashboardError(f"cannot read {path}: {error.strerror or error}") from None

@@ -296,6 +296,10 @@ def _acquire(pool: ConnectionPool, target: Target) -> Connection:
         raise unreachable(target.hostname, error) from None
 
 
+# The resolver's "no such name" (EAI_NODATA, "no address for this name", where it exists)
+_NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+
+
 def unreachable(host: str, error: BaseException) -> HostUnavailable:
     """A host that could not be reached. A name the resolver says no host has (a typo, not a
     network that is down: that is EAI_AGAIN) will not come back by waiting."""
@@ -305,9 +309,6 @@ def unreachable(host: str, error: BaseException) -> HostUnavailable:
             lasting=True,
         )  # fmt: skip
     return HostUnavailable(TailStatus.host_unreachable, _reason(error))
-
-
-_NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
 
 
 def _reason(error: BaseException) -> str:
