@@ -534,6 +534,21 @@ def test_a_failure_the_server_recovered_from_before_ready_is_no_crash() -> None:
          "function 'memcpy' in __device__ function", "import_or_version"),
         ("EJ0003: Failed to bind the IP port. Reason: The IP address and port have been bound "
          "already.", "config_or_args"),
+        # a kernel not written for a named GPU generation or accelerator, or a device kind
+        ("RuntimeError: Currently, block scaled fp8 gemm is not implemented for Blackwell",
+         "unsupported_arch"),
+        ("CANN error: EZ9903: [PID: 71888] 2025-12-17-18:13:01.238.630 support for Ascend910 is "
+         "not implemented", "unsupported_arch"),
+        ("ValueError: FlexAttention is only supported on CUDA, CPU or HPU devices. Found input "
+         "tensors on npu device.", "unsupported_arch"),
+        ("2024-06-24 17:01:13.933585: E external/xla/xla/stream_executor/rocm/rocm_driver.cc:1268]"
+         " failed to allocate 154.06GiB (165425291480 bytes) from device: hipError_t(2)",
+         "oom_gpu"),
+        ("RuntimeError: Called CUDAGraph::replay without a preceding successful capture.",
+         "cuda_graph"),
+        ("ipykernel_launcher.py: error: ambiguous option: --f=/tmp/kernel.json could match --fp16,"
+         " --fp16_opt_level", "config_or_args"),
+        ("RuntimeError: FlashAttention only support fp16 and bf16 data type", "config_or_args"),
     ],
 )  # fmt: skip
 def test_classes_of_more_framework_messages(line: str, error_class: str) -> None:

@@ -521,6 +521,15 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"requires [Ff]lash[ -]?[Aa]ttention", r"Failed to initialize cutlass",
         # a feature limited to named GPU generations ("cannot be enabled except on Ada or Hopper")
         r"\b(?:except|only) on\b.*\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b",
+        # a kernel or runtime not written for a named GPU generation or accelerator ("block
+        # scaled fp8 gemm is not implemented for Blackwell", "support for Ascend910 is not
+        # implemented")
+        r"\bnot (?:yet )?(?:implemented|supported) (?:for|on) (?:the )?"
+        r"(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b",
+        r"\bsupport for (?:Ascend\w*|gfx\w+|sm_?\d+\w*) is not (?:yet )?(?:implemented|supported)",
+        # a feature with kernels for some device kinds only ("FlexAttention is only supported on
+        # CUDA, CPU or HPU devices. Found input tensors on npu device.")
+        r"\bis only supported on (?:\w+, )*\w+ (?:or \w+ )?devices\b",
     )),
     ("oom_gpu", _any(
         r"CUDA out of memory", r"OutOfMemoryError", r"insufficient GPU memory",
@@ -539,6 +548,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"larger than the maximum number of tokens that can be stored in KV cache",
         r"RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)", r"\bOOM when allocating",
         r"ResourceExhaustedError",
+        # XLA's stream executor on CUDA or ROCm ("failed to allocate 154.06GiB (165425291480
+        # bytes) from device")
+        r"\bfailed to allocate [\d.]+\s?[KMGT]i?B \(\d+ bytes\) from device\b",
     )),
     ("oom_host_killed", _any(
         r"Out of memory: Kill(?:ed)? process", r"oom-kill", r"invoked oom-killer",
@@ -569,6 +581,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"accessing tensor output of CUDAGraphs that has been overwritten",
         # a step that must not run inside a capture ("calibrated before CUDA graph capture")
         r"\b(?:before|during|inside) (?:a )?CUDA ?graph capture\b",
+        # torch's graph object refusing a replay or a capture ("Called CUDAGraph::replay without
+        # a preceding successful capture.")
+        r"\bCUDAGraph::(?:replay|capture\w*)\b",
     )),
     ("nccl_comm", _any(
         r"\bNCCL error", r"\bNCCL Error", r"\b[Nn]ccl\w*Error\b", r"ncclUnhandledCudaError",
@@ -693,7 +708,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bError\(s\) in loading state_dict\b", r"\bcannot find tensor \S",
     )),
     ("config_or_args", _any(
-        r"error: (?:argument|unrecognized arguments)", r"unrecognized arguments", r"invalid choice",
+        r"error: (?:argument|unrecognized arguments|ambiguous option)", r"unrecognized arguments",
+        r"invalid choice",
         r"\bargparse\.Argument(?:Type)?Error\b",
         r"\b(?:unrecognized|unknown|invalid) option\b",  # getopt's
         # clap's (Rust command lines), options that exclude each other
@@ -713,6 +729,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bvalidation errors? for \w*Config\b",  # pydantic's, of a configuration's class
         # a choice the model or the kernel does not take ("only supports (...) backend, got X")
         r"\bonly supports?\b.*\bgot\b",
+        # a kernel that takes only some dtypes: the dtype chosen is the setting to change
+        # ("FlashAttention only support fp16 and bf16 data type")
+        r"\bonly supports? (?:fp16|bf16|float16|bfloat16|fp32|float32|half)\b",
         r"must be (?:one of|a|an|between|greater|less)",
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"[Aa]ddress already in use",
