@@ -3857,3 +3857,34 @@ def test_uv_s_word_that_a_build_failed_yields_to_the_error_it_relayed_at_debug()
         "  x Failed to build `gptqmodel==2.2.0`", "  |-> The build backend returned an error"
     )
     assert (alone.crashed, alone.root_cause) == (True, "  x Failed to build `gptqmodel==2.2.0`")
+
+
+def test_a_web_client_s_status_yields_to_what_its_caller_said_it_meant() -> None:
+    # huggingface_hub turns a 401 into its own error, transformers that into the reader's words
+    meaning = "OSError: You are trying to access a gated repo."
+    long_traceback = [f'  File "/lib/hub.py", line {n}, in step_{n}' for n in range(40)]
+    found = diagnose(
+        *TB,
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+        "https://huggingface.co/meta-llama/Meta-Llama-3-8B/resolve/main/config.json",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        *TB,
+        *long_traceback,
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-67a5)",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        *TB,
+        *long_traceback,
+        meaning,
+    )
+    assert (found.root_cause, found.error_class) == (meaning, "model_loading")
+    # (a status nobody turned into words stays the line)
+    alone = diagnose(
+        *TB,
+        "requests.exceptions.HTTPError: 400 Client Error: Bad Request for url: "
+        "http://127.0.0.1:8082/flush_cache",
+    )
+    assert alone.root_cause is not None and "400 Client Error" in alone.root_cause

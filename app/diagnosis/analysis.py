@@ -463,6 +463,28 @@ def _advised_in_chain(entries: list[Entry], first: Entry, position: dict[int, in
     return None
 
 
+# requests' and httpx's exceptions for an HTTP answer's status
+_HTTP_STATUS_ERROR = re.compile(
+    r"\bHTTPError: \d{3} (?:Client|Server) Error\b"
+    r"|\bHTTPStatusError: (?:Client|Server) error '\d{3}"
+)
+
+
+def _chain_end(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
+    """The last exception of the chain an exception starts (each raised from the one before,
+    its traceback beginning within `FOLLOW_UP_LINES` of it)."""
+    end = first
+    for entry in entries[position[id(first)] + 1 :]:
+        begins = entries[entry.in_traceback] if entry.in_traceback is not None else entry
+        if begins.line.number - end.line.number > FOLLOW_UP_LINES:
+            break
+        if entry.strength == 3 and not entry.noise:
+            if not entry.consequence:
+                break
+            end = entry
+    return end
+
+
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
     """A terse exception ("KeyError: 'gemma4_unified'") that the next one in its chain quotes
     and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
@@ -470,6 +492,11 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     advice = _advised_in_chain(entries, first, position)
     if advice is not None:
         return advice
+    if _HTTP_STATUS_ERROR.search(first.content):
+        # A web client's status ("HTTPError: 401 Client Error: Unauthorized for url: ...")
+        # that the caller raised its own meaning from ("OSError: You are trying to access a
+        # gated repo."): the chain's last word says what the status meant.
+        return _chain_end(entries, first, position)
     named = rules.EXCEPTION_LINE.match(first.content)
     if _BARE_QUALIFIED_NAME.fullmatch(first.content) or (
         named is not None
