@@ -3888,3 +3888,16 @@ def test_a_web_client_s_status_yields_to_what_its_caller_said_it_meant() -> None
         "http://127.0.0.1:8082/flush_cache",
     )
     assert alone.root_cause is not None and "400 Client Error" in alone.root_cause
+
+
+def test_a_binding_s_lower_case_exception_under_a_frame_s_carets_is_the_line() -> None:
+    raised = "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND"
+    found = diagnose(
+        "Loaded plugin UCX",
+        "Traceback (most recent call last):",
+        '  File "/srv/nixl/_api.py", line 89, in __init__',
+        "    self.backends[bknd] = self.agent.createBackend(bknd, init)",
+        "                          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        raised,
+    )
+    assert (found.crashed, found.root_cause) == (True, raised)

@@ -217,7 +217,10 @@ def mark(entries: list[Entry]) -> None:
         if source_next and not content:
             continue  # (a paste with a blank line after each line: the source comes next)
         if source_next and not (
-            rules.EXCEPTION_LINE.match(content) or rules.TRACEBACK_END.match(content)
+            rules.EXCEPTION_LINE.match(content)
+            or rules.TRACEBACK_END.match(content)
+            # (a binding's own, lower-case, after a frame's carets)
+            or rules.QUALIFIED_EXCEPTION.match(content)
         ):
             # The source line a frame quotes ("raise NotImplementedError") is code, not a
             # failure, whatever severity a log viewer stamped on it.
