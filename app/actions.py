@@ -146,6 +146,16 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
     attempt = require_attempt(session, attempt_id)
     if data.set_baseline and data.status != Status.adopted:
         raise Invalid("set_baseline only goes with status 'adopted'")
+    if (
+        data.status is not None
+        and data.status == attempt.status
+        and lifecycle.is_closed(attempt)
+        and data.verdict is not None
+        and data.verdict.strip() != (attempt.verdict or "")
+    ):
+        # (`eliminate` again with other words would rewrite the verdict unseen: the same words
+        # again are a retry, and the reason alone stays editable)
+        raise Conflict(lifecycle.final(Status(attempt.status)))
     verdict = attempt.verdict if data.verdict is None else data.verdict
     eliminated = data.status == Status.eliminated or (
         data.status is None and attempt.status == Status.eliminated and data.verdict is not None

@@ -4,7 +4,8 @@ which changes each may make, why a change is refused, and what a change writes w
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlmodel import Session
+from sqlalchemy import update
+from sqlmodel import Session, col
 
 from app import alerts, changes, repo
 from app.errors import Conflict
@@ -84,13 +85,17 @@ class Refusal:
         return self.message
 
 
+def final(closed: Status) -> str:
+    return f"the attempt is already {closed.value}: a verdict is final, retest it instead"
+
+
 def refusal(current: Status, new: Status, *, by: Actor = Actor.owner) -> str | None:
     """Why `current` cannot become `new` when `by` asks, or None when it can."""
     allowed = _ALLOWED[by].get(current, frozenset())
     if new == current or new in allowed or (by == Actor.owner and new == S.blocked):
         return None
     if current in CLOSED:
-        return f"the attempt is already {current.value}: a verdict is final, retest it instead"
+        return final(current)
     if new == S.adopted and current != S.measured:
         return f"only a measured attempt can be adopted (this one is {current.value})"
     if current == S.crashed and by == Actor.owner:
@@ -114,6 +119,20 @@ def apply(session: Session, attempt: Attempt, new: Status, *, by: Actor) -> Chan
     change = Change(attempt.id, current, new, by)
     if not change.changed:
         return change
+    # Only from the status read: two verdicts asked at once (an eliminate and an adopt from
+    # two terminals) both read `measured`, and the second must not overwrite the first.
+    guarded = (
+        update(Attempt)
+        .where(col(Attempt.id) == attempt.id, col(Attempt.status) == current)
+        .values(status=new)
+        .execution_options(synchronize_session=False)
+    )
+    if session.exec(guarded).rowcount != 1:
+        return Refusal(
+            attempt.id, current, new, by,
+            f"attempt {attempt.id} changed while this was asked (it is no longer "
+            f"{current.value}): nothing was done, look at it again",
+        )  # fmt: skip
     now = utcnow()
     attempt.status = new
     if new in _STARTED and attempt.started_at is None:

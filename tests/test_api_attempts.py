@@ -104,6 +104,7 @@ REFUSED = [
     (["running", "crashed"], "adopted", "only a measured attempt"),
     (["eliminated"], "running", "a verdict is final"),
     (["eliminated"], "adopted", "a verdict is final"),
+    (["eliminated"], "eliminated", "a verdict is final"),
     (["running", "measured*", "adopted"], "eliminated", "a verdict is final"),
     (["running", "measured*"], "crashed", "cannot go from measured to crashed"),
     (["running"], "measured", "no measurement yet"),

@@ -62,6 +62,29 @@ def test_eliminate_from_the_attempt_page_with_the_forms_defaults(
     assert api.get(f"/api/attempts/{second['id']}").json()["status"] == "eliminated"
 
 
+def test_a_dead_end_s_reason_is_edited_on_its_page_while_the_cli_cannot_rewrite_it(
+    browser: httpx.Client, api: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"])
+    api.patch(f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "slowr"})
+    page = browser.get(f"/attempts/{attempt['id']}").text
+    fields = form_defaults(page, f"/attempts/{attempt['id']}/status")
+    assert fields["status"] == "eliminated" and fields["verdict"] == "slowr"
+    fields["verdict"] = "slower by 4 %"  # the typo fixed, the status left as the form shows it
+    assert browser.post(f"/attempts/{attempt['id']}/status", data=fields).status_code == 303
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["verdict"] == "slower by 4 %"
+    # `eliminate` again, as from a second terminal, asks for a new verdict: refused
+    again = api.patch(
+        f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "other words"}
+    )
+    assert again.status_code == 409 and "a verdict is final" in again.json()["detail"]
+    same = api.patch(
+        f"/api/attempts/{attempt['id']}", json={"status": "eliminated", "verdict": "slower by 4 %"}
+    )
+    assert same.status_code == 200  # (a retry of the same words)
+
+
 def test_adopting_with_the_box_ticked_moves_the_baseline(
     browser: httpx.Client, api: httpx.Client
 ) -> None:
@@ -73,6 +96,14 @@ def test_adopting_with_the_box_ticked_moves_the_baseline(
     fields |= {"status": "adopted", "verdict": "CUDA 13 wins"}
     assert browser.post(f"/attempts/{attempt['id']}/status", data=fields).status_code == 303
     assert api.get(f"/api/campaigns/{campaign['id']}").json()["baseline"] == 90.0
+    # saved again as the form now shows it, the box still ticked: the verdict is edited
+    fields = form_defaults(
+        browser.get(f"/attempts/{attempt['id']}").text, f"/attempts/{attempt['id']}/status"
+    )
+    assert (fields["status"], fields.get("set_baseline")) == ("adopted", "on")
+    fields["verdict"] = "CUDA 13 wins by 9 %"
+    assert browser.post(f"/attempts/{attempt['id']}/status", data=fields).status_code == 303
+    assert api.get(f"/api/attempts/{attempt['id']}").json()["verdict"] == "CUDA 13 wins by 9 %"
 
 
 def refused_field(html: str, form: str, field: str) -> str:

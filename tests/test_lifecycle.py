@@ -19,7 +19,7 @@ from app import changes, lifecycle, migrate
 from app.db import make_engine, session_scope
 from app.ingest import AttemptTail
 from app.lifecycle import Actor, Change, Refusal
-from app.models import Attempt, Campaign, LiveEvent, Status
+from app.models import Attempt, Campaign, LiveEvent, Measurement, Status
 from app.tailing.events import Data, Event, Idle, Opened
 from tests.conftest import LiveServer
 from tests.helpers import (
@@ -316,3 +316,37 @@ def test_a_writer_holding_a_row_and_one_waiting_for_it_both_commit(pg_engine: An
             .order_by(col(LiveEvent.id))
         ).all()
     assert list(kinds) == ["attempt", "log"]
+
+
+@pytest.mark.both_databases
+def test_two_verdicts_asked_at_once_the_second_is_refused_not_written_over(
+    database_url: str,
+) -> None:
+    # An eliminate and an adopt from two terminals both read `measured`: the first to write
+    # wins, and the second is told, whatever the order of their reads and writes.
+    engine = make_engine(database_url)
+    try:
+        with session_scope(engine) as session:
+            _, attempt_id = stored_attempt(session, campaign="two verdicts", title="measured")
+            attempt = session.get(Attempt, attempt_id)
+            assert attempt is not None
+            attempt.status = Status.measured
+            session.add(Measurement(attempt_id=attempt_id, value=100.0))
+        with session_scope(engine) as first, session_scope(engine) as second:
+            eliminating = first.get(Attempt, attempt_id)
+            adopting = second.get(Attempt, attempt_id)
+            assert eliminating is not None and adopting is not None
+            assert adopting.status == Status.measured  # read before the other's write
+            assert isinstance(
+                lifecycle.apply(first, eliminating, Status.eliminated, by=Actor.owner), Change
+            )
+            eliminating.verdict = "race e"
+            first.commit()
+            refused = lifecycle.apply(second, adopting, Status.adopted, by=Actor.owner)
+            assert isinstance(refused, Refusal) and "changed while" in refused.message
+        with session_scope(engine) as session:
+            stored = session.get(Attempt, attempt_id)
+            assert stored is not None
+            assert (stored.status, stored.verdict) == (Status.eliminated, "race e")
+    finally:
+        engine.dispose()

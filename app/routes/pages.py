@@ -351,6 +351,10 @@ def change_status(
     if data.status == Status.eliminated and not (data.verdict or "").strip():
         raise form.refuse({"verdict": "say why it is a dead end: eliminating needs a verdict"})
     with form:
+        if data.status == actions.require_attempt(session, attempt_id).status:
+            # The form shows the status the attempt has: saved unchanged, it edits the verdict
+            # (a verdict given again with other words is refused: it is final).
+            data.status, data.set_baseline = None, False
         attempt = actions.update_attempt(session, attempt_id, data)
     if form.data.get("return_to") == "campaign" and not is_htmx(request):
         # From a card's Eliminate: back to the campaign, at the card.
