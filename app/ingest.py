@@ -318,6 +318,11 @@ class AttemptTail:
             tail = repo.tail_state(session, attempt_id=self.attempt_id)
             attempt = repo.get_attempt(session, attempt_id=self.attempt_id)
             assert tail is not None and attempt is not None
+            if attempt.source != tail.source:
+                # The owner gave the attempt another log: these bytes are no longer its own,
+                # and the tailer follows the new one.
+                self.stop_event.set()
+                return tail
             fed = environment_read = False
             stored_before = tail.stored_bytes
             seen_before = _seen(tail)

@@ -197,6 +197,11 @@ def attach_log(session: Session, attempt: Attempt, source: str, *, by: Actor) ->
     reason = source_refusal(attempt)
     if reason is not None:
         return Refusal(attempt.id or 0, Status(attempt.status), Status(attempt.status), by, reason)
+    if attempt.source is not None and attempt.source != source and attempt.id is not None:
+        # Another log is another story: what the old one said is not this one's.
+        repo.forget_log(session, attempt_id=attempt.id)
+        attempt.diagnosis = attempt.fingerprint = None
+        attempt.logged_args = attempt.environment = None
     attempt.source = source
     session.add(attempt)
     changes.follow_up(session, attempt.id)  # another log: the tail restarts on it

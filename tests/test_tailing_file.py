@@ -657,3 +657,37 @@ def test_a_silent_ready_server_writes_no_event_a_heartbeat(
         wait_for(lambda: sources[0].count(Idle) >= beats + 5, what="five heartbeats handled")
         assert live_events_of(server, attempt["id"]) == events
         assert tail_state(api, attempt["id"]) == "connected"
+
+
+def test_another_source_is_read_on_its_own_not_after_the_old_log(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    wrong, right = tmp_path / "wrong.log", tmp_path / "right.log"
+    wrong.write_bytes(
+        b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n"
+        b"Output token throughput (tok/s):         81.90\n"
+    )
+    crash = (DATA / "seed_torch_symm_mem.log").read_bytes()
+    right.write_bytes(crash)
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{wrong}")
+    wait_for(
+        lambda: (a := attempt_of(api, attempt["id"]))["metric"] and a["metric"]["n"] == 1,
+        what="the wrong log's figure",
+    )
+    typed = api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 80.0})
+    assert typed.status_code == 201
+    assert api.patch(
+        f"/api/attempts/{attempt['id']}", json={"source": f"file://{right}"}
+    ).status_code == 200
+    body = wait_for(
+        lambda: (a := attempt_of(api, attempt["id"]))["tail"]
+        and a["tail"].get("bytes_read") == len(crash)
+        and a["diagnosis"]
+        and a["diagnosis"]["root_cause"]
+        and a,
+        what="the new log read",
+    )
+    assert stored_log(api, attempt["id"]) == crash  # the new log alone
+    assert body["diagnosis"]["root_cause"] == "KeyError: 12"
+    assert body["metric"]["n"] == 1 and body["metric_value"] == 80.0  # the typed figure stays

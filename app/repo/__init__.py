@@ -31,6 +31,7 @@ from app.repo.ids import MAX_ID, MAX_OFFSET, storable
 from app.repo.logs import (
     STREAM_ROWS,
     add_log_chunk,
+    forget_log,
     kept_log_bytes,
     log_chunks,
     middle_chunks,
@@ -62,6 +63,7 @@ __all__ = [
     "events_after",
     "find_share_link",
     "followed_attempt_ids",
+    "forget_log",
     "get_share_link",
     "ids_with_fingerprint",
     "kept_log_bytes",

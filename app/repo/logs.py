@@ -4,11 +4,11 @@
 import zlib
 from collections.abc import Iterator
 
-from sqlalchemy import Engine, func
+from sqlalchemy import Engine, delete, func
 from sqlmodel import Session, col, select
 
 from app.db import session_scope
-from app.models import LogChunk
+from app.models import LogChunk, Measurement, TailEvent
 from app.repo.ids import MAX_OFFSET
 
 LogRow = tuple[int, int, bytes]  # a stored chunk: stream offset, length, compressed bytes
@@ -93,6 +93,18 @@ def log_chunks(session: Session, *, attempt_id: int) -> Iterator[LogChunk]:
         .order_by(col(LogChunk.stream_offset))
     )
     yield from session.exec(query)
+
+
+def forget_log(session: Session, *, attempt_id: int) -> None:
+    """The stored log of an attempt given another source, and what was read of it: its
+    chunks, its rotations, the figures its lines gave (figures typed or benchmarked stay)."""
+    session.execute(delete(LogChunk).where(col(LogChunk.attempt_id) == attempt_id))
+    session.execute(delete(TailEvent).where(col(TailEvent.attempt_id) == attempt_id))
+    session.execute(
+        delete(Measurement).where(
+            col(Measurement.attempt_id) == attempt_id, col(Measurement.log_offset).is_not(None)
+        )
+    )
 
 
 def add_log_chunk(session: Session, *, attempt_id: int, stream_offset: int, data: bytes) -> None:
