@@ -41,9 +41,11 @@ _ALLOWED: dict[Actor, dict[Status, frozenset[Status]]] = {
     # The engine served on after what read as fatal: the crash its diagnosis declared is
     # withdrawn (the ingest checks that it declared it).
     Actor.ingest: {**_EVIDENCE, S.crashed: frozenset({S.ready, S.measured})},
-    # The runner launches (proposed or blocked become running), then reports like a log.
+    # The runner launches (proposed or blocked become running), then reports like a log;
+    # a launch stopped before it was ready learned nothing: its attempt is proposed again.
     Actor.runner: {
         **_EVIDENCE,
+        S.running: _EVIDENCE[S.running] | {S.proposed},
         S.proposed: frozenset({S.running}),
         S.blocked: frozenset({S.running}),
     },

@@ -132,6 +132,8 @@ def test_a_stop_asked_for_wakes_a_driver_waiting_for_ready(
     assert (run["state"], run["outcome"], run["reason"]) == (
         "done", "stopped", "stopped on request; stopped by SIGTERM",
     ), run  # fmt: skip
+    # Stopped before it was ready: nothing was learned, and nothing runs (not "running")
+    assert attempt_of(api, attempt_id)["status"] == "proposed"
 
 
 def _seconds(moment: str) -> float:

@@ -677,17 +677,15 @@ def test_another_source_is_read_on_its_own_not_after_the_old_log(
     )
     typed = api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 80.0})
     assert typed.status_code == 201
-    assert api.patch(
-        f"/api/attempts/{attempt['id']}", json={"source": f"file://{right}"}
-    ).status_code == 200
-    body = wait_for(
-        lambda: (a := attempt_of(api, attempt["id"]))["tail"]
-        and a["tail"].get("bytes_read") == len(crash)
-        and a["diagnosis"]
-        and a["diagnosis"]["root_cause"]
-        and a,
-        what="the new log read",
-    )
+    moved = api.patch(f"/api/attempts/{attempt['id']}", json={"source": f"file://{right}"})
+    assert moved.status_code == 200
+
+    def read_anew() -> dict | None:
+        body = attempt_of(api, attempt["id"])
+        done = (body["tail"] or {}).get("bytes_read") == len(crash) and body["diagnosis"]
+        return body if done and body["diagnosis"]["root_cause"] else None
+
+    body = wait_for(read_anew, what="the new log read")
     assert stored_log(api, attempt["id"]) == crash  # the new log alone
     assert body["diagnosis"]["root_cause"] == "KeyError: 12"
     assert body["metric"]["n"] == 1 and body["metric_value"] == 80.0  # the typed figure stays

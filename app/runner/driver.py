@@ -132,7 +132,11 @@ class RunDriver:
                     reason="stopped before it was launched",
                 )
                 return
-            stop_run(self.ctx, run, outcome=RunOutcome.stopped, reason="stopped on request")
+            # (a server already ready keeps its status: the lifecycle refuses this)
+            stop_run(
+                self.ctx, run, outcome=RunOutcome.stopped, reason="stopped on request",
+                attempt_status=Status.proposed,
+            )  # fmt: skip
         except HostRebooted:
             run = self.ctx.load_run()
             self.records.finish(
