@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -180,6 +181,18 @@ def main() -> None:
     (default: campaign-dash.db in the working directory), CAMPAIGN_DASH_TOKEN (the
     owner token; unset, one is generated and printed once).
     """
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange, refusing NaN (no comparison refuses it) and infinity."""
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        number = float(super().convert(value, param, ctx))
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 class RepeatType(click.ParamType):
@@ -356,7 +369,7 @@ def token_reset(host: str | None, port: int | None) -> None:
     "--speed",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(min=0.01),
+    type=FiniteFloatRange(min=0.01, max=1000),
     help="Replay speed. Defaults to 1, about three minutes for the whole story.",
 )
 def demo(port: int, no_browser: bool, speed: float) -> None:
@@ -465,7 +478,7 @@ def agent_line(url: str) -> str:
               help="Benchmark runs before them, not recorded: the first run pays for "
               "compilation and caches.")  # fmt: skip
 @click.option("--ready-timeout", default=1200.0, show_default=True,
-              type=click.FloatRange(min=0, min_open=True),
+              type=FiniteFloatRange(min=0, min_open=True, max=7 * 86400),
               help="Seconds to wait for ready: 20 minutes covers loading weights and "
               "capturing CUDA graphs of large models.")  # fmt: skip
 @click.option("--keep", is_flag=True, help="Leave the server running at the end.")

@@ -398,3 +398,19 @@ def test_repeat_auto_spends_its_budget_on_a_change_inside_the_noise(
                                   "call": "inconclusive"}  # fmt: skip
     assert run["auto_said"].startswith("repeat auto: the budget of 6 runs spent, the call still")
     assert attempt["stats"]["call"] == "inconclusive"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "1e400"])
+def test_a_ready_timeout_that_is_no_finite_positive_number_is_bad_usage(value: str) -> None:
+    # (exit 1 says crashed: a typo must not read as one, nor end in a traceback)
+    from click.testing import CliRunner
+
+    from app.cli import main
+
+    result = CliRunner().invoke(
+        main, ["try", "c", "t", "--host", "local", "--ready-timeout", value, "--", "true"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "--ready-timeout" in result.output and "Traceback" not in result.output
+    demo = CliRunner().invoke(main, ["demo", "--no-browser", "--speed", value])
+    assert demo.exit_code == 2 and "--speed" in demo.output, demo.output
