@@ -15,6 +15,7 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -603,6 +604,13 @@ class SeenIn(Strict):
     fingerprint: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")] | None = None
     # ...and the file of its failing frame: the same words raised elsewhere are another failure
     frame_file: Annotated[str, StringConstraints(max_length=4096)] | None = None
+
+    @model_validator(mode="after")
+    def _asks_something(self) -> "SeenIn":
+        if not self.text.strip() and self.fingerprint is None:
+            # (nothing asked is no "never seen before")
+            raise PydanticCustomError("blank", "give an error line or a log excerpt")
+        return self
 
 
 class DiagnosedOut(BaseModel):

@@ -280,6 +280,8 @@ def seen(text: str | None, log_path: str | None, url: str | None, as_json: bool)
     past them. Ask before launching, and after a crash. Exit 1 when never seen."""
     if (text is None) == (log_path is None):
         raise click.UsageError("give TEXT or --log FILE")
+    if text is not None and not text.strip():
+        raise click.UsageError("TEXT is empty: give an error line or a log excerpt")
     body: dict[str, Any] = {"text": text or ""}
     if log_path is not None:
         body = _read_log(log_path)

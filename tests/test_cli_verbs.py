@@ -186,6 +186,8 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     assert never.returncode == 1 and "Never seen before" in never.stdout
     both = cli(tmp_path, "seen", "x", "--log", str(log))
     assert both.returncode == 2 and "give TEXT or --log FILE" in both.stderr
+    blank = cli(tmp_path, "seen", "  ")  # nothing asked is not "never seen before"
+    assert blank.returncode == 2 and "TEXT is empty" in blank.stderr, blank.stderr
     # A binary file is said to be one, as diagnose says it, not "shows no failure".
     packed = tmp_path / "rotated.log.gz"
     packed.write_bytes(gzip.compress(log.read_bytes()))

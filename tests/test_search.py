@@ -198,3 +198,5 @@ def test_seen_finds_a_failure_typed_without_the_log_s_quotes(
         assert [m["attempt_id"] for m in found.json()["matches"]] == [attempt["id"]], typed
     other = api.post("/api/seen", json={"text": "ModuleNotFoundError: No module named flashinfer"})
     assert other.json()["matches"] == []
+    blank = api.post("/api/seen", json={"text": " \n "})  # (MCP's seen_before asks the same)
+    assert blank.status_code == 422 and "error line" in blank.text, blank.text
