@@ -98,6 +98,17 @@ def _check_link(session: Session, campaign_id: int, attempt_id: int | None, role
         raise Invalid(f"{role}: attempt {attempt_id} is not an attempt of this campaign")
 
 
+def _refuse_a_circle(session: Session, attempt_id: int, blocker: int) -> None:
+    """Blocked by an attempt that waits, link after link, on this one: none could go on."""
+    seen, current = {attempt_id}, blocker
+    while current is not None and current not in seen:
+        seen.add(current)
+        linked = repo.get_attempt(session, attempt_id=current)
+        current = linked.blocked_by if linked is not None else None
+    if current == attempt_id:
+        raise Invalid(f"blocked_by: attempt {blocker} waits on this one: both would wait forever")
+
+
 def create_attempt(session: Session, campaign_id: int, data: AttemptCreate) -> Attempt:
     require_campaign(session, campaign_id)
     _check_link(session, campaign_id, data.retest_of, "retest_of")
@@ -180,6 +191,8 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
             _check_link(session, attempt.campaign_id, linked, role)
             if linked == attempt_id:
                 raise Invalid(f"{role}: an attempt cannot link to itself")
+            if role == "blocked_by" and linked is not None:
+                _refuse_a_circle(session, attempt_id, linked)
             setattr(attempt, role, linked)
     if data.stack_blocked is not None:
         attempt.stack_blocked = data.stack_blocked

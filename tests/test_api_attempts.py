@@ -128,6 +128,18 @@ def test_impossible_transitions_are_409_with_a_reason(
     assert api.get(f"/api/attempts/{attempt['id']}").json() == before
 
 
+def test_attempts_blocking_each_other_in_a_circle_are_refused(
+    api: httpx.Client, campaign: dict
+) -> None:
+    first, second, third = (make_attempt(api, campaign["id"], title=t) for t in "abc")
+    assert patch(api, first["id"], blocked_by=second["id"]).status_code == 200
+    assert patch(api, second["id"], blocked_by=third["id"]).status_code == 200
+    closing = patch(api, third["id"], blocked_by=first["id"])
+    assert closing.status_code == 422 and "wait forever" in closing.text, closing.text
+    assert api.get(f"/api/attempts/{third['id']}").json()["blocked_by"] is None
+    assert patch(api, first["id"], blocked_by=third["id"]).status_code == 200  # no circle
+
+
 def test_any_attempt_can_be_blocked_and_unblocked(api: httpx.Client, campaign: dict) -> None:
     cuda13 = make_attempt(api, campaign["id"], title="CUDA 13 upgrade")
     fusion = make_attempt(api, campaign["id"], title="FlashInfer allreduce fusion")
