@@ -100,7 +100,8 @@ def _check_link(session: Session, campaign_id: int, attempt_id: int | None, role
 
 def _refuse_a_circle(session: Session, attempt_id: int, blocker: int) -> None:
     """Blocked by an attempt that waits, link after link, on this one: none could go on."""
-    seen, current = {attempt_id}, blocker
+    seen: set[int] = {attempt_id}
+    current: int | None = blocker
     while current is not None and current not in seen:
         seen.add(current)
         linked = repo.get_attempt(session, attempt_id=current)
