@@ -15,6 +15,14 @@ def fmt_number(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def fmt_mean(mean: float, spread: float, n: int) -> str:
+    """A figure's mean and spread, as the page writes it: "1,234.5 ± 12.0 (n=3)"; one run
+    has no spread to show: "150.0 (n=1)"."""
+    if n < 2:
+        return f"{fmt_number(mean)} (n={n})"
+    return f"{fmt_number(mean)} ± {fmt_number(spread)} (n={n})"
+
+
 def fmt_signed(pct: float) -> str:
     """A percentage's figure with its sign: "+1.2", "-2.3"."""
     if abs(pct) >= PLAIN_UP_TO:

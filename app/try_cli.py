@@ -12,7 +12,7 @@ import click
 import httpx
 
 from app.client import Api, Found, detail_of
-from app.numbers import fmt_judgement, fmt_number
+from app.numbers import fmt_judgement, fmt_mean
 from app.runner.outcomes import EXIT_OK, EXIT_REFUSED, RunOutcome
 
 # The run's changes wake the CLI through the campaign's event stream (Wakeups); it also
@@ -176,8 +176,7 @@ def _launch_and_follow(
         interval = tuple(stats["delta_ci95_pct"]) if stats["delta_ci95_pct"] else None
         said = fmt_judgement(stats["delta_pct"], interval, stats["call"], stats["n"])
         change = f", {said} against the baseline" if said else ""
-        mean, spread = fmt_number(metric["mean"]), fmt_number(metric["spread"])
-        say(f"  {mean} ± {spread} (n={metric['n']}){change}")
+        say(f"  {fmt_mean(metric['mean'], metric['spread'], metric['n'])}{change}")
     outcome = run.get("outcome") or RunOutcome.infrastructure
     say(f"  {attempt['status']}" + ("" if outcome == attempt["status"] else f": {outcome}"))
     # How the run ended, as the exit status says it (RunOutcome's table); one a newer

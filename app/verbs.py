@@ -16,7 +16,7 @@ import click
 
 from app.client import DashboardError, attempt_id, connect
 from app.credentials import mask_secrets
-from app.numbers import fmt_judgement, fmt_number
+from app.numbers import fmt_judgement, fmt_mean, fmt_number
 
 EXIT_FOUND, EXIT_NOTHING = 0, 1
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -64,7 +64,7 @@ def figure(attempt: dict[str, Any]) -> str:
     metric = attempt.get("metric")
     stats = attempt.get("stats") or {}
     if metric:
-        said = f"{fmt_number(metric['mean'])} ± {fmt_number(metric['spread'])} (n={metric['n']})"
+        said = fmt_mean(metric["mean"], metric["spread"], metric["n"])
         interval = stats.get("delta_ci95_pct")
         judged = fmt_judgement(stats.get("delta_pct"), tuple(interval) if interval else None,
                                stats.get("call", ""), stats.get("n", 0))  # fmt: skip
