@@ -346,9 +346,13 @@ def test_the_campaign_page_draws_the_throughput_chart(
         api.post(f"/api/attempts/{slower['id']}/measurements", json={"value": value})
     unclear = make_attempt(api, campaign["id"], title="One run")
     api.post(f"/api/attempts/{unclear['id']}/measurements", json={"value": 91.0})
+    level = make_attempt(api, campaign["id"], title="One run, no change")
+    api.post(f"/api/attempts/{level['id']}/measurements", json={"value": 89.5})
     page = browser.get(f"/campaigns/{campaign['id']}").text
     svg = page[page.index("<svg") : page.index("</svg>")]
-    assert svg.count('<circle class="point') == 3
+    assert svg.count('<circle class="point') == 4
+    # exactly the baseline, one run: it points neither way (not red, "below")
+    assert '<circle class="point noise unclear"' in svg
     assert '<circle class="point up"' in svg and '<circle class="point down"' in svg
     # One run: which way it points, drawn hollow, and no interval to draw.
     assert '<circle class="point up unclear"' in svg

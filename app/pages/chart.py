@@ -241,6 +241,8 @@ def _call_css(attempt: AttemptOut, higher_is_better: bool) -> str:
         return "noise"
     if stats.call in (Call.better, Call.worse):
         return "up" if stats.call == Call.better else "down"
+    if stats.delta_pct == 0:
+        return "noise unclear"  # (it points neither way)
     return ("up" if (stats.delta_pct > 0) == higher_is_better else "down") + " unclear"
 
 
