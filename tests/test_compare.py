@@ -2,6 +2,7 @@
 from the first marked, each run's figure on one axis, at desktop width and on a phone, and
 ticking attempts on the campaign page."""
 
+import re
 from pathlib import Path
 
 import httpx
@@ -173,3 +174,19 @@ def test_compare_with_nothing_ticked_says_how_many_to_tick(api: httpx.Client) ->
         page = api.get("/compare", params=params)
         assert page.status_code == 422
         assert "compare 2 to 8 attempts (got 0)" in page.text and "Field required" not in page.text
+
+
+def test_environment_variables_and_short_flags_are_named_as_typed(
+    api: httpx.Client, browser: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    ids = [
+        make_attempt(api, campaign["id"], title=title, command=command)["id"]
+        for title, command in (
+            ("Tree", f"CUDA_VISIBLE_DEVICES=0,1 NCCL_ALGO=Tree {BASE} -O 3"),
+            ("Ring", f"CUDA_VISIBLE_DEVICES=2,3 NCCL_ALGO=Ring {BASE} -O 2"),
+        )
+    ]
+    page = browser.get(f"/compare?ids={ids[0]},{ids[1]}").text
+    names = re.findall(r'<tr class="flag"><th scope="row"><code>([^<]*)</code>', page)
+    assert sorted(names) == ["-O", "CUDA_VISIBLE_DEVICES", "NCCL_ALGO"], names

@@ -2,6 +2,7 @@
 differs from the first, their root causes, and each run's figure on one axis."""
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,19 @@ def _flag_text(value: FlagValue | None) -> str:
     return str(value)
 
 
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def flag_label(name: str) -> str:
+    """A flag as typed: `--mem-fraction-static`, `-O`; an environment variable (its case
+    kept by the parse) as itself: `CUDA_VISIBLE_DEVICES`."""
+    if len(name) == 1:
+        return f"-{name}"
+    if _ENV_NAME.fullmatch(name):
+        return name
+    return "--" + name.replace("_", "-")
+
+
 def flag_rows(attempts: list[AttemptOut]) -> tuple[list[Row], int]:
     """The flags that differ between the attempts (against the first), and how many more
     they share. The launch command's flags, or the engine's echo where there was no command."""
@@ -70,7 +84,7 @@ def flag_rows(attempts: list[AttemptOut]) -> tuple[list[Row], int]:
         cells = [_flag_text(flags.get(name)) for flags in sets]
         differs = [cell != cells[0] for cell in cells]
         if any(differs):
-            rows.append(Row(name, cells, differs))
+            rows.append(Row(flag_label(name), cells, differs))
         else:
             same += 1
     return rows, same
