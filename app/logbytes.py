@@ -12,6 +12,16 @@ def not_text(chunk: bytes) -> bool:
     return odd * 3 > len(text)
 
 
+# Compressed logs by their first bytes (a rotated log.gz, say): what they are, and the
+# command that unpacks one to standard output.
+_COMPRESSED = (
+    (b"\x1f\x8b", ("gzip-compressed", "zcat")),
+    (b"BZh", ("bzip2-compressed", "bzcat")),
+    (b"\xfd7zXZ\x00", ("xz-compressed", "xzcat")),
+    (b"\x28\xb5\x2f\xfd", ("zstd-compressed", "zstdcat")),
+)
+
+
 class TextCheck:
     """A log read chunk by chunk: its first bytes that are not NULs say, once, whether it is
     text. `command` is what a compressed log should be unpacked into."""
@@ -26,7 +36,12 @@ class TextCheck:
         self.done = True
         if not not_text(chunk):
             return None
+        start = chunk.lstrip(b"\0")
+        packed = next((n for magic, n in _COMPRESSED if start.startswith(magic)), None)
+        if packed is None:
+            return f"{self.name} is not a text log: it holds binary data"
+        kind, unpack = packed
         return (
-            f"{self.name} is not a text log: it holds binary data "
-            f"(a compressed log: zcat it into {self.command} -)"
+            f"{self.name} is not a text log: it is {kind} "
+            f"(unpack it: {unpack} {self.name} | {self.command} -)"
         )

@@ -201,6 +201,10 @@ def test_exit_status_2_for_binary_data_not_a_log(tmp_path: Path) -> None:
             assert result.returncode == 2, (path, result.stdout)
             assert b"not a text log" in result.stderr and not result.stdout
             assert b"Traceback" not in result.stderr
+    # what it is, and how to read it, only where that is known
+    assert b"it is gzip-compressed (unpack it: zcat " in run(str(compressed)).stderr
+    said = run(str(garbage)).stderr
+    assert b"it holds binary data" in said and b"zcat" not in said, said
     # Text is diagnosed however it is spoiled: the NULs a copytruncate leaves at the start,
     # a stray NUL or bad UTF-8 in a line.
     spoiled = b"\0" * 10000 + HEALTHY + b"\xff\xfe broken \x00 bytes\n" + SEED.read_bytes()
