@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from app.db import session_scope
 from app.models import Measurement
-from tests.helpers import attempt_of, make_attempt, make_campaign, patch
+from tests.helpers import attempt_of, make_attempt, make_campaign, patch, tail_of, wait_for
 
 
 @pytest.fixture
@@ -412,3 +412,19 @@ def test_a_baseline_adopted_from_a_mean_carries_no_float_noise(
     patch(api, cuda13["id"], status="adopted", set_baseline=True, verdict="pivot")
     detail = api.get(f"/api/campaigns/{campaign['id']}").json()
     assert detail["baseline"] == 92.6 and detail["baseline_history"][-1]["value"] == 92.6
+
+
+def test_a_file_source_on_localhost_is_this_machine_and_another_host_is_told_to_use_ssh(
+    api: httpx.Client, campaign: dict, tmp_path: Path
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(b"INFO: Application startup complete.\n")
+    made = make_attempt(api, campaign["id"], source=f"file://localhost{log}")
+    assert made["source"] == f"file://localhost{log}" and made["status"] == "running"
+    wait_for(lambda: tail_of(api, made["id"]).get("stored_bytes") == log.stat().st_size,
+             what="the log read")  # fmt: skip
+    refused = api.post(
+        f"/api/campaigns/{campaign['id']}/attempts",
+        json={"title": "t", "source": "file://gpu-box/data/run.log"},
+    )
+    assert refused.status_code == 422 and "ssh://gpu-box/abs/path" in refused.text, refused.text

@@ -67,8 +67,14 @@ def parse_source(url: str) -> SourceURL:
     """`ssh://[user@]host[:port]/abs/path` or `file:///abs/path`; the path is taken literally."""
     if url.startswith("file://"):
         path = url[len("file://") :]
+        if path.startswith("localhost/"):  # RFC 8089's other spelling of this machine
+            path = path[len("localhost") :]
         if not path.startswith("/"):
-            raise BadSource("a file source needs an absolute path: file:///abs/path")
+            host = path.split("/", 1)[0]
+            raise BadSource(
+                "a file source is a file on this machine: file:///abs/path"
+                + (f" (on {host}: ssh://{host}/abs/path)" if host else "")
+            )
         return SourceURL("file", path)
     if url.startswith("ssh://"):
         rest = url[len("ssh://") :]
