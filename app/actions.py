@@ -177,6 +177,13 @@ def update_attempt(session: Session, attempt_id: int, data: AttemptUpdate) -> At
         raise Invalid("verdict: say why it is a dead end: eliminating needs a verdict")
     if data.metric_value is not None:
         _refuse_if(lifecycle.metric_refusal(attempt))
+        runs = repo.count_measurements(session, attempt_id=attempt_id)
+        if runs > 1:
+            # (one typed figure would throw away the runs' spread and the call they make)
+            raise Conflict(
+                f"attempt {attempt_id} has {runs} measured runs: a typed figure would replace "
+                f"them all; add it as one more run (POST /api/attempts/{attempt_id}/measurements)"
+            )
         repo.replace_measurements(session, attempt_id=attempt_id, value=data.metric_value)
         session.flush()
         _refuse_if(lifecycle.after_measurement(session, attempt, by=Actor.owner))

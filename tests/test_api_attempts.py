@@ -259,6 +259,11 @@ def test_patching_metric_value_replaces_the_runs(api: httpx.Client, campaign: di
     body = patch(api, attempt["id"], metric_value=38.0).json()
     assert body["metric_value"] == 38.0 and body["metric"]["n"] == 1
     assert body["status"] == "measured"
+    # Runs measured are never thrown away by one typed figure
+    api.post(f"/api/attempts/{attempt['id']}/measurements", json={"value": 39})
+    refused = patch(api, attempt["id"], metric_value=102.8)
+    assert refused.status_code == 409 and "2 measured runs" in refused.text, refused.text
+    assert attempt_of(api, attempt["id"])["metric"]["n"] == 2
 
 
 def test_eliminating_needs_a_verdict_however_it_is_asked(api: httpx.Client, campaign: dict) -> None:
