@@ -369,6 +369,8 @@ def test_repeat_auto_stops_at_three_for_a_clear_gain_and_says_so(
     assert any(
         line.startswith("  benchmarking (run 1 of up to 10") for line in done.stdout.splitlines()
     )
+    # The look at the call is written with the run it follows: no fourth run is announced
+    assert "(run 4 of up to 10" not in done.stdout, done.stdout
 
 
 def test_repeat_auto_spends_its_budget_on_a_change_inside_the_noise(

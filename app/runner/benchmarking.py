@@ -14,7 +14,6 @@ from app.runner.context import Finished, RunContext, Stopped, run_dir_of
 from app.runner.outcomes import RunOutcome
 from app.runner.stopping import stop_run
 from app.runner.wording import bench_label
-from app.stats import AUTO_MIN_RUNS, Call
 
 
 def benchmark(ctx: RunContext, run: Run) -> Run:
@@ -39,7 +38,9 @@ def benchmark(ctx: RunContext, run: Run) -> Run:
                             watch=watch))  # fmt: skip
         job = _wait_for_bench(ctx, run, index)
         entry = _bench_entry(ctx, run, index, job, spec)
-        run = ctx.records.bench_run(ctx.run_id, entry, entry.get("metric_recorded"))
+        run = ctx.records.bench_run(
+            ctx.run_id, entry, entry.get("metric_recorded"), last=index == total
+        )
         if entry["failure"]:
             return stop_run(
                 ctx,
@@ -48,12 +49,9 @@ def benchmark(ctx: RunContext, run: Run) -> Run:
                 reason=f"benchmark {bench_label(index, run.warmup)} failed: {entry['failure']}",
                 state=RunState.failed,
             )
-        if run.auto_repeat and entry.get("metric_recorded") is not None:
-            ended = _look(ctx, run, last=index == total)
-            if ended is not None:
-                run = ended
-                if run.auto_repeat and run.auto_repeat.get("ended_by") != "budget":
-                    break
+        ended_by = (run.auto_repeat or {}).get("ended_by")
+        if ended_by is not None and ended_by != "budget":
+            break
     counted = [e for e in run.bench_runs or [] if e.get("metric_recorded") is not None]
     if not counted:
         return stop_run(
@@ -64,27 +62,6 @@ def benchmark(ctx: RunContext, run: Run) -> Run:
             state=RunState.failed,
         )
     return run
-
-
-def _look(ctx: RunContext, run: Run, *, last: bool) -> Run | None:
-    """`--repeat auto`, after a counted run: the run with what ended its runs (the call
-    clear at the looks' level, no baseline to judge against, or the budget spent), or None
-    to go on."""
-    auto = dict(run.auto_repeat or {})
-    judged = ctx.records.sequential_judgement(ctx.run_id, float(auto["confidence"]))
-    n = judged.measured.n if judged.measured else 0
-    if n < AUTO_MIN_RUNS and not last:
-        return None
-    if judged.baseline is None:
-        ended_by = "no baseline"
-    elif judged.call != Call.inconclusive:
-        ended_by = "clear"
-    elif last:
-        ended_by = "budget"
-    else:
-        return None
-    auto.update(ended_by=ended_by, call=judged.call.value, n=n)
-    return ctx.records.update(ctx.run_id, auto_repeat=auto)
 
 
 def _stop_bench(ctx: RunContext, run: Run, name: str) -> None:

@@ -19,6 +19,7 @@ from app.models import Attempt, Campaign, Measurement, Run, RunState, Status, Ta
 from app.runner import lease
 from app.runner.answers import Job
 from app.runner.outcomes import RunOutcome
+from app.stats import AUTO_MIN_RUNS, Call
 
 FINISHED = (RunState.done, RunState.failed)
 
@@ -40,6 +41,46 @@ def set_attempt_status(session: Session, attempt: Attempt, new: Status) -> None:
     """Every attempt status change the runner makes, through the lifecycle as the runner:
     one the lifecycle refuses (the ingest read the crash first, say) is not made."""
     lifecycle.apply(session, attempt, new, by=Actor.runner)
+
+
+def _judgement(session: Session, attempt: Attempt, confidence: float) -> Judgement:
+    assert attempt.id is not None
+    campaign = session.get(Campaign, attempt.campaign_id)
+    assert campaign is not None
+    history = repo.baseline_history(session, campaign_id=attempt.campaign_id)
+    reference = change_in_force(history, attempt.started_at or attempt.created_at)
+    theirs = reference.attempt_id if reference and reference.attempt_id else None
+    base = [theirs] if theirs is not None else []
+    if theirs is not None and attempt.joins != theirs:  # re-measurements join it
+        base += repo.joiners(session, attempt_ids=[theirs]).get(theirs, [])
+    samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id, *base])
+    return judge(
+        samples.get(attempt.id, []),
+        reference,
+        [value for i in base for value in samples.get(i, [])],
+        attempt_id=attempt.id,
+        noise_pct=campaign.noise_pct,
+        higher_is_better=campaign.higher_is_better,
+        confidence=confidence,
+    )
+
+
+def auto_ended(auto: dict[str, Any], judged: Judgement, *, last: bool) -> dict[str, Any] | None:
+    """`--repeat auto`, after a counted run: its record with what ended its runs (the call
+    clear at the looks' level, no baseline to judge against, or the budget spent), or None
+    to go on."""
+    n = judged.measured.n if judged.measured else 0
+    if n < AUTO_MIN_RUNS and not last:
+        return None
+    if judged.baseline is None:
+        ended_by = "no baseline"
+    elif judged.call != Call.inconclusive:
+        ended_by = "clear"
+    elif last:
+        ended_by = "budget"
+    else:
+        return None
+    return {**auto, "ended_by": ended_by, "call": judged.call.value, "n": n}
 
 
 class LeaseLost(Exception):
@@ -155,33 +196,6 @@ class Records:
             )
             return session.exec(query).first()
 
-    def sequential_judgement(self, run_id: int, confidence: float) -> Judgement:
-        """The attempt's runs so far against the baseline in force, its interval at the
-        level one look of `--repeat auto` takes (app/stats.py, sequential_confidence)."""
-        with session_scope(self.engine, snapshot=True) as session:
-            run = session.get(Run, run_id)
-            assert run is not None
-            attempt = session.get(Attempt, run.attempt_id)
-            assert attempt is not None and attempt.id is not None
-            campaign = session.get(Campaign, attempt.campaign_id)
-            assert campaign is not None
-            history = repo.baseline_history(session, campaign_id=attempt.campaign_id)
-            reference = change_in_force(history, attempt.started_at or attempt.created_at)
-            theirs = reference.attempt_id if reference and reference.attempt_id else None
-            base = [theirs] if theirs is not None else []
-            if theirs is not None and attempt.joins != theirs:  # re-measurements join it
-                base += repo.joiners(session, attempt_ids=[theirs]).get(theirs, [])
-            samples = repo.samples_by_attempt(session, attempt_ids=[attempt.id, *base])
-            return judge(
-                samples.get(attempt.id, []),
-                reference,
-                [value for i in base for value in samples.get(i, [])],
-                attempt_id=attempt.id,
-                noise_pct=campaign.noise_pct,
-                higher_is_better=campaign.higher_is_better,
-                confidence=confidence,
-            )
-
     def update(self, run_id: int, **fields: Any) -> Run:
         def change(_session: Session, run: Run, _attempt: Attempt) -> None:
             for name, value in fields.items():
@@ -210,9 +224,13 @@ class Records:
 
         return self._write(run_id, change)
 
-    def bench_run(self, run_id: int, entry: dict[str, Any], metric: float | None) -> Run:
+    def bench_run(
+        self, run_id: int, entry: dict[str, Any], metric: float | None, *, last: bool = False
+    ) -> Run:
         """One benchmark run, finished: its figures kept with the run and, when it counts,
-        its metric recorded as a measurement (the ordinary path: mean ± spread)."""
+        its metric recorded as a measurement (the ordinary path: mean ± spread). With
+        `--repeat auto`, the look at the call it makes is in the same write: no one reads a
+        run that counted and not yet whether another follows (`last`: the budget's last)."""
 
         def change(session: Session, run: Run, attempt: Attempt) -> None:
             run.bench_runs = [*(run.bench_runs or []), entry]
@@ -222,6 +240,10 @@ class Records:
                 session.add(Measurement(attempt_id=attempt.id, value=metric))
                 session.flush()
                 lifecycle.after_measurement(session, attempt, by=Actor.runner)
+                if run.auto_repeat:
+                    auto = run.auto_repeat
+                    judged = _judgement(session, attempt, float(auto["confidence"]))
+                    run.auto_repeat = auto_ended(auto, judged, last=last) or auto
 
         return self._write(run_id, change)
 
