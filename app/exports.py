@@ -6,7 +6,7 @@ import csv
 import io
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import Session
@@ -48,9 +48,15 @@ def run_rows(session: Session, attempts: Iterable[AttemptOut]) -> list[RunRow]:
         if run is not None and run.bench_runs:
             for entry in run.bench_runs:
                 value = entry.get("metric_recorded")
+                # Numbered as people count: warm-up 1, then run 1, 2, 3
+                index = int(entry.get("index") or 0)
+                number = index if entry.get("warmup") else index - run.warmup
+                started = entry.get("started_at")
                 rows.append(RunRow(
-                    attempt, int(entry.get("index") or 0), bool(entry.get("warmup")),
-                    value is not None, value, run.host, run.launched_at,
+                    attempt, number, bool(entry.get("warmup")), value is not None, value,
+                    run.host,
+                    # (runs recorded before their own start was kept: the launch's)
+                    datetime.fromtimestamp(started, UTC) if started else run.launched_at,
                     entry.get("failure") or entry.get("invalid"), dict(entry.get("figures") or {}),
                 ))  # fmt: skip
             continue

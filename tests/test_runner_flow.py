@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +112,12 @@ def test_a_launched_attempt_is_measured_n_times_then_stopped(
     answer = dash.get(f"/api/campaigns/{campaign['id']}/runs.csv")
     assert answer.headers["content-type"] == "text/csv; charset=utf-8"
     rows = list(csv.DictReader(io.StringIO(answer.text)))
+    # (numbered as the page counts: warm-up 1, then runs 1 to 3, each at its own start)
     assert [(r["run"], r["warmup"], r["counted"]) for r in rows] == [
-        ("1", "yes", "no"), ("2", "no", "yes"), ("3", "no", "yes"), ("4", "no", "yes")
+        ("1", "yes", "no"), ("1", "no", "yes"), ("2", "no", "yes"), ("3", "no", "yes")
     ]  # fmt: skip
+    starts = [datetime.fromisoformat(r["started"]) for r in rows]
+    assert starts == sorted(starts) and len(set(starts)) == 4, starts
     assert [float(r["value"]) for r in rows[1:]] == recorded
     assert [float(r["ttft_ms"]) for r in rows[1:]] == ttft
     assert {r["host"] for r in rows} == {sshd.alias} and rows[0]["attempt_id"] == str(final["id"])

@@ -152,4 +152,6 @@ def _bench_entry(
         "failure": failure,
         "metric_recorded": None if (warmup or failure or invalid) else metric,
         "log_path": job.get("log_path"),
+        # When it ran, as the host's clock says (epoch seconds)
+        "started_at": job.get("started_at"),
     }
