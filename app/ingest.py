@@ -23,6 +23,7 @@ from app.environment import EnvironmentReader
 from app.errors import StorageFull
 from app.flags import ArgsLineFinder, parse_logged_args
 from app.lifecycle import Actor, Refusal
+from app.logbytes import not_text
 from app.models import (
     Attempt,
     Measurement,
@@ -95,6 +96,9 @@ def _same_state(tail: TailState, event: State) -> bool:
         event.message,
         event.host_key,
     )
+
+
+NOT_TEXT = "binary data, not a text log (a compressed rotation? give the log it unpacks to)"
 
 
 class AttemptTail:
@@ -211,8 +215,18 @@ class AttemptTail:
         stall_noted = False  # once per silence: a ready server's stall is not applied
         batch: list[Event] = []
         batch_bytes = 0
+        text_checked = tail.stored_bytes > 0
         for event in self.source.follow(offset, identity, self.stop_event):
             if isinstance(event, Data):
+                if not text_checked and event.data.strip(b"\0"):
+                    # A log's first bytes say whether it is text: a compressed rotation or a
+                    # core file is refused, as `diagnose` refuses it, not stored as a log.
+                    text_checked = True
+                    if not_text(event.data):
+                        if tail.state != TailStatus.not_a_log:
+                            said = State(TailStatus.not_a_log, NOT_TEXT)
+                            self._store([*batch, said], diagnoser, metric_label)
+                        return
                 # Exactly once: drop what overlaps bytes already taken.
                 if event.offset + len(event.data) <= offset:
                     continue

@@ -689,3 +689,21 @@ def test_another_source_is_read_on_its_own_not_after_the_old_log(
     assert stored_log(api, attempt["id"]) == crash  # the new log alone
     assert body["diagnosis"]["root_cause"] == "KeyError: 12"
     assert body["metric"]["n"] == 1 and body["metric_value"] == 80.0  # the typed figure stays
+
+
+def test_a_binary_file_is_refused_as_not_a_text_log_not_stored(
+    api: httpx.Client, tmp_path: Path
+) -> None:
+    import gzip
+
+    packed = tmp_path / "server.log.1.gz"
+    packed.write_bytes(gzip.compress((DATA / "seed_torch_symm_mem.log").read_bytes()))
+    campaign = make_campaign(api)
+    attempt = make_attempt(api, campaign["id"], source=f"file://{packed}")
+    tail = wait_for(
+        lambda: (t := tail_of(api, attempt["id"])).get("state") == "not a log file" and t,
+        what="the binary file refused",
+    )
+    assert "not a text log" in tail["last_error"]
+    assert tail.get("stored_bytes", 0) == 0 and stored_log(api, attempt["id"]) == b""
+    assert attempt_of(api, attempt["id"])["diagnosis"] is None
