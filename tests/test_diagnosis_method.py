@@ -3901,3 +3901,18 @@ def test_a_binding_s_lower_case_exception_under_a_frame_s_carets_is_the_line() -
         raised,
     )
     assert (found.crashed, found.root_cause) == (True, raised)
+
+
+def test_an_application_answering_requests_after_one_ran_out_of_memory_served_on() -> None:
+    answered = [
+        f'127.0.0.1 - - [29/Sep/2025 12:3{n}:00] "POST /api/search HTTP/1.1" 200 -'
+        for n in range(4)
+    ]
+    found = diagnose(
+        '127.0.0.1 - - [29/Sep/2025 12:03:12] "POST /api/find_similar HTTP/1.1" 200 -',
+        *TB,
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 560.00 MiB.",
+        '127.0.0.1 - - [29/Sep/2025 12:05:12] "POST /api/find_similar HTTP/1.1" 500 -',
+        *answered,
+    )
+    assert (found.crashed, found.root_cause) == (False, None), found.crashed_reason

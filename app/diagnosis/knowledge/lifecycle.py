@@ -83,6 +83,14 @@ SERVING = (
         "request answered (a health check answered by the front end alone proves nothing)",
     ),
     Fact(
+        # (any POST answered: an application's own inference endpoint, behind Werkzeug too)
+        r"\"POST /[^\"\s]+ HTTP/[\d.]+\" 200\b",
+        ("flask", "uvicorn"),
+        '127.0.0.1 - - [29/Sep/2025 12:36:57] "POST /api/search HTTP/1.1" 200 -',
+        "Werkzeug's access log in front of a Flask application serving a model: a request "
+        "answered after the one that failed; observed in corpus case AR308",
+    ),
+    Fact(
         r"\bdone request: POST /\S*(?:completions?|chat|infill|embeddings?)\S* \S+ 200\b",
         ("llama.cpp",),
         "srv  log_server_r: done request: POST /completion 127.0.0.1 200",
