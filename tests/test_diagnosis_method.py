@@ -3916,3 +3916,16 @@ def test_an_application_answering_requests_after_one_ran_out_of_memory_served_on
         *answered,
     )
     assert (found.crashed, found.root_cause) == (False, None), found.crashed_reason
+
+
+def test_a_handler_s_traceback_its_front_end_answers_with_a_500_is_that_request_s() -> None:
+    found = diagnose(
+        "00:50:19.834 [START] /v1/inference/chat-completion",
+        *TB,
+        "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': 'When using "
+        "`tool_choice`, `tools` must be set.'}",
+        'INFO:     10.0.0.7:59736 - "POST /v1/inference/chat-completion HTTP/1.1" 500 Internal '
+        "Server Error",
+        "00:50:20.266 [END] /v1/inference/chat-completion [StatusCode.OK] (431.99ms)",
+    )
+    assert (found.crashed, found.root_cause) == (False, None), found.crashed_reason

@@ -89,6 +89,7 @@ _ASGI_REQUEST = re.compile(r"\bException in ASGI application\b")
 # vLLM's engine loop failing inside a request's traceback: the engine's failure, not the request's
 _ENGINE_STEP_FRAME = re.compile(r"\bin (?:run_engine_loop|engine_step|step_async|execute_model)$")
 # A front end's access record of a request answered with an error: Uvicorn's, Gin's.
+_ANSWERED_5XX_RECORD = re.compile(r'HTTP/[\d.]+" 5\d\d\b|^\[GIN\] .*\| 5\d\d \|')
 _ANSWERED_ERROR = re.compile(r'HTTP/[\d.]+" [45]\d\d\b|^\[GIN\] .*\| [45]\d\d \|')
 
 
@@ -518,6 +519,16 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 # (unless it says the engine behind it is gone)
                 entry.strength = 0
                 entry.set_aside = "an error answered to the request that met it"
+        elif (
+            entry.strength == 3
+            and entry.in_traceback is not None
+            and any(_ANSWERED_5XX_RECORD.search(e.content) for e in entries[index + 1 : index + 3])
+            and not _ENGINE_GONE.search(entry.content)
+        ):
+            # A handler's traceback its front end then answers the request with ("POST
+            # /v1/... HTTP/1.1" 500 Internal Server Error): that request's, the server up
+            entry.strength = 0
+            entry.set_aside = REQUEST_SERVED_ON
 
 
 def _until_fatal(following: list[Entry]) -> list[Entry]:
