@@ -10,6 +10,7 @@ from sqlmodel import Session, col
 from app import alerts, changes, repo
 from app.errors import Conflict
 from app.models import Attempt, Status, utcnow
+from app.tailing.sources import BadSource, parse_source
 
 
 class Actor(StrEnum):
@@ -193,14 +194,22 @@ def after_measurement(session: Session, attempt: Attempt, *, by: Actor) -> Chang
     return Change(attempt.id or 0, Status(attempt.status), Status(attempt.status), by)
 
 
+def _another_file(old: str, new: str) -> bool:
+    try:
+        return parse_source(old).path != parse_source(new).path
+    except BadSource:  # (a source stored before today's rules: another file, to be safe)
+        return old != new
+
+
 def attach_log(session: Session, attempt: Attempt, source: str, *, by: Actor) -> Change | Refusal:
     """Follow `source` as the attempt's log (the owner attaching one, the runner launching a
     server): a waiting attempt runs, and after commit the tailer follows the new log."""
     reason = source_refusal(attempt)
     if reason is not None:
         return Refusal(attempt.id or 0, Status(attempt.status), Status(attempt.status), by, reason)
-    if attempt.source is not None and attempt.source != source and attempt.id is not None:
-        # Another log is another story: what the old one said is not this one's.
+    if attempt.source is not None and _another_file(attempt.source, source) and attempt.id:
+        # Another log is another story: what the old one said is not this one's. (The same
+        # path on another host, or by another scheme, is the same log said to be elsewhere.)
         repo.forget_log(session, attempt_id=attempt.id)
         attempt.diagnosis = attempt.fingerprint = None
         attempt.logged_args = attempt.environment = None

@@ -72,8 +72,8 @@ def parse_source(url: str) -> SourceURL:
         if not path.startswith("/"):
             host = path.split("/", 1)[0]
             raise BadSource(
-                "a file source is a file on this machine: file:///abs/path"
-                + (f" (on {host}: ssh://{host}/abs/path)" if host else "")
+                "a file source needs an absolute path on this machine: file:///abs/path"
+                + (f" (a file on {host}: ssh://{host}/abs/path)" if host else "")
             )
         return SourceURL("file", path)
     if url.startswith("ssh://"):
