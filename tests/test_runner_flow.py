@@ -240,7 +240,7 @@ def test_two_launches_on_one_host_never_overlap(dash: httpx.Client, sshd: Sshd) 
         what="the second run to say why it waits",
     )
     assert queued["state"] == "launching"
-    assert queued["reason"] == f"waiting for run {first['run']['id']} on {sshd.alias}"
+    assert queued["reason"] == f"waiting for attempt #{first['id']} on {sshd.alias}"
     one, two = ended(dash, first["id"])["run"], ended(dash, second["id"])["run"]
     assert one["outcome"] == two["outcome"] == "measured"
     # The second launched only after the first was stopped and proven stopped.

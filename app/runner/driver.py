@@ -162,7 +162,8 @@ class RunDriver:
             blocker = self.records.blocking_run(self.run_id)
             if blocker is None:
                 break
-            reason = f"waiting for run {blocker.id} on {run.host}"
+            # (named by its attempt: a run id is nothing a person sees elsewhere)
+            reason = f"waiting for attempt #{blocker.attempt_id} on {run.host}"
             if reason != reported:
                 self.records.update(self.run_id, reason=reason)
                 reported = reason
