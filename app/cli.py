@@ -148,8 +148,8 @@ def prepare_database(
 # The campaign's verbs (app/verbs.py), by name: their module and the HTTP client it imports
 # are loaded only when one is run or listed, so that `diagnose` starts without them.
 VERB_NAMES = (
-    "campaigns", "attempts", "show", "eliminate", "adopt", "note", "search", "seen", "compare",
-    "export",
+    "new", "campaigns", "attempts", "show", "eliminate", "adopt", "note", "search", "seen",
+    "compare", "export",
 )  # fmt: skip
 
 

@@ -41,6 +41,13 @@ ENDED = ("done", "failed")
 
 Result = TypeVar("Result")
 CampaignRef = Annotated[int | str, Field(description="A campaign's id or its exact name.")]
+CampaignName = Annotated[str, Field(min_length=1, description="The campaign's name, unique.")]
+Metric = Annotated[str, Field(description="What is measured, as its unit says it.")]
+Baseline = Annotated[
+    float | None, Field(description="The figure to beat, as it stands today; none: not yet known.")
+]
+HigherIsBetter = Annotated[bool, Field(description="False for a latency: smaller is better.")]
+Description = Annotated[str, Field(description="What the campaign is after, in markdown.")]
 AttemptRef = Annotated[int, Field(description="An attempt's id.")]
 ErrorText = Annotated[str, Field(min_length=1, description="An error line or a log excerpt.")]
 Query = Annotated[str, Field(min_length=1, description="Text to find, any case.")]
@@ -118,6 +125,22 @@ def build(dashboards: Dashboards) -> MCPServer:
         """Every campaign (id, name, metric, baseline, attempt count), newest first. Cheap:
         call it first to learn the campaign's id or exact name."""
         return await call(lambda api: api.get("/api/campaigns"))
+
+    @server.tool(annotations=writes)
+    async def create_campaign(
+        name: CampaignName,
+        metric: Metric = "tok/s",
+        baseline: Baseline = None,
+        higher_is_better: HigherIsBetter = True,
+        description: Description = "",
+    ) -> dict[str, Any]:
+        """Starts a campaign: what it measures and the figure to beat. Returns the campaign;
+        its id is what the other tools take (a name another campaign has too is ambiguous)."""
+        body: dict[str, Any] = {"name": name, "metric": metric, "description": description,
+                                "higher_is_better": higher_is_better}  # fmt: skip
+        if baseline is not None:
+            body["baseline"] = baseline
+        return await call(lambda api: api.post("/api/campaigns", body))
 
     @server.tool(annotations=reads)
     async def get_campaign(campaign: CampaignRef) -> dict[str, Any]:

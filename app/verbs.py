@@ -99,6 +99,35 @@ def campaigns(url: str | None, as_json: bool) -> None:
     emit(as_json, found, table(rows, right=(0, 3, 4)) if found else ["No campaigns yet."])
 
 
+@click.command("new")
+@click.argument("name")
+@click.option("--metric", default="tok/s", show_default=True,
+              help="What is measured, as its unit says it.")  # fmt: skip
+@click.option("--lower-is-better", is_flag=True,
+              help="A latency, say: the smaller the figure, the better.")  # fmt: skip
+@click.option("--baseline", type=float, default=None,
+              help="The figure to beat, as it stands today.")  # fmt: skip
+@click.option("--target", type=float, default=None, help="The figure aimed for.")
+@click.option("--noise-pct", type=float, default=None,
+              help="The benchmark's run-to-run noise, in percent (default 1).")  # fmt: skip
+@click.option("--description", default="", help="What the campaign is after, in markdown.")
+@api_options
+def new(
+    name: str, metric: str, lower_is_better: bool, baseline: float | None, target: float | None,
+    noise_pct: float | None, description: str, url: str | None, as_json: bool,
+) -> None:  # fmt: skip
+    """Start a campaign: its NAME, what it measures and the figure to beat."""
+    body: dict[str, Any] = {"name": name, "metric": metric, "higher_is_better": not lower_is_better,
+                            "description": description}  # fmt: skip
+    for field, value in (("baseline", baseline), ("target", target), ("noise_pct", noise_pct)):
+        if value is not None:
+            body[field] = value
+    with connect(url) as api:
+        made = api.post("/api/campaigns", body)
+    said = f", baseline {fmt_number(made['baseline'])}" if made.get("baseline") is not None else ""
+    emit(as_json, made, [f"Campaign #{made['id']} {made['name']} ({made['metric']}{said})."])
+
+
 @click.command()
 @click.argument("campaign")
 @click.option("--status", default=None,
@@ -388,4 +417,4 @@ def export(campaign: str, form: str, url: str | None, as_json: bool) -> None:
     click.echo(text, nl=not text.endswith("\n"))
 
 
-VERBS = [campaigns, attempts, show, eliminate, adopt, note, search, seen, compare, export]
+VERBS = [new, campaigns, attempts, show, eliminate, adopt, note, search, seen, compare, export]

@@ -95,6 +95,17 @@ def test_every_verb_reads_and_writes_the_running_dashboard_plain_json_and_wrong_
     graphs = measured_attempt(api, cid, "CUDA graph max bs 128", [90.0, 90.5, 91.0])
     same = measured_attempt(api, cid, "Overlap schedule", [82.1, 81.9, 82.0])
 
+    # A campaign started from the terminal, as an agent at the keyboard would
+    started = cli(tmp_path, "new", "TTFT", "--metric", "ms", "--lower-is-better",
+                  "--baseline", "120", "--target", "90")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert re.fullmatch(r"Campaign #\d+ TTFT \(ms, baseline 120\.0\)\.\n", started.stdout)
+    ttft = as_json(tmp_path, "attempts", "TTFT")
+    assert ttft == []
+    refused = cli(tmp_path, "new", "Worse", "--baseline", "100", "--target", "90")
+    assert refused.returncode == 2 and "target" in refused.stderr, refused.stderr
+    api.delete(f"/api/campaigns/{as_json(tmp_path, 'campaigns')[0]['id']}")
+
     listed = cli(tmp_path, "campaigns")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[0].split() == ["ID", "NAME", "METRIC", "BASELINE", "ATTEMPTS"]

@@ -16,9 +16,9 @@ from tests.mcp_agent import agent
 from tests.runner_helpers import served_env
 from tests.sshd import Sshd
 
-TOOLS = {"list_campaigns", "get_campaign", "get_attempt", "seen_before", "search",
-         "diagnose_log", "try_attempt", "wait_for_attempt", "record_verdict", "add_note",
-         "compare_attempts"}  # fmt: skip
+TOOLS = {"list_campaigns", "create_campaign", "get_campaign", "get_attempt", "seen_before",
+         "search", "diagnose_log", "try_attempt", "wait_for_attempt", "record_verdict",
+         "add_note", "compare_attempts"}  # fmt: skip
 
 
 def agent_env(tmp_path: Path) -> dict[str, str]:
@@ -55,6 +55,12 @@ def test_the_tools_an_agent_sees_and_their_errors(
         assert not tools["record_verdict"].annotations.destructive_hint  # type: ignore[union-attr]
 
         assert [c["name"] for c in mcp.ok("list_campaigns")] == ["EAGLE-3"]
+        # An agent starts its own campaign, then finds it by name
+        latency = mcp.ok("create_campaign", name="TTFT", metric="ms", baseline=120.0,
+                         higher_is_better=False)  # fmt: skip
+        assert (latency["name"], latency["baseline"], latency["higher_is_better"]) == (
+            "TTFT", 120.0, False)  # fmt: skip
+        assert mcp.ok("get_campaign", campaign="TTFT")["id"] == latency["id"]
         assert mcp.ok("get_campaign", campaign="EAGLE-3")["attempts"][0]["id"] == attempt
         assert mcp.ok("get_campaign", campaign=campaign["id"])["name"] == "EAGLE-3"
 
@@ -64,6 +70,7 @@ def test_the_tools_an_agent_sees_and_their_errors(
              "'eliminated' or 'adopted'"),
             ("get_attempt", {"attempt": 999}, "attempt 999 not found"),
             ("get_campaign", {"campaign": "no such campaign"}, "no campaign named"),
+            ("create_campaign", {"name": "x", "baseline": -1}, "greater than or equal"),
             ("add_note", {"body": "x"}, "give attempt or campaign"),
             ("compare_attempts", {"attempts": [attempt]}, "at least 2"),
             ("wait_for_attempt", {"attempt": attempt, "timeout_s": 1},
