@@ -103,6 +103,10 @@ def test_the_compare_page_at_desktop_and_on_a_phone(api: httpx.Client, open_page
     assert cards.count() == 3 and cards.nth(1).is_visible()
     box = cards.nth(1).bounding_box()
     assert box is not None and box["width"] <= 390
+    # a long flag's name does not squeeze the values into a sliver that breaks mid-word
+    values = cards.nth(1).locator("dd")
+    narrowest = min(values.nth(i).bounding_box()["width"] for i in range(values.count()))  # type: ignore[index]
+    assert narrowest >= 0.45 * box["width"], (narrowest, box["width"])
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the page scrolls sideways on a phone: {width} px"
     page.screenshot(path=str(SHOTS / "02-phone.png"), full_page=True)
