@@ -8,8 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +257,7 @@ def test_stop_ends_a_kept_server_and_retest_launches_the_same_command(
     run = ended(dash, attempt["id"])["run"]
     assert (run["state"], run["outcome"], run["stoppable"]) == ("done", "ready", True)
     assert session_processes(run["pgid"]) and port_listening(port)
+    asked_at = time.time()
     stopped = dash.post(f"/api/attempts/{attempt['id']}/stop")
     assert stopped.status_code == 200, stopped.text
     final = wait_for(
@@ -263,6 +265,10 @@ def test_stop_ends_a_kept_server_and_retest_launches_the_same_command(
         what="the kept server stopped",
     )
     assert final["stop_report"]["stopped"] is True
+    # a kept server's time runs until it is stopped, not until it was ready
+    launched = datetime.fromisoformat(final["launched_at"])
+    launched_s = launched.replace(tzinfo=launched.tzinfo or UTC).timestamp()
+    assert final["elapsed_s"] >= asked_at - launched_s, (final["elapsed_s"], asked_at - launched_s)
     assert_clean(final, port)
     again = dash.post(f"/api/attempts/{attempt['id']}/stop")
     assert again.status_code == 409 and "has ended" in again.json()["detail"]

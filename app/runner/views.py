@@ -33,8 +33,12 @@ def last_line(session: Session, run: Run, tail: TailState | None) -> str | None:
 def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
     assert run.id is not None
     launched, ended = _aware(run.launched_at), _aware(run.ended_at)
-    elapsed = ((ended or utcnow()) - launched).total_seconds() if launched else None
     kept_alive = kept_running(run)
+    if kept_alive:
+        ended = None  # its server still runs: its time still counts
+    elif run.keep and run.stop_report is not None:
+        ended = _aware(run.updated_at)  # a kept server's time ends when it was stopped
+    elapsed = ((ended or utcnow()) - launched).total_seconds() if launched else None
     active = run.state not in (RunState.done, RunState.failed)
     return RunOut(
         id=run.id,
