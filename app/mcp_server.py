@@ -41,13 +41,13 @@ ENDED = ("done", "failed")
 
 Result = TypeVar("Result")
 CampaignRef = Annotated[int | str, Field(description="A campaign's id or its exact name.")]
-CampaignName = Annotated[str, Field(min_length=1, description="The campaign's name, unique.")]
+CampaignName = Annotated[str, Field(min_length=1, description="A name no campaign has yet.")]
 Metric = Annotated[str, Field(description="What is measured, as its unit says it.")]
 Baseline = Annotated[
     float | None, Field(description="The figure to beat, as it stands today; none: not yet known.")
 ]
 HigherIsBetter = Annotated[bool, Field(description="False for a latency: smaller is better.")]
-Description = Annotated[str, Field(description="What the campaign is after, in markdown.")]
+Description = Annotated[str, Field(description="What the campaign is after, in a sentence or two.")]
 AttemptRef = Annotated[int, Field(description="An attempt's id.")]
 ErrorText = Annotated[str, Field(min_length=1, description="An error line or a log excerpt.")]
 Query = Annotated[str, Field(min_length=1, description="Text to find, any case.")]
@@ -134,13 +134,22 @@ def build(dashboards: Dashboards) -> MCPServer:
         higher_is_better: HigherIsBetter = True,
         description: Description = "",
     ) -> dict[str, Any]:
-        """Starts a campaign: what it measures and the figure to beat. Returns the campaign;
-        its id is what the other tools take (a name another campaign has too is ambiguous)."""
+        """Starts a campaign: what it measures and the figure to beat. Returns the campaign
+        (its id or name is what the other tools take). Refused when a campaign has the name."""
         body: dict[str, Any] = {"name": name, "metric": metric, "description": description,
                                 "higher_is_better": higher_is_better}  # fmt: skip
         if baseline is not None:
             body["baseline"] = baseline
-        return await call(lambda api: api.post("/api/campaigns", body))
+
+        def work(api: Api) -> dict[str, Any]:
+            # (a retried call must not make a second campaign its name can no longer reach)
+            taken = [c["id"] for c in api.get("/api/campaigns") if c["name"] == name.strip()]
+            if taken:
+                raise ToolError(f"campaign #{taken[0]} is named {name.strip()!r} already: "
+                                "use it, or give another name")  # fmt: skip
+            return api.post("/api/campaigns", body)
+
+        return await call(work)
 
     @server.tool(annotations=reads)
     async def get_campaign(campaign: CampaignRef) -> dict[str, Any]:

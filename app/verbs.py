@@ -110,7 +110,7 @@ def campaigns(url: str | None, as_json: bool) -> None:
 @click.option("--target", type=float, default=None, help="The figure aimed for.")
 @click.option("--noise-pct", type=float, default=None,
               help="The benchmark's run-to-run noise, in percent (default 1).")  # fmt: skip
-@click.option("--description", default="", help="What the campaign is after, in markdown.")
+@click.option("--description", default="", help="What the campaign is after, in a sentence or two.")
 @api_options
 def new(
     name: str, metric: str, lower_is_better: bool, baseline: float | None, target: float | None,
@@ -123,6 +123,11 @@ def new(
         if value is not None:
             body[field] = value
     with connect(url) as api:
+        # (a name two campaigns share is refused everywhere a name stands for a campaign)
+        taken = [c["id"] for c in api.get("/api/campaigns") if c["name"] == name.strip()]
+        if taken:
+            raise DashboardError(f"campaign #{taken[0]} is named {name.strip()!r} already: "
+                                 "use it, or give another name")  # fmt: skip
         made = api.post("/api/campaigns", body)
     said = f", baseline {fmt_number(made['baseline'])}" if made.get("baseline") is not None else ""
     emit(as_json, made, [f"Campaign #{made['id']} {made['name']} ({made['metric']}{said})."])

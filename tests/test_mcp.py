@@ -71,6 +71,7 @@ def test_the_tools_an_agent_sees_and_their_errors(
             ("get_attempt", {"attempt": 999}, "attempt 999 not found"),
             ("get_campaign", {"campaign": "no such campaign"}, "no campaign named"),
             ("create_campaign", {"name": "x", "baseline": -1}, "greater than or equal"),
+            ("create_campaign", {"name": "EAGLE-3"}, "is named 'EAGLE-3' already"),
             ("add_note", {"body": "x"}, "give attempt or campaign"),
             ("compare_attempts", {"attempts": [attempt]}, "at least 2"),
             ("wait_for_attempt", {"attempt": attempt, "timeout_s": 1},
