@@ -213,6 +213,14 @@ def attach_log(session: Session, attempt: Attempt, source: str, *, by: Actor) ->
         repo.forget_log(session, attempt_id=attempt.id)
         attempt.diagnosis = attempt.fingerprint = None
         attempt.logged_args = attempt.environment = None
+        session.flush()
+        status = Status(attempt.status)
+        unproven = status in (S.ready, S.crashed) or (
+            status == S.measured and not repo.count_measurements(session, attempt_id=attempt.id)
+        )
+        if unproven:
+            # what the old log proved (ready, crashed, its figures) the new one must prove again
+            attempt.status = S.running
     attempt.source = source
     session.add(attempt)
     changes.follow_up(session, attempt.id)  # another log: the tail restarts on it

@@ -689,6 +689,21 @@ def test_another_source_is_read_on_its_own_not_after_the_old_log(
     assert stored_log(api, attempt["id"]) == crash  # the new log alone
     assert body["diagnosis"]["root_cause"] == "KeyError: 12"
     assert body["metric"]["n"] == 1 and body["metric_value"] == 80.0  # the typed figure stays
+    # The other way round: a crash's log replaced by a healthy one is no crash any more
+    healthy = tmp_path / "healthy.log"
+    healthy.write_bytes(
+        b"[2026-02-27 13:22:00] The server is fired up and ready to roll!\n"
+        b"Output token throughput (tok/s):         111.50\n"
+    )
+    crashed = make_attempt(api, campaign["id"], source=f"file://{right}")
+    wait_for(lambda: attempt_of(api, crashed["id"])["status"] == "crashed", what="the crash")
+    moved = api.patch(f"/api/attempts/{crashed['id']}", json={"source": f"file://{healthy}"})
+    assert moved.status_code == 200 and moved.json()["status"] == "running", moved.text
+    again = wait_for(
+        lambda: (a := attempt_of(api, crashed["id"]))["status"] == "measured" and a,
+        what="the healthy log measured",
+    )
+    assert again["metric_value"] == 111.5 and again["diagnosis"]["crashed"] is False
 
 
 def test_a_binary_file_is_refused_as_not_a_text_log_not_stored(
