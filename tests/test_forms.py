@@ -71,6 +71,9 @@ def test_a_dead_end_s_reason_is_edited_on_its_page_while_the_cli_cannot_rewrite_
     page = browser.get(f"/attempts/{attempt['id']}").text
     fields = form_defaults(page, f"/attempts/{attempt['id']}/status")
     assert fields["status"] == "eliminated" and fields["verdict"] == "slowr"
+    # final: no other status is offered, only its reason to edit
+    choice = re.search(r'<select name="status".*?</select>', page, re.S)
+    assert choice and re.findall(r'<option value="(\w+)"', choice.group(0)) == ["eliminated"]
     fields["verdict"] = "slower by 4 %"  # the typo fixed, the status left as the form shows it
     assert browser.post(f"/attempts/{attempt['id']}/status", data=fields).status_code == 303
     assert api.get(f"/api/attempts/{attempt['id']}").json()["verdict"] == "slower by 4 %"
