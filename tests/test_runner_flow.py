@@ -127,6 +127,10 @@ def test_a_launched_attempt_is_measured_n_times_then_stopped(
     assert final["diagnosis"]["ready"] is True
     assert run["stop_report"]["signal"] == "SIGTERM" and run["stop_report"]["port_free"]
     assert run["gpu_note"] == f"GPUs not checked: no nvidia-smi on {sshd.alias}"
+    # the exit status the dashboard's own stop gave the server (143) reads as that stop
+    page = dash.get(f"/attempts/{final['id']}", headers={"Accept": "text/html"}).text
+    assert run["exit_code"] == 143 and "ended by the stop's SIGTERM" in page
+    assert "exit 143" not in page
     assert_clean(run, port)
 
 
