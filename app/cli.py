@@ -232,7 +232,10 @@ def serve(host: str, port: int) -> None:
         click.echo("Owner token generated; it is stored hashed and shown only this once.")
         click.echo(f"Log in: {login_url(settings, host, port, generated)}")
     elif not settings.token:
-        click.echo("Log in with the link printed at first start, or run: campaign-dash token reset")
+        click.echo(
+            f"Dashboard: {base_url(settings, host, port)}/ (log in with the link printed at "
+            "first start, or run: campaign-dash token reset)"
+        )
     with database_errors(settings.database_url):
         app = create_app(settings)
         with session_scope(app.state.engine) as session:

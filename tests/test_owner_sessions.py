@@ -157,3 +157,14 @@ def test_a_login_while_the_sessions_are_read_again_is_kept(
     auth.refresh()
     assert auth.session_ok(cookies["new"]) and not auth.session_ok(before)
     engine.dispose()
+
+
+def test_a_later_start_says_where_the_dashboard_is(tmp_path: Path) -> None:
+    env = clean_env()
+    env["CAMPAIGN_DASH_DATABASE_URL"] = f"sqlite:///{tmp_path / 'campaign-dash.db'}"
+    port = free_port()
+    with serving(env, tmp_path, port) as first:
+        assert login_link(first.printed())
+    with serving(env, tmp_path, port) as again:  # the token was shown once: the address stays
+        said = again.printed()
+    assert f"Dashboard: http://127.0.0.1:{port}/ (log in with the link printed at" in said, said
