@@ -208,6 +208,17 @@ class Api:
             raise DashboardError(f"no campaign named {name!r}")
         return int(named[0])
 
+    def new_campaign(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A campaign started, unless another has its name: a name two campaigns share stands
+        for neither wherever a name is given (and a retried call must not make a second)."""
+        name = str(body["name"]).strip()
+        taken = [c["id"] for c in self.get("/api/campaigns") if c["name"] == name]
+        if taken:
+            raise DashboardError(
+                f"campaign #{taken[0]} is named {name!r} already: use it, or give another name"
+            )
+        return self.post("/api/campaigns", body)
+
 
 def attempt_id(attempt: str | int) -> int:
     """ATTEMPT as its id, `12` or `#12`."""

@@ -140,16 +140,7 @@ def build(dashboards: Dashboards) -> MCPServer:
                                 "higher_is_better": higher_is_better}  # fmt: skip
         if baseline is not None:
             body["baseline"] = baseline
-
-        def work(api: Api) -> dict[str, Any]:
-            # (a retried call must not make a second campaign its name can no longer reach)
-            taken = [c["id"] for c in api.get("/api/campaigns") if c["name"] == name.strip()]
-            if taken:
-                raise ToolError(f"campaign #{taken[0]} is named {name.strip()!r} already: "
-                                "use it, or give another name")  # fmt: skip
-            return api.post("/api/campaigns", body)
-
-        return await call(work)
+        return await call(lambda api: api.new_campaign(body))
 
     @server.tool(annotations=reads)
     async def get_campaign(campaign: CampaignRef) -> dict[str, Any]:

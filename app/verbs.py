@@ -123,12 +123,7 @@ def new(
         if value is not None:
             body[field] = value
     with connect(url) as api:
-        # (a name two campaigns share is refused everywhere a name stands for a campaign)
-        taken = [c["id"] for c in api.get("/api/campaigns") if c["name"] == name.strip()]
-        if taken:
-            raise DashboardError(f"campaign #{taken[0]} is named {name.strip()!r} already: "
-                                 "use it, or give another name")  # fmt: skip
-        made = api.post("/api/campaigns", body)
+        made = api.new_campaign(body)
     said = f", baseline {fmt_number(made['baseline'])}" if made.get("baseline") is not None else ""
     emit(as_json, made, [f"Campaign #{made['id']} {made['name']} ({made['metric']}{said})."])
 
