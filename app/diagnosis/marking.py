@@ -88,9 +88,16 @@ _GROUP_BORDER = re.compile(r"\+-{8,}$")  # where an exception group's printout c
 _ASGI_REQUEST = re.compile(r"\bException in ASGI application\b")
 # vLLM's engine loop failing inside a request's traceback: the engine's failure, not the request's
 _ENGINE_STEP_FRAME = re.compile(r"\bin (?:run_engine_loop|engine_step|step_async|execute_model)$")
-# A front end's access record of a request answered with an error: Uvicorn's, Gin's.
-_ANSWERED_5XX_RECORD = re.compile(r'HTTP/[\d.]+" 5\d\d\b|^\[GIN\] .*\| 5\d\d \|')
-_ANSWERED_ERROR = re.compile(r'HTTP/[\d.]+" [45]\d\d\b|^\[GIN\] .*\| [45]\d\d \|')
+
+
+def _access_record(status: str) -> re.Pattern[str]:
+    """A front end's access record of a request answered with `status` (a regex of the
+    first digit): Uvicorn's, Gin's."""
+    return re.compile(rf'HTTP/[\d.]+" {status}\d\d\b|^\[GIN\] .*\| {status}\d\d \|')
+
+
+_ANSWERED_ERROR = _access_record("[45]")
+_ANSWERED_5XX_RECORD = _access_record("5")
 
 
 def mark(entries: list[Entry]) -> None:
