@@ -165,9 +165,10 @@ FLOORS = {
     # C001-C159, D001-D136, E001-E077, O001-O137, AA001-AA127, AB001-AB105, AC001-AC104,
     # AD001-AD108, AE001-AE105, AF001-AF150, AG001-AG220, AH001-AH222, AI001-AI279,
     # E080-E096, AJ001-AJ307, AK001-AK404, AL001-AL409, E100-E122, AM001-AM129,
-    # AN001-AN607, AO001-AO057, AP001-AP608, AQ001-AQ409, E123-E142, AR001-AR613 and
-    # E143-E163 (the second to forty-eighth rounds' fresh parts) are tuning too: each part
-    # folded in lowers these floors to what the engine reads on the larger part.
+    # AN001-AN607, AO001-AO057, AP001-AP608, AQ001-AQ409, E123-E142, AR001-AR613,
+    # E143-E163, AS001-AS713 and E164-E188 (the second to forty-ninth rounds' fresh parts)
+    # are tuning too: each part folded in lowers these floors to what the engine reads on the
+    # larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -175,17 +176,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # A fresh part is held to what it read when it was scored once: AS001-AS713 (85 public
-    # logs, the forty-ninth round's) and E164-E188 (25 failures made on an H100 in servers'
-    # and trainers' shapes), scored after that round's rules at 71 / 77 / 58 / 80 / 72 and 23 /
-    # 24 / 17 / 25 / 22 (bench/README.md has the figures).
-    "fresh": {
-        "root_cause": 0.85,
-        "top3": 0.91,
-        "error_class": 0.68,
-        "crashed": 0.95,
-        "ready": 0.85,
     },
     "validation": {
         "root_cause": 1.0,
