@@ -3929,3 +3929,59 @@ def test_a_handler_s_traceback_its_front_end_answers_with_a_500_is_that_request_
         "00:50:20.266 [END] /v1/inference/chat-completion [StatusCode.OK] (431.99ms)",
     )
     assert (found.crashed, found.root_cause) == (False, None), found.crashed_reason
+
+
+@pytest.mark.parametrize(
+    "lines,root_cause,error_class",
+    [
+        (  # a linker that cannot write its output, under GCC's driver's summary
+            ["/usr/bin/ld: cannot open output file helpers.so: Permission denied",
+             "collect2: error: ld returned 1 exit status"],
+            "/usr/bin/ld: cannot open output file helpers.so: Permission denied",
+            "import_or_version",
+        ),
+        (  # offsets that overflow an object too big, under setuptools' "command failed"
+            ["    (.init+0xb): relocation truncated to fit: R_X86_64_REX_GOTPCRELX against "
+             "undefined symbol `__gmon_start__'",
+             "    kernels.cpp:(.text+0x1d7): relocation truncated to fit: R_X86_64_PC32 against "
+             "`.bss'",
+             "    collect2: error: ld returned 1 exit status",
+             "    error: command '/usr/bin/x86_64-linux-gnu-g++' failed with exit code 1"],
+            "    (.init+0xb): relocation truncated to fit: R_X86_64_REX_GOTPCRELX against "
+            "undefined symbol `__gmon_start__'",
+            "import_or_version",
+        ),
+        (  # NVRTC's count of its errors yields to the error it counts, quoted by CuPy
+            [*TB, "cupy_backends.cuda.libs.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION (6)", "",
+             "During handling of the above exception, another exception occurred:", "", *TB,
+             "cupy.cuda.compiler.CompileException: /tmp/k.cu(4): error: identifier "
+             "\"__shfl_down\" is undefined", "",
+             '1 error detected in the compilation of "/tmp/k.cu".'],
+            "cupy.cuda.compiler.CompileException: /tmp/k.cu(4): error: identifier "
+            "\"__shfl_down\" is undefined",
+            "import_or_version",
+        ),
+        (  # an sbatch script under `set -u` after the work was done
+            ["[rank0]: saved model_final.pt", "training finished, packing artifacts",
+             "/var/spool/slurmd/job48877/slurm_script: line 19: SLURM_ARRAY_TASK_ID: unbound "
+             "variable"],
+            "/var/spool/slurmd/job48877/slurm_script: line 19: SLURM_ARRAY_TASK_ID: unbound "
+            "variable",
+            "config_or_args",
+        ),
+        (  # transformers' pipeline, after each model class it tried failed to load
+            [*TB, "ValueError: Could not load model google/gemma-2-27b-it with any of the "
+             "following classes: (<class 'AutoModelForCausalLM'>,). See the original errors:",
+             "", "while loading with AutoModelForCausalLM, an error is thrown:", *TB,
+             "OSError: [Errno 28] No space left on device"],
+            "OSError: [Errno 28] No space left on device",
+            None,
+        ),
+    ],
+)  # fmt: skip
+def test_a_build_s_or_a_script_s_own_line_is_why_it_failed(
+    lines: list[str], root_cause: str, error_class: str | None
+) -> None:
+    found = diagnose(*QUIET, *lines)
+    assert (found.crashed, found.root_cause) == (True, root_cause), found.candidates
+    assert error_class is None or found.error_class == error_class

@@ -237,6 +237,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bcaptures_underway\b",
     )),
     # Device ordinals and visible devices are configuration, even worded as a CUDA error.
+    # A linker that cannot write what it linked ("Permission denied") or whose offsets
+    # overflow: a build that failed, whatever reason it gives.
+    ("import_or_version", _any(
+        r"\bld(?:\.\w+)?: cannot open output file ", r"\brelocation truncated to fit: "
+    )),
     ("config_or_args", _any(
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
@@ -297,6 +302,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bAssertionError: .*\brequires\b(?! (?:the )?[\w.-]+ package\b)",
         # a serving backend the model's configuration names that this install lacks
         r"\bunable to find backend library\b",
+        # a shell script under `set -u` reading a variable nobody set
+        r"\b\w+: unbound variable$",
         # the driver's library not visible (a container started without its GPUs)
         r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
     )),
@@ -1027,7 +1034,12 @@ NATIVE_FAILURE = _any(
     r"\bTest (?:NCCL |CUDA )?failure \S+\.cu:\d+",
     # a linker that cannot find a library it was told to link, a device allocator refusing
     LIBRARY_NOT_FOUND,
+    # and one that cannot write what it linked, or whose offsets overflow (an object too big)
+    r"\bld(?:\.\w+)?: cannot open output file ",
+    r"\brelocation truncated to fit: ",
     DEVICE_ALLOCATION_REFUSED,
+    # a shell script under `set -u` on a variable nobody set (an sbatch script's)
+    r"\b\w+: unbound variable$",
     r"\bexitcode\s*:\s*-?[1-9]\d*",
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",

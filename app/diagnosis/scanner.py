@@ -63,7 +63,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"uplicate GPU", b"isaligned address", b"device function", b"launch failure",
         b"annot ", b"ould not", b"ouldn't", b"nable to", b"non-zero status",
         b"o space left", b"o such file", b"ouble free", b"ignal (", b"eyboardInterrupt",
-        b"econd interrupt", b"Prompt executed in",
+        b"econd interrupt", b"Prompt executed in", b"nbound variable", b"truncated to fit",
         # a missing file or command in the host's language ("No existe el archivo o el
         # directorio", "Befehl nicht gefunden")
         b"ommand not found", b"o existe el archivo", b"nicht gefunden", b"Aucun fichier",

@@ -504,6 +504,32 @@ WRAPPERS = (
         'symbols for architecture arm64:") say why; observed in corpus case V093',
     ),
     Wrapper(
+        r"^\s*error: command '[^']+' failed with exit (?:code|status) [1-9]\d*$",
+        ("setuptools",),
+        "    error: command '/usr/bin/x86_64-linux-gnu-g++' failed with exit code 1",
+        "setuptools' build_ext (distutils' spawn) after a compiler or linker it ran failed: "
+        "that tool's own lines above say why; observed in corpus case AS403",
+    ),
+    Wrapper(
+        r"\b\d+ errors? detected in the compilation of ",
+        ("nvcc", "nvrtc"),
+        '1 error detected in the compilation of "/tmp/tmpwauubgj0/'
+        '2344c8410148612839a8738d76e8cf69e4dc8b66.cubin.cu".',
+        "nvcc's and NVRTC's count of the errors they printed: each `error:` line says what; "
+        "observed in corpus case E186",
+    ),
+    Wrapper(
+        r"\bCould not load model \S+ with any of the following classes\b",
+        ("transformers",),
+        "ValueError: Could not load model google/gemma-2-27b-it with any of the following "
+        "classes: (<class 'transformers.models.auto.modeling_auto.AutoModelForCausalLM'>, "
+        "<class 'transformers.models.auto.modeling_tf_auto.TFAutoModelForCausalLM'>, "
+        "<class 'transformers.models.gemma2.modeling_gemma2.Gemma2ForCausalLM'>). See the "
+        "original errors:",
+        "transformers' pipeline (pipelines/base.py infer_framework_load_model) after each model "
+        "class failed to load: the errors it quotes below say why; observed in corpus case AS108",
+    ),
+    Wrapper(
         r"\bCalledProcessError\b",
         ("python",),
         "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
