@@ -3985,3 +3985,34 @@ def test_a_build_s_or_a_script_s_own_line_is_why_it_failed(
     found = diagnose(*QUIET, *lines)
     assert (found.crashed, found.root_cause) == (True, root_cause), found.candidates
     assert error_class is None or found.error_class == error_class
+
+
+def test_a_missing_module_yields_to_the_chained_word_on_what_to_install() -> None:
+    install = (
+        "ImportError: Please install bitsandbytes>=0.46.1 via `pip install bitsandbytes>=0.46.1` "
+        "to use bitsandbytes quantizer."
+    )
+    found = diagnose(
+        *QUIET, *TB, "ModuleNotFoundError: No module named 'bitsandbytes'", "",
+        "The above exception was the direct cause of the following exception:", "", *TB, install,
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class) == (install, "import_or_version")
+    # Another module's advice says nothing of this one.
+    other = "ImportError: Please install accelerate to use device_map."
+    found = diagnose(
+        *QUIET, *TB, "ModuleNotFoundError: No module named 'bitsandbytes'", "",
+        "The above exception was the direct cause of the following exception:", "", *TB, other,
+    )  # fmt: skip
+    assert found.root_cause == "ModuleNotFoundError: No module named 'bitsandbytes'"
+
+
+def test_an_exception_whose_message_starts_on_the_next_line_is_named_by_that_line() -> None:
+    message = (
+        "            Some tensors share memory, this will lead to duplicate memory on disk and "
+        "potential differences when loading them again: [{'wte.weight', 'lm_head.weight'}]."
+    )
+    found = diagnose(
+        *QUIET, *TB, "RuntimeError: ", message,
+        "            A potential way to correctly save your model is to use `save_model`.",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, message)

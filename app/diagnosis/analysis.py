@@ -485,6 +485,10 @@ def _chain_end(entries: list[Entry], first: Entry, position: dict[int, int]) -> 
     return end
 
 
+_NO_MODULE = re.compile(r"\bNo module named '([\w-]+)")
+_INSTALL = re.compile(r"\binstall\b", re.IGNORECASE)
+
+
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
     """A terse exception ("KeyError: 'gemma4_unified'") that the next one in its chain quotes
     and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
@@ -514,6 +518,21 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
             if entry.strength == 3 and not entry.noise:
                 said = _EXCEPTION_MESSAGE.match(entry.content)
                 if entry.consequence and said and len(said[1].split()) >= EXPLAINS_WORDS:
+                    return entry
+                return first
+        return first
+    missing = _NO_MODULE.search(first.content)
+    if missing is not None:
+        # A missing module, then the library's own word on what to install ("ImportError:
+        # Please install bitsandbytes>=0.46.1 via `pip install ...`"): the version is in it.
+        start = position[id(first)]
+        for entry in entries[start + 1 : start + 1 + FOLLOW_UP_LINES]:
+            if entry.strength == 3 and not entry.noise:
+                if (
+                    entry.consequence
+                    and missing[1] in entry.content
+                    and _INSTALL.search(entry.content)
+                ):
                     return entry
                 return first
         return first
@@ -972,14 +991,22 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
 def _reason_below(entries: list[Entry], root: Entry) -> Entry | None:
     """A failure's header whose next line gives the reason ("LLVM Fatal Error while compiling
     target binary for module: jit_iota", then "Reason: PTX version 8.8 does not support target
-    'sm_107a'."): the reason says what failed."""
+    'sm_107a'."), or an exception whose message starts on the next line, indented
+    ("RuntimeError: ", then "    Some tensors share memory, ..."): that line says what failed."""
     index = entries.index(root) + 1
     if index < len(entries):
         below = entries[index]
-        if below.line.number == root.line.number + 1 and _REASON.match(below.content):
+        if below.line.number == root.line.number + 1 and (
+            _REASON.match(below.content)
+            or (_MESSAGE_BELOW.fullmatch(root.content) and _INDENTED.match(below.text))
+        ):
             below.strength = max(below.strength, 3)
             return below
     return None
+
+
+_MESSAGE_BELOW = re.compile(r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*")
+_INDENTED = re.compile(r"\s+[^\s\^~]")
 
 
 _REASON = re.compile(r"^Reason:\s+\S")

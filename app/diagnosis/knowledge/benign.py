@@ -43,12 +43,38 @@ BENIGN = (
         hard=True,
     ),
     Benign(
-        r"^/usr/bin/ld: cannot find -l(?:cufile|aio)\b",
+        r"\bld: cannot find -l(?:cufile|aio)\b",
         ("deepspeed",),
         "/usr/bin/ld: cannot find -lcufile",
         "DeepSpeed's op builders (op_builder/builder.py) linking a test program to see whether "
         "GPUDirect Storage or libaio is there: the link fails where they are not, and the job "
         "goes on without those ops; observed in corpus case AO002",
+    ),
+    Benign(
+        r"^wandb: ERROR The nbformat package was not found\b",
+        ("wandb",),
+        "wandb: ERROR The nbformat package was not found. It is required to save notebook history.",
+        "Weights & Biases in a notebook without nbformat: it cannot save the notebook's history "
+        "and the run goes on; observed in corpus case AS208",
+        hard=True,
+    ),
+    Benign(
+        r"\blibbitsandbytes_cpu\.so: undefined symbol: cadam32bit_grad_fp32\b",
+        ("bitsandbytes",),
+        "/content/text-generation-webui/installer_files/env/lib/python3.11/site-packages/"
+        "bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32",
+        "bitsandbytes before 0.43 importing its CPU build where no GPU was found: it prints the "
+        "missing 8-bit optimizer symbol and goes on; observed in corpus case AS107",
+        hard=True,
+    ),
+    Benign(
+        r"\bCannot use FA version \d+ is not supported due to\b",
+        ("vllm",),
+        "ERROR 10-27 15:32:02 [fa_utils.py:57] Cannot use FA version 2 is not supported due to "
+        "FA2 is only supported on devices with compute capability >= 8",
+        "vLLM's FlashAttention version check (vllm/attention/utils/fa_utils.py), logged at ERROR "
+        "before it falls back to another attention backend; observed in corpus case AS009",
+        hard=True,
     ),
     Benign(
         r"\bfailed to allocate graph, reserving\b",
