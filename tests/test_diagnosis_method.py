@@ -4016,3 +4016,31 @@ def test_an_exception_whose_message_starts_on_the_next_line_is_named_by_that_lin
         "            A potential way to correctly save your model is to use `save_model`.",
     )  # fmt: skip
     assert (found.crashed, found.root_cause) == (True, message)
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x12288 and 8192x4096)",
+         "config_or_args"),
+        ("RuntimeError: No available kernel. Aborting execution.", "config_or_args"),
+        ("RuntimeError: Invalid thread config: thread_m_blocks = 1, thread_k = -1, thread_n = -1, "
+         "num_threads = -1 for MKN = [24, 2880, 2880] and num_bits = 4", "config_or_args"),
+        ("NotImplementedError: VLLM_USE_V1=1 is not supported with --task transcription.",
+         "config_or_args"),
+        ("OSError: [Errno 30] Read-only file system: '/home/app/.triton'", "config_or_args"),
+        ("error: externally-managed-environment", "config_or_args"),
+        ("pynvml.NVMLError_InvalidArgument: Invalid Argument", "config_or_args"),
+        ("RuntimeError: Cannot install on Python version 3.14.2; only versions >=3.10,<3.14 are "
+         "supported.", "import_or_version"),
+        ("RuntimeError: DeepGEMM backend is not available or outdated. Please install or update "
+         "the `deep_gemm` to a newer version to enable FP8 kernels.", "import_or_version"),
+        ("RuntimeError: Mooncake memory registration failed.", "nccl_comm"),
+        ("RuntimeError: [jaccl] Recv failed with errno=2", "nccl_comm"),
+    ],
+)  # fmt: skip
+def test_the_class_names_the_setting_the_version_or_the_transport_at_fault(
+    line: str, error_class: str
+) -> None:
+    found = diagnose(*QUIET, *TB, line)
+    assert (found.root_cause, found.error_class) == (line, error_class)

@@ -304,6 +304,16 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bunable to find backend library\b",
         # a shell script under `set -u` reading a variable nobody set
         r"\b\w+: unbound variable$",
+        # shapes the model's settings give that a layer or kernel cannot take: a matmul's,
+        # SDPA's with no kernel for these inputs, Marlin's tiles for this split of the weights
+        r"\bmat1 and mat2 shapes cannot be multiplied\b", r"\bNo available kernel\. Aborting\b",
+        r"\bInvalid thread config: thread_m_blocks\b",
+        # a flag that another flag rules out ("VLLM_USE_V1=1 is not supported with --task ...")
+        r"\bis not supported with --[\w-]+",
+        # where it writes: a read-only mount, a system Python pip may not touch
+        r"\bRead-only file system\b", r"\bexternally-managed-environment\b",
+        # NVML given a device the visible devices do not map
+        r"\bNVMLError_InvalidArgument\b",
         # the driver's library not visible (a container started without its GPUs)
         r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
     )),
@@ -367,7 +377,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # an RDMA transport (a KV-transfer engine's, NVSHMEM's) failing to set up: verbs,
         # memory registration, completion queues
         r"\b(?:rdma|ibverbs|ibrc|ibgda)\w*\.(?:cpp|cc|c|cu):\d+", r"\bibv_\w+\b.*\bfail",
-        r"\bFailed to register memory\b",
+        r"\bFailed to register memory\b", r"\b[Mm]ooncake memory registration failed\b",
+        r"\[jaccl\] \w+ failed\b",  # MLX's distributed backend over RDMA
         # UCX, the transport under NIXL and others
         r"\bUCX\s+ERROR\b",
     )),
@@ -631,7 +642,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a newer transformers already registering a config the engine registers itself
         r"\bis already used by a Transformers model\b",
         r": undefined reference to (?:symbol )?[`']",
-        r"\bABI\b", r"please (?:upgrade|update|install)", r"is not installed",
+        r"\bABI\b", r"[Pp]lease (?:upgrade|update|install)", r"is not installed",
+        # a package that refuses this Python, a torch built for another CUDA
+        r"\bCannot install on Python version\b",
+        r"\bCUDA version .* mismatches the version that was used to compile\b",
         r"\b[Cc]ould not load any \w+ library\b",
         # cuDNN that cannot start under this framework's build (XLA's "cudnn handle")
         r"\bCould not create cudnn handle\b",
