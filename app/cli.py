@@ -189,10 +189,10 @@ class FiniteFloatRange(click.FloatRange):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
-        number = float(super().convert(value, param, ctx))
-        if not math.isfinite(number):
+        # (finite first: "inf" is no number at all, not one out of range)
+        if not math.isfinite(float(click.FLOAT.convert(value, param, ctx))):
             self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
+        return float(super().convert(value, param, ctx))
 
 
 class RepeatType(click.ParamType):

@@ -44,7 +44,11 @@ CampaignRef = Annotated[int | str, Field(description="A campaign's id or its exa
 CampaignName = Annotated[str, Field(min_length=1, description="A name no campaign has yet.")]
 Metric = Annotated[str, Field(description="What is measured, as its unit says it.")]
 Baseline = Annotated[
-    float | None, Field(description="The figure to beat, as it stands today; none: not yet known.")
+    float | None,
+    Field(
+        allow_inf_nan=False,
+        description="The figure to beat, as it stands today; none: not yet known.",
+    ),
 ]
 HigherIsBetter = Annotated[bool, Field(description="False for a latency: smaller is better.")]
 Description = Annotated[str, Field(description="What the campaign is after, in a sentence or two.")]
@@ -146,19 +150,27 @@ def build(dashboards: Dashboards) -> MCPServer:
     async def get_campaign(campaign: CampaignRef) -> dict[str, Any]:
         """A campaign's ledger: each attempt's hypothesis, flag change against the baseline,
         status, call with its 95 % interval, root cause and class, and verdict, in the order
-        tried; `dead_ends` lists the eliminated ones with why. Read it before proposing a
-        hypothesis, so as not to try a dead end again. One request; a few KB per attempt."""
+        tried, with the notes written on each; `dead_ends` lists the eliminated ones with why;
+        `notes` the campaign's own. Read it before proposing a hypothesis, so as not to try a
+        dead end again. Two requests; a few KB per attempt."""
 
         def work(api: Api) -> dict[str, Any]:
-            detail = api.get(f"/api/campaigns/{api.campaign_id(campaign)}")
-            ledger = [ledger_entry(a) for a in detail.pop("attempts")]
+            campaign_id = api.campaign_id(campaign)
+            detail = api.get(f"/api/campaigns/{campaign_id}")
+            notes: dict[int | None, list[dict[str, Any]]] = {}
+            for note in api.get(f"/api/campaigns/{campaign_id}/notes"):
+                notes.setdefault(note["attempt_id"], []).append(note_entry(note))
+            ledger = [
+                {**ledger_entry(a), "notes": notes.get(a["id"], [])} for a in detail.pop("attempts")
+            ]
             dead_ends = [
                 {"attempt_id": a["id"], "title": a["title"], "verdict": a["verdict"],
-                 "root_cause": (a["diagnosis"] or {}).get("root_cause")}
+                 "root_cause": (a["diagnosis"] or {}).get("root_cause"), "notes": a["notes"]}
                 for a in ledger if a["status"] == "eliminated"
             ]  # fmt: skip
             detail.pop("notify", None)
-            return {**detail, "dead_ends": dead_ends, "attempts": ledger}
+            own = notes.get(None, [])
+            return {**detail, "notes": own, "dead_ends": dead_ends, "attempts": ledger}
 
         return await call(work)
 
@@ -168,8 +180,14 @@ def build(dashboards: Dashboards) -> MCPServer:
         delta_pct with delta_ci95_pct), figures, flags and flag_diff, environment and
         env_diff, diagnosis (root_cause, error_class, candidates, frame, excerpt), hints
         (what to try next), seen_before and verdict. Of the diagnosis's throughput figures
-        only the latest 10 are kept."""
-        return await call(lambda api: trimmed(api.get(f"/api/attempts/{attempt}")))
+        only the latest 10 are kept. `notes`: what was written about it (dead ends, leads)."""
+
+        def work(api: Api) -> dict[str, Any]:
+            found = trimmed(api.get(f"/api/attempts/{attempt}"))
+            notes = api.get(f"/api/attempts/{found['id']}/notes")
+            return {**found, "notes": [note_entry(note) for note in notes]}
+
+        return await call(work)
 
     @server.tool(annotations=reads)
     async def seen_before(text: ErrorText) -> dict[str, Any]:
@@ -316,6 +334,11 @@ def ledger_entry(a: dict[str, Any]) -> dict[str, Any]:
         "diagnosis": {key: diagnosis.get(key) for key in ("crashed", "root_cause",
                                                           "error_class")} if diagnosis else None,
     }  # fmt: skip
+
+
+def note_entry(note: dict[str, Any]) -> dict[str, Any]:
+    """A note as an agent reads it: its markdown, not the page's HTML of it."""
+    return {key: note.get(key) for key in ("id", "body", "created_at")}
 
 
 def fewer_figures(diagnosis: dict[str, Any]) -> dict[str, Any]:

@@ -14,11 +14,13 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationInfo,
+    field_serializer,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from app.credentials import mask_secrets
 from app.models import Lane, Status
 from app.stats import AUTO_MAX_RUNS, AUTO_MIN_RUNS, Call
 from app.tailing.sources import parse_source
@@ -448,6 +450,10 @@ class RunOut(BaseModel):
     ready_at: datetime | None
     ended_at: datetime | None
 
+    @field_serializer("command", when_used="json")
+    def _command_masked(self, command: str) -> str:
+        return mask_secrets(command)  # JSON leaves for scripts and agents: no token in it
+
 
 FlagValue = bool | str  # True: a switch given bare; otherwise the value's text
 
@@ -504,6 +510,7 @@ class AttemptOut(BaseModel):
     campaign_id: int
     title: str
     hypothesis: str
+    # (its page's edit form shows it as typed, to the owner; JSON masks its secrets)
     command: str
     flags: FlagsOut = Field(default_factory=FlagsOut)
     flag_diff: FlagDiffOut | None = None
@@ -540,6 +547,10 @@ class AttemptOut(BaseModel):
     started_at: datetime | None
     closed_at: datetime | None
     updated_at: datetime
+
+    @field_serializer("command", when_used="json")
+    def _command_masked(self, command: str) -> str:
+        return mask_secrets(command)
 
 
 class CompareOut(BaseModel):

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from app.cli import FiniteFloatRange
 from app.client import DashboardError, attempt_id, connect
 from app.credentials import mask_secrets
 from app.numbers import fmt_judgement, fmt_mean, fmt_number
@@ -105,10 +106,10 @@ def campaigns(url: str | None, as_json: bool) -> None:
               help="What is measured, as its unit says it.")  # fmt: skip
 @click.option("--lower-is-better", is_flag=True,
               help="A latency, say: the smaller the figure, the better.")  # fmt: skip
-@click.option("--baseline", type=float, default=None,
+@click.option("--baseline", type=FiniteFloatRange(), default=None,
               help="The figure to beat, as it stands today.")  # fmt: skip
-@click.option("--target", type=float, default=None, help="The figure aimed for.")
-@click.option("--noise-pct", type=float, default=None,
+@click.option("--target", type=FiniteFloatRange(), default=None, help="The figure aimed for.")
+@click.option("--noise-pct", type=FiniteFloatRange(min=0, max=100), default=None,
               help="The benchmark's run-to-run noise, in percent (default 1).")  # fmt: skip
 @click.option("--description", default="", help="What the campaign is after, in a sentence or two.")
 @api_options

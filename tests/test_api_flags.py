@@ -3,6 +3,7 @@ line the engine echoed its arguments on, found by the ingest as the log arrives 
 dashboard tailing real files), diffed against the campaign's baseline attempt, secrets
 masked wherever they are shown."""
 
+import json
 import re
 from pathlib import Path
 
@@ -197,7 +198,15 @@ def test_secrets_in_flags_are_masked_on_the_api_pages_and_share(
         "api_key": {"baseline": "[secret]", "attempt": "[secret]"}
     }
     assert read["flag_diff"]["added"] == {"HF_TOKEN": "[secret]"}
+    # The JSON a script or an agent reads holds the command with its secrets masked, in the
+    # attempt, in its campaign's list and in the export.
+    assert read["command"] == f"HF_TOKEN=[secret] {LAUNCH} --api-key [secret]"
+    listed = api.get(f"/api/campaigns/{campaign['id']}").json()["attempts"]
+    export = api.get(f"/api/campaigns/{campaign['id']}/summary.json").text
+    for text in (json.dumps(read), json.dumps(listed), export):
+        assert "w" * 30 not in text and "z" * 30 not in text and "q" * 30 not in text
     page = browser.get(f"/attempts/{attempt['id']}").text
+    assert f"HF_TOKEN=hf_{'z' * 34}" in page  # the edit box: as typed, for its owner alone
     # The owner's own page shows the command as typed (its edit box must hold it); the flags
     # read from it are masked there too, and everything a share shows is.
     shown = re.search(r'<p class="flag-diff".*?</details>', page, re.S)

@@ -71,6 +71,8 @@ def test_the_tools_an_agent_sees_and_their_errors(
             ("get_attempt", {"attempt": 999}, "attempt 999 not found"),
             ("get_campaign", {"campaign": "no such campaign"}, "no campaign named"),
             ("create_campaign", {"name": "x", "baseline": -1}, "greater than or equal"),
+            ("create_campaign", {"name": "x", "baseline": "NaN"}, "finite number"),
+            ("create_campaign", {"name": "x", "baseline": "Infinity"}, "finite number"),
             ("create_campaign", {"name": "EAGLE-3"}, "is named 'EAGLE-3' already"),
             ("add_note", {"body": "x"}, "give attempt or campaign"),
             ("compare_attempts", {"attempts": [attempt]}, "at least 2"),
@@ -88,6 +90,14 @@ def test_the_tools_an_agent_sees_and_their_errors(
 
         noted = mcp.ok("add_note", body="a *lead*", campaign="EAGLE-3")
         assert noted["attempt_id"] is None and noted["html"] == "<p>a <em>lead</em></p>\n"
+        # The notes an agent writes are the notes it reads back: on the attempt and the ledger.
+        dead_end = mcp.ok("add_note", body="draft 3 tokens: no gain", attempt=attempt)
+        read_back = mcp.ok("get_attempt", attempt=attempt)["notes"]
+        assert [n["body"] for n in read_back] == ["draft 3 tokens: no gain"]
+        assert read_back[0]["id"] == dead_end["id"] and "html" not in read_back[0]
+        ledger = mcp.ok("get_campaign", campaign="EAGLE-3")
+        assert [n["body"] for n in ledger["notes"]] == ["a *lead*"]
+        assert [n["body"] for n in ledger["attempts"][0]["notes"]] == ["draft 3 tokens: no gain"]
         diagnosed = mcp.ok("diagnose_log", text="Traceback (most recent call last):\n"
                            '  File "x.py", line 1, in f\nKeyError: 12\n')  # fmt: skip
         assert diagnosed["root_cause"] == "KeyError: 12" and diagnosed["crashed"] is True
