@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -569,12 +570,14 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
     name = "standard input" if path == "-" else path
     if path == "-" and sys.stdin is None:  # started with its standard input closed
         raise Unreadable("cannot read standard input: it is closed")
+    check = TextCheck(name, "diagnose", piped=path == "-")
     try:
+        if path != "-" and stat.S_ISCHR(os.stat(path).st_mode):
+            raise Unreadable(f"{name} is a device, not a log file")  # (/dev/zero never ends)
         stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
         # Reading lets go of the GIL: the next chunk is read while this one is diagnosed.
         with stream, ThreadPoolExecutor(max_workers=1) as reader:
             ahead = reader.submit(stream.read, READ_CHUNK)
-            check = TextCheck(name, "diagnose")
             while chunk := ahead.result():
                 ahead = reader.submit(stream.read, READ_CHUNK)
                 if refused := check.refusal(chunk):
@@ -583,6 +586,8 @@ def diagnose(path: str, as_json: bool, ready_pattern: str | None) -> None:
     except OSError as error:
         raise Unreadable(f"cannot read {name}: {error.strerror or error}") from None
     result = diagnoser.diagnosis()
+    if refused := check.never_decided(result.bytes_read):
+        raise Unreadable(refused)
     if result.bytes_read == 0:
         # Shows no crash, as the contract has it; but `ssh host cat log | ...` prints
         # nothing when ssh fails, and that should not read as a healthy server.

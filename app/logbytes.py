@@ -26,8 +26,9 @@ class TextCheck:
     """A log read chunk by chunk: its first bytes that are not NULs say, once, whether it is
     text. `command` is what a compressed log should be unpacked into."""
 
-    def __init__(self, name: str, command: str) -> None:
+    def __init__(self, name: str, command: str, *, piped: bool = False) -> None:
         self.name, self.command, self.done = name, command, False
+        self.piped = piped  # read from standard input: the hint names a file to unpack
 
     def refusal(self, chunk: bytes) -> str | None:
         """Why this log is refused ("No crash seen" would pass it as a healthy server's)."""
@@ -41,7 +42,16 @@ class TextCheck:
         if packed is None:
             return f"{self.name} is not a text log: it holds binary data"
         kind, unpack = packed
+        source = "FILE" if self.piped else self.name
         return (
             f"{self.name} is not a text log: it is {kind} "
-            f"(unpack it: {unpack} {self.name} | {self.command} -)"
+            f"(unpack it: {unpack} {source} | campaign-dash {self.command} -)"
         )
+
+    def never_decided(self, bytes_read: int) -> str | None:
+        """Why a log that held bytes but nothing besides NULs is refused: a file truncated in
+        place before anything new was written, or no log at all ("no crash seen" would pass
+        it as a healthy server's)."""
+        if self.done or not bytes_read:
+            return None
+        return f"{self.name} is not a text log: it holds only NUL bytes"

@@ -327,7 +327,7 @@ def _read_log(path: str) -> dict[str, Any]:
     from app.logbytes import TextCheck
 
     diagnoser = Diagnoser()
-    check = TextCheck(path, "seen --log")
+    check = TextCheck("standard input" if path == "-" else path, "seen --log", piped=path == "-")
     try:
         stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
         with stream:
@@ -338,6 +338,8 @@ def _read_log(path: str) -> dict[str, Any]:
     except OSError as error:
         raise DashboardError(f"cannot read {path}: {error.strerror or error}") from None
     found = diagnoser.diagnosis()
+    if refused := check.never_decided(found.bytes_read):
+        raise DashboardError(refused)
     if not found.root_cause:
         why = f" ({found.crashed_reason})" if found.crashed_reason else ""
         raise DashboardError(f"{path}: the log shows no failure to look up{why}")

@@ -201,8 +201,18 @@ def test_exit_status_2_for_binary_data_not_a_log(tmp_path: Path) -> None:
             assert result.returncode == 2, (path, result.stdout)
             assert b"not a text log" in result.stderr and not result.stdout
             assert b"Traceback" not in result.stderr
-    # what it is, and how to read it, only where that is known
-    assert b"it is gzip-compressed (unpack it: zcat " in run(str(compressed)).stderr
+    # what it is, and how to read it, only where that is known: a command that runs
+    said = run(str(compressed)).stderr
+    assert f"(unpack it: zcat {compressed} | campaign-dash diagnose -)".encode() in said, said
+    said = run("-", stdin=compressed.read_bytes()).stderr
+    assert b"(unpack it: zcat FILE | campaign-dash diagnose -)" in said, said
+    # Nothing but NULs is no log, and a device is no file: said at once, never read forever.
+    nuls = tmp_path / "zeros.log"
+    nuls.write_bytes(b"\0" * 3_000_000)
+    for result in (run(str(nuls)), run("-", stdin=nuls.read_bytes()), run("/dev/zero")):
+        assert result.returncode == 2 and not result.stdout, result.stderr
+    assert b"it holds only NUL bytes" in run(str(nuls)).stderr
+    assert b"/dev/zero is a device, not a log file" in run("/dev/zero").stderr
     said = run(str(garbage)).stderr
     assert b"it holds binary data" in said and b"zcat" not in said, said
     # Text is diagnosed however it is spoiled: the NULs a copytruncate leaves at the start,
