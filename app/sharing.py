@@ -22,6 +22,7 @@ from app.markdown import inert_links, own_page_links_as_text, render_markdown
 from app.models import Lane, Note, ShareLink, utcnow
 from app.numbers import fmt_judgement
 from app.redact import Redactor, secrets_only
+from app.runner.outcomes import run_failure
 from app.schemas import AttemptOut, CampaignDetailOut, NoteOut
 
 TOKEN_BYTES = 24  # 192 bits from the OS's CSPRNG
@@ -121,6 +122,12 @@ class SharedAttempt:
     attempt: AttemptOut
     notes: list[NoteOut]
     turning_point: str | None  # "retest of #3", "blocked by #8"
+
+    @property
+    def run_failed(self) -> str | None:
+        """A launched run's failure its status does not say ("its benchmark failed")."""
+        run = self.attempt.run
+        return run_failure(self.attempt.status.value, run.outcome if run else None)
 
 
 @dataclass
@@ -316,7 +323,8 @@ def to_markdown(result: Summary) -> str:
             if said:
                 figure += f" ({said})"
         title = _md_text(attempt.title)
-        lines.append(f"### #{attempt.id} {title} — {attempt.status.value}{figure}")
+        failed = f", {shared.run_failed}" if shared.run_failed else ""
+        lines.append(f"### #{attempt.id} {title} — {attempt.status.value}{failed}{figure}")
         if shared.turning_point:
             lines.append(f"*Turning point: {shared.turning_point}.*")
         if attempt.hypothesis:

@@ -18,6 +18,7 @@ from app.cli import FiniteFloatRange
 from app.client import DashboardError, attempt_id, connect
 from app.credentials import mask_secrets
 from app.numbers import fmt_judgement, fmt_mean, fmt_number
+from app.runner.outcomes import run_failure
 
 EXIT_FOUND, EXIT_NOTHING = 0, 1
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -81,6 +82,9 @@ def figure(attempt: dict[str, Any]) -> str:
 def attempt_line(attempt: dict[str, Any]) -> list[str]:
     # (a launch the host refused tested nothing: the page folds it apart, as "refused")
     status = "refused launch" if attempt.get("lane") == "refused" else attempt["status"]
+    failed = run_failure(attempt["status"], (attempt.get("run") or {}).get("outcome"))
+    if failed:
+        status = f"{status}, {failed}"
     return [f"#{attempt['id']}", status, one_line(attempt["title"], 50), figure(attempt)]
 
 

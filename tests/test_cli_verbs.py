@@ -392,3 +392,18 @@ def test_compare_wraps_a_long_change_instead_of_cutting_it(columns: int) -> None
     read = "".join(line[column:].replace(" ", "") for line in lines)
     for text in (flags, env, "FlashInfer allreduce fusion (retest)", "104.5"):
         assert text.replace(" ", "") in read, (text, lines)
+
+
+def test_an_attempt_s_line_says_its_run_failed_where_its_status_does_not() -> None:
+    from app.verbs import attempt_line
+
+    def line(status: str, outcome: str | None) -> str:
+        return attempt_line({"id": 3, "status": status, "title": "Tree spec",
+                             "run": {"outcome": outcome} if outcome else None})[1]  # fmt: skip
+
+    assert line("ready", "bench_failed") == "ready, its benchmark failed"
+    assert line("running", "ready_timeout") == "running, not ready in time"
+    assert line("ready", "ready") == line("ready", None) == "ready"
+    assert line("crashed", "crashed") == "crashed"  # its status says it already
+    assert line("measured", "stopped") == "measured"
+    assert line("ready", "a newer dashboard's outcome") == "ready"

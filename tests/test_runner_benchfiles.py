@@ -156,3 +156,11 @@ def test_the_campaigns_pattern_gives_the_figure_and_an_update_reaches_the_next_l
         "benchmark run 1 failed: the campaign's pattern matched nothing in the output"
     )
     assert_clean(failed, port)
+    # Its server was ready, then stopped: the story says its benchmark failed, not "ready".
+    retested = dash.get(f"/api/attempts/{retest.json()['id']}").json()
+    assert retested["status"] == "ready"
+    token = dash.post(f"/api/campaigns/{campaign['id']}/shares", json={}).json()["token"]
+    with httpx.Client(base_url=str(dash.base_url)) as visitor:
+        summary, page = visitor.get(f"/s/{token}.md").text, visitor.get(f"/s/{token}").text
+    assert "— ready, its benchmark failed\n" in summary.split(f"### #{retested['id']} ", 1)[1]
+    assert '<span class="chip run-failed">its benchmark failed</span>' in page

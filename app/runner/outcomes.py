@@ -54,3 +54,21 @@ _TABLE: dict[RunOutcome, tuple[int, bool]] = {
     RunOutcome.host_rebooted: (EXIT_REFUSED, False),
     RunOutcome.infrastructure: (EXIT_REFUSED, False),
 }
+
+
+# A failed run's outcome in words, where the attempt's status alone would not say it.
+_FAILED_WORDS = {
+    RunOutcome.bench_failed: "its benchmark failed",
+    RunOutcome.ready_timeout: "not ready in time",
+    RunOutcome.server_died: "its server died",
+}
+_STATUSES_SILENT_ON_A_RUN = {"proposed", "running", "ready"}
+
+
+def run_failure(status: str, outcome: str | None) -> str | None:
+    """What a launched run's failure adds to its attempt's status: "ready" alone reads as a
+    server up and waiting to be measured, when its benchmark failed and it was stopped."""
+    known = RunOutcome.read(outcome)
+    if status not in _STATUSES_SILENT_ON_A_RUN or known is None:
+        return None
+    return _FAILED_WORDS.get(known)
