@@ -4,11 +4,24 @@ and for the `.md` export kept as markdown with the links the page would drop mad
 import html
 import re
 import unicodedata
+from typing import Any
 
 import nh3
 from markdown_it import MarkdownIt
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+
+def _image_as_link(self: Any, tokens: list[Any], idx: int, options: Any, env: Any) -> str:
+    """An image is never loaded from a note (a tracking pixel would tell its host who read
+    the page): it shows as a link to it, named by its alt text, for the reader to follow."""
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env) or "image"
+    src = str(token.attrGet("src") or "")
+    return f'<a href="{html.escape(src)}">{html.escape(f"image: {alt}")}</a>'
+
+
+_markdown.add_render_rule("image", _image_as_link)
 
 _ALLOWED_TAGS = {
     "a", "p", "br", "hr", "em", "strong", "code", "pre", "blockquote", "ul", "ol", "li",
@@ -60,12 +73,31 @@ def has_unsafe_link(text: str) -> bool:
 
 
 def inert_links(markdown: str) -> str:
-    """Markdown whose links all stay inside LINK_SCHEMES. A note with one that may not has
-    its brackets written as character references: no viewer builds a link, image or
-    reference definition from those, and the text still reads as typed (as the page shows
-    it: markdown-it makes no link of such a destination either)."""
+    """Markdown whose links all stay inside LINK_SCHEMES. A link that may not has its
+    brackets written as character references: no viewer builds a link, image or reference
+    definition from those, and the text still reads as typed (as the page shows it:
+    markdown-it makes no link of such a destination either). The note's other links stay;
+    where an unsafe one hides in another form, every bracket of the note goes inert."""
     if not has_unsafe_link(markdown):
         return markdown
+
+    def unsafe(link: re.Match[str]) -> bool:
+        return has_unsafe_link(link.group(0))
+
+    rest = _INLINE_LINK.sub(lambda link: " " if unsafe(link) else link.group(0), markdown)
+    if has_unsafe_link(rest):
+        return _inert(markdown)
+    return _INLINE_LINK.sub(
+        lambda link: _inert(link.group(0)) if unsafe(link) else link.group(0), markdown
+    )
+
+
+# An inline link or image, no bracket inside its text, one level of parentheses inside its
+# destination: "[text](dest)", "[x](javascript:alert(1))".
+_INLINE_LINK = re.compile(r"!?\[[^\[\]\n]*\]\((?:[^()\n]|\([^()\n]*\))*\)")
+
+
+def _inert(markdown: str) -> str:
     return markdown.replace("[", "&#91;").replace("]", "&#93;")
 
 

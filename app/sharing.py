@@ -121,7 +121,7 @@ def share_url(request: Request, token: str) -> str:
 class SharedAttempt:
     attempt: AttemptOut
     notes: list[NoteOut]
-    turning_point: str | None  # "retest of #3", "blocked by #8"
+    turning_point: str | None  # "retest of #3"
 
     @property
     def run_failed(self) -> str | None:
@@ -223,18 +223,9 @@ def story_of(session: Session, campaign_id: int, *, redact: bool) -> Summary:
     for attempt in masked:
         # Knowledge only: history hints name other campaigns, which are not this link's.
         attempt.hints = hints.knowledge(attempt.diagnosis, name_frame=False)
-        turning = []
-        if attempt.retest_of:
-            turning.append(f"retest of #{attempt.retest_of}")
-        if attempt.blocked_by:
-            turning.append(f"blocked by #{attempt.blocked_by}")
-        shared.append(
-            SharedAttempt(
-                attempt,
-                by_attempt.get(attempt.id, []),
-                ", ".join(turning) or None,
-            )
-        )
+        # A retest after a pivot is the story's turning point; being blocked is no turn.
+        turning = f"retest of #{attempt.retest_of}" if attempt.retest_of else None
+        shared.append(SharedAttempt(attempt, by_attempt.get(attempt.id, []), turning))
     masked_campaign = CampaignDetailOut.model_validate(
         {**_masked(campaign_data, mask), "attempts": []}
     )
@@ -273,7 +264,12 @@ def _md_code(text: str) -> str:
 def _md_block(text: str) -> str:
     """Markdown of a note, kept inside its list item: continuation lines indented; its links
     held to the page's schemes (the `.md` is read in viewers that would follow the rest)."""
-    return "\n  ".join(inert_links(_md(text)).strip().splitlines())
+    # (an image is never loaded, as on the page: a link to it, named by its alt text)
+    linked = _IMAGE.sub(lambda m: f"[image: {m.group(1) or 'image'}](", inert_links(_md(text)))
+    return "\n  ".join(linked.strip().splitlines())
+
+
+_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\(")
 
 
 def _md(text: str | None) -> str:
@@ -327,6 +323,8 @@ def to_markdown(result: Summary) -> str:
         lines.append(f"### #{attempt.id} {title} — {attempt.status.value}{failed}{figure}")
         if shared.turning_point:
             lines.append(f"*Turning point: {shared.turning_point}.*")
+        if attempt.blocked_by:
+            lines.append(f"*Blocked by #{attempt.blocked_by}.*")
         if attempt.hypothesis:
             lines.append(f"- Hypothesis: {_md_text(attempt.hypothesis)}")
         if attempt.flags.typed:

@@ -433,3 +433,20 @@ def test_a_file_source_on_localhost_is_this_machine_and_another_host_is_told_to_
         json={"title": "t", "source": "file://gpu-box/data/run.log"},
     )
     assert refused.status_code == 422 and "ssh://gpu-box/abs/path" in refused.text, refused.text
+
+
+def test_a_note_s_image_is_a_link_named_by_its_alt_text_never_loaded(
+    api: httpx.Client, campaign: dict
+) -> None:
+    body = (
+        "![tracking pixel](http://evil.example.com/pixel.png?u=alice) "
+        "![x](javascript:alert(1)) ![](https://example.org/graph.png)"
+    )
+    html = api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": body}).json()["html"]
+    assert "<img" not in html and 'href="javascript' not in html
+    assert (
+        '<a href="http://evil.example.com/pixel.png?u=alice" rel="noopener noreferrer nofollow">'
+        "image: tracking pixel</a>"
+    ) in html
+    assert ">image: image</a>" in html  # no alt text: still shown, as an image
+    assert "![x](javascript:alert(1))" in html  # what the page will not link reads as typed

@@ -164,9 +164,11 @@ def test_markdown_export_keeps_only_the_links_the_page_keeps(
     urls = followed(markdown)
     schemes = {browser_scheme(url) for url in urls}
     assert schemes <= {"https", "mailto", None}, [u for u in urls if browser_scheme(u)]
-    # The safe note keeps its links; the others still read as typed.
-    assert urls[0] == "https://github.com/sgl-project/sglang/pull/1" and urls[2] == "#x"
-    assert len(urls) == 3 and urls[1].startswith("mailto:")  # its address masked
+    # The safe note keeps its links; the unsafe ones still read as typed, and a note that
+    # mixes them keeps its safe one (example.com here, its host masked by the share).
+    assert urls.count("https://github.com/sgl-project/sglang/pull/1") == urls.count("#x") == 1
+    assert len([u for u in urls if u.startswith("mailto:")]) == 1  # its address masked
+    assert urls.count("https://host") == 4 and len(urls) == 7, urls
     text = MarkdownIt("commonmark").render(markdown)
     assert "<p>dead end: [click](javascript:alert(1))</p>" in text
     # The page drops the same ones.
@@ -203,3 +205,53 @@ def test_a_note_s_link_to_an_owner_page_reads_as_text_for_the_share_s_reader(
     assert compare not in str(notes) and "side by side with the baseline" in str(notes)
     # The owner's own page keeps the link.
     assert f'href="{compare}"' in api.get(f"/attempts/{second['id']}").text.replace("&amp;", "&")
+
+
+def test_a_retest_is_the_story_s_turning_point_and_a_block_is_said_as_one(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    crashed = make_attempt(api, campaign["id"], title="FP8 KV cache")
+    waiting = make_attempt(api, campaign["id"], title="Bigger batch", blocked_by=crashed["id"])
+    retest = make_attempt(api, campaign["id"], title="FP8 KV, new kernel", retest_of=crashed["id"])
+    link = api.post(f"/api/campaigns/{campaign['id']}/shares").json()
+    markdown = anonymous.get(f"/s/{link['token']}.md").text
+    sections = {s.split(" ", 1)[0]: s for s in markdown.split("\n### ")[1:]}
+    assert f"*Blocked by #{crashed['id']}.*" in sections[f"#{waiting['id']}"]
+    assert "Turning point" not in sections[f"#{waiting['id']}"]
+    assert f"*Turning point: retest of #{crashed['id']}.*" in sections[f"#{retest['id']}"]
+    page = anonymous.get(f"/s/{link['token']}").text
+    assert f'blocked by <a href="#attempt-{crashed["id"]}">#{crashed["id"]}</a>' in page
+    assert "turning point: blocked" not in page
+    assert f"turning point: retest of #{crashed['id']}" in page
+
+
+def test_an_unsafe_link_goes_inert_alone_and_the_note_s_other_links_and_brackets_stay() -> None:
+    from app.markdown import has_unsafe_link, inert_links
+
+    note = (
+        "See [the NCCL docs](https://docs.nvidia.com/deeplearning/nccl/), not "
+        "[this](javascript:alert(1)); HF_TOKEN=[secret]"
+    )
+    kept = inert_links(note)
+    assert kept == (
+        "See [the NCCL docs](https://docs.nvidia.com/deeplearning/nccl/), not "
+        "&#91;this&#93;(javascript:alert(1)); HF_TOKEN=[secret]"
+    )
+    assert followed(kept) == ["https://docs.nvidia.com/deeplearning/nccl/"]
+    # An unsafe destination in a form the link pattern does not take: every bracket goes.
+    hidden = "[ok](https://a.b) [ref]\n\n[ref]: javascript:alert(1)"
+    assert has_unsafe_link(hidden) and "[" not in inert_links(hidden)
+
+
+def test_a_note_s_image_is_a_link_in_the_markdown_too_never_an_image_to_load(
+    api: httpx.Client, anonymous: httpx.Client
+) -> None:
+    campaign = make_campaign(api)
+    body = "![tracking pixel](https://example.org/p.png?u=alice) ![](https://example.org/g.png)"
+    assert api.post(f"/api/campaigns/{campaign['id']}/notes", json={"body": body}).is_success
+    link = api.post(f"/api/campaigns/{campaign['id']}/shares", json={"redact": False}).json()
+    text = MarkdownIt("commonmark").render(anonymous.get(f"/s/{link['token']}.md").text)
+    assert "<img" not in text
+    assert '<a href="https://example.org/p.png?u=alice">image: tracking pixel</a>' in text
+    assert '<a href="https://example.org/g.png">image: image</a>' in text
