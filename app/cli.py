@@ -237,6 +237,10 @@ def serve(host: str, port: int) -> None:
             f"Dashboard: {base_url(settings, host, port)}/ (log in with the link printed at "
             "first start, or run: campaign-dash token reset)"
         )
+    else:
+        click.echo(
+            f"Dashboard: {base_url(settings, host, port)}/ (log in with CAMPAIGN_DASH_TOKEN)"
+        )
     with database_errors(settings.database_url):
         app = create_app(settings)
         with session_scope(app.state.engine) as session:

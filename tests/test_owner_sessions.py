@@ -168,3 +168,15 @@ def test_a_later_start_says_where_the_dashboard_is(tmp_path: Path) -> None:
     with serving(env, tmp_path, port) as again:  # the token was shown once: the address stays
         said = again.printed()
     assert f"Dashboard: http://127.0.0.1:{port}/ (log in with the link printed at" in said, said
+
+
+def test_a_start_with_the_token_in_the_environment_says_where_the_dashboard_is(
+    tmp_path: Path,
+) -> None:
+    env = {**clean_env(), "CAMPAIGN_DASH_TOKEN": "walk-the-token-1"}
+    env["CAMPAIGN_DASH_DATABASE_URL"] = f"sqlite:///{tmp_path / 'campaign-dash.db'}"
+    port = free_port()
+    with serving(env, tmp_path, port) as started:
+        said = started.printed()
+    assert f"Dashboard: http://127.0.0.1:{port}/ (log in with CAMPAIGN_DASH_TOKEN)" in said, said
+    assert "walk-the-token-1" not in said
