@@ -648,7 +648,7 @@ def describe(result: Diagnosis, *, color: bool) -> str:
         lines.append(f"{bold('Fingerprint:')} {result.fingerprint}")
     if result.excerpt:
         lines.append(bold(f"Excerpt (from line {result.excerpt_first_line}):"))
-        lines.extend("  | " + line for line in result.excerpt.splitlines())
+        lines.extend("  | " + _cut(line) for line in result.excerpt.splitlines())
     if result.throughput:
         lines.append(bold("Throughput:"))
         by_label: dict[tuple[str, str], list[float]] = {}
@@ -660,6 +660,16 @@ def describe(result: Diagnosis, *, color: bool) -> str:
                 summary += f", max {max(values):g}, {len(values)} figures"
             lines.append(f"  {label}: {summary}")
     return "\n".join(lines)
+
+
+EXCERPT_LINE_CHARS = 400  # a terminal's few lines of an excerpt line (--json has it all)
+
+
+def _cut(line: str) -> str:
+    """An excerpt's line as a terminal shows it: a 20 MB `server_args=...` echo is no read."""
+    if len(line) <= EXCERPT_LINE_CHARS:
+        return line
+    return f"{line[:EXCERPT_LINE_CHARS]}… ({len(line) - EXCERPT_LINE_CHARS:,} more characters)"
 
 
 @main.command()

@@ -263,3 +263,19 @@ def test_every_verb_is_named_where_the_command_looks_for_it() -> None:
     from app.verbs import VERBS
 
     assert sorted(VERB_NAMES) == sorted(verb.name for verb in VERBS)
+
+
+def test_a_huge_line_in_the_excerpt_is_cut_for_the_terminal_and_whole_in_json(
+    tmp_path: Path,
+) -> None:
+    huge = "server_args=ServerArgs(" + "a" * 2_000_000 + ")"
+    log = tmp_path / "huge.log"
+    log.write_text(
+        f'Traceback (most recent call last):\n  File "launch.py", line 9, in main\n    {huge}\n'
+        "KeyError: 12\n"
+    )
+    shown = run(str(log)).stdout.decode()
+    assert "KeyError: 12" in shown and len(shown) < 8000, len(shown)
+    assert "more characters)" in shown
+    whole = json.loads(run(str(log), "--json").stdout)
+    assert any(len(line) > 10_000 for line in whole["excerpt"].splitlines())
