@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import signal
@@ -20,9 +19,11 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
+
+from app.clitypes import FiniteFloatRange
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -182,18 +183,6 @@ def main() -> None:
     (default: campaign-dash.db in the working directory), CAMPAIGN_DASH_TOKEN (the
     owner token; unset, one is generated and printed once).
     """
-
-
-class FiniteFloatRange(click.FloatRange):
-    """click's FloatRange, refusing NaN (no comparison refuses it) and infinity."""
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        # (finite first: "inf" is no number at all, not one out of range)
-        if not math.isfinite(float(click.FLOAT.convert(value, param, ctx))):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        return float(super().convert(value, param, ctx))
 
 
 class RepeatType(click.ParamType):

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from app.cli import FiniteFloatRange
 from app.client import DashboardError, attempt_id, connect
+from app.clitypes import FiniteFloatRange
 from app.credentials import mask_secrets
 from app.numbers import fmt_judgement, fmt_mean, fmt_number
 from app.runner.outcomes import run_failure
