@@ -12,9 +12,9 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     StringConstraints,
     ValidationInfo,
-    field_serializer,
     field_validator,
     model_validator,
 )
@@ -406,6 +406,11 @@ class TailOut(BaseModel):
     infrastructure: bool  # the host or network failed, not the server under test
 
 
+# A launch command as JSON gives it (the API, exports, the CLI's --json, MCP): its secrets
+# masked, whoever reads it; the model itself holds it as typed.
+MaskedCommand = Annotated[str, PlainSerializer(mask_secrets, when_used="json")]
+
+
 class RunOut(BaseModel):
     """A launched attempt's run, as the runner drives it."""
 
@@ -414,7 +419,7 @@ class RunOut(BaseModel):
     outcome: str | None  # a RunOutcome value: measured, ready, crashed, ready_timeout, ...
     reason: str | None
     host: str
-    command: str
+    command: MaskedCommand
     bench: str | None
     repeat: int
     warmup: int
@@ -449,10 +454,6 @@ class RunOut(BaseModel):
     launched_at: datetime | None
     ready_at: datetime | None
     ended_at: datetime | None
-
-    @field_serializer("command", when_used="json")
-    def _command_masked(self, command: str) -> str:
-        return mask_secrets(command)  # JSON leaves for scripts and agents: no token in it
 
 
 FlagValue = bool | str  # True: a switch given bare; otherwise the value's text
@@ -510,8 +511,7 @@ class AttemptOut(BaseModel):
     campaign_id: int
     title: str
     hypothesis: str
-    # (its page's edit form shows it as typed, to the owner; JSON masks its secrets)
-    command: str
+    command: MaskedCommand  # (its page's edit box shows it as typed, to the owner alone)
     flags: FlagsOut = Field(default_factory=FlagsOut)
     flag_diff: FlagDiffOut | None = None
     source: str | None
@@ -547,10 +547,6 @@ class AttemptOut(BaseModel):
     started_at: datetime | None
     closed_at: datetime | None
     updated_at: datetime
-
-    @field_serializer("command", when_used="json")
-    def _command_masked(self, command: str) -> str:
-        return mask_secrets(command)
 
 
 class CompareOut(BaseModel):
