@@ -240,7 +240,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # A linker that cannot write what it linked ("Permission denied") or whose offsets
     # overflow: a build that failed, whatever reason it gives.
     ("import_or_version", _any(
-        r"\bld(?:\.\w+)?: cannot open output file ", r"\brelocation truncated to fit: "
+        r"ld(?:\.\w+)?: cannot open output file ", r"relocation truncated to fit: "
     )),
     ("config_or_args", _any(
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
@@ -303,7 +303,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a serving backend the model's configuration names that this install lacks
         r"\bunable to find backend library\b",
         # a shell script under `set -u` reading a variable nobody set
-        r"\b\w+: unbound variable$",
+        r"\w: unbound variable$",
         # shapes the model's settings give that a layer or kernel cannot take: a matmul's,
         # SDPA's with no kernel for these inputs, Marlin's tiles for this split of the weights
         r"\bmat1 and mat2 shapes cannot be multiplied\b", r"\bNo available kernel\. Aborting\b",
@@ -1049,11 +1049,11 @@ NATIVE_FAILURE = _any(
     # a linker that cannot find a library it was told to link, a device allocator refusing
     LIBRARY_NOT_FOUND,
     # and one that cannot write what it linked, or whose offsets overflow (an object too big)
-    r"\bld(?:\.\w+)?: cannot open output file ",
-    r"\brelocation truncated to fit: ",
+    r"ld(?:\.\w+)?: cannot open output file ",
+    r"relocation truncated to fit: ",
     DEVICE_ALLOCATION_REFUSED,
     # a shell script under `set -u` on a variable nobody set (an sbatch script's)
-    r"\b\w+: unbound variable$",
+    r"\w: unbound variable$",
     r"\bexitcode\s*:\s*-?[1-9]\d*",
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",

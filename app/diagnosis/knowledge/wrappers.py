@@ -511,7 +511,7 @@ WRAPPERS = (
         "that tool's own lines above say why; observed in corpus case AS403",
     ),
     Wrapper(
-        r"\b\d+ errors? detected in the compilation of ",
+        r"\d errors? detected in the compilation of ",
         ("nvcc", "nvrtc"),
         '1 error detected in the compilation of "/tmp/tmpwauubgj0/'
         '2344c8410148612839a8738d76e8cf69e4dc8b66.cubin.cu".',
@@ -519,7 +519,7 @@ WRAPPERS = (
         "observed in corpus case E186",
     ),
     Wrapper(
-        r"\bCould not load model \S+ with any of the following classes\b",
+        r"Could not load model \S+ with any of the following classes\b",
         ("transformers",),
         "ValueError: Could not load model google/gemma-2-27b-it with any of the following "
         "classes: (<class 'transformers.models.auto.modeling_auto.AutoModelForCausalLM'>, "
