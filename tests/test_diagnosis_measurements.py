@@ -95,6 +95,9 @@ def _block(name: str, rng: random.Random, out: list[str]) -> tuple[list[float], 
 
 
 BLOCKS = ("decode", "access", "vllm", "benchmark", "plain", "no figure", "error", "long")
+# A long line once; a traceback a few times: each one more costs the diagnosis a little,
+# the figures nothing (thousands took seconds an example).
+REPEATS = {"long": 1, "error": 20}
 
 
 def make_log(parts: list[tuple[str, int]], seed: int, tail: str = "") -> Log:
@@ -103,7 +106,7 @@ def make_log(parts: list[tuple[str, int]], seed: int, tail: str = "") -> Log:
     outputs: list[float] = []
     benchmark_lines = 0
     for name, repeat in parts:
-        for _ in range(1 if name == "long" else repeat):
+        for _ in range(min(repeat, REPEATS.get(name, repeat))):
             figures, kind_lines = _block(name, rng, lines)
             outputs += figures
             benchmark_lines += kind_lines
