@@ -4046,3 +4046,77 @@ def test_the_class_names_the_setting_the_version_or_the_transport_at_fault(
 ) -> None:
     found = diagnose(*QUIET, *TB, line)
     assert (found.root_cause, found.error_class) == (line, error_class)
+
+
+def test_a_chain_through_ipython_s_source_context_still_ends_where_it_ends() -> None:
+    # IPython's frames, each its source lines and a blank line: more than a screenful between
+    # one exception and the next of its chain
+    context = [
+        line
+        for n in range(30)
+        for line in (f"/lib/hub/file_download.py in step_{n}(url)", f"--> {n}     step()", "")
+    ]
+    gated = "GatedRepoError: 401 Client Error. (Request ID: Root=1-66e62718-68b0f727)"
+    found = diagnose(
+        *QUIET,
+        "HTTPError                                 Traceback (most recent call last)",
+        "HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/x/config.json",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "GatedRepoError                            Traceback (most recent call last)",
+        *context,
+        gated,
+    )
+    assert (found.root_cause, found.error_class) == (gated, "model_loading")
+
+
+def test_pydantic_v1_s_line_for_the_refused_value_is_the_root_cause() -> None:
+    message = (
+        "  No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+        "when initializing the engine. (type=value_error)"
+    )
+    found = diagnose(
+        *QUIET, *TB, "ValidationError: 1 validation error for VLLM", "__root__", message
+    )
+    assert (found.root_cause, found.error_class) == (message, "oom_gpu")
+
+
+def test_a_c10_error_s_message_printed_bare_above_its_frames_is_the_failure() -> None:
+    message = (
+        "[1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+        "key-value store by key '0', but store->get('0') got error: Socket Timeout"
+    )
+    frames = [
+        f"frame #{n}: c10d::TCPStore::doGet() + 0x3a (0x7f3fc834d4ca in libtorch.so)"
+        for n in range(6)
+    ]
+    found = diagnose(
+        message,
+        "Exception raised from recvBytes at /opt/pytorch/torch/csrc/distributed/c10d/Utils.hpp:605 "
+        "(most recent call first):",
+        *frames,
+    )
+    assert (found.crashed, found.root_cause) == (True, message)
+    # (under its exception's own line, the message is that line's, not a second failure)
+    header = f"torch.distributed.DistBackendError: {message}"
+    found = diagnose(
+        *QUIET, *TB, header,
+        "Exception raised from recvBytes at /opt/pytorch/torch/csrc/distributed/c10d/Utils.hpp:605 "
+        "(most recent call first):",
+        *frames,
+    )  # fmt: skip
+    assert found.root_cause == header
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "*** Signal 8 (SIGFPE) (0x3170a51f) received by PID 1483368 (pthread TID 0x7fd11c3e3000) "
+        "(linux TID 1483368) (code: integer divide by zero), stack trace: ***",
+        "Floating point exception",
+    ],
+)
+def test_a_division_by_zero_s_signal_is_a_crash(line: str) -> None:
+    found = diagnose(*QUIET, line, "    @ 000000000002c717 __libc_start_main")
+    assert (found.crashed, found.root_cause) == (True, line)

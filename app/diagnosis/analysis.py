@@ -475,13 +475,12 @@ def _chain_end(entries: list[Entry], first: Entry, position: dict[int, int]) -> 
     its traceback beginning within `FOLLOW_UP_LINES` of it)."""
     end = first
     for entry in entries[position[id(first)] + 1 :]:
+        if entry.strength != 3 or entry.noise:
+            continue  # (IPython's source context between: no traceback of its own)
         begins = entries[entry.in_traceback] if entry.in_traceback is not None else entry
-        if begins.line.number - end.line.number > FOLLOW_UP_LINES:
+        if begins.line.number - end.line.number > FOLLOW_UP_LINES or not entry.consequence:
             break
-        if entry.strength == 3 and not entry.noise:
-            if not entry.consequence:
-                break
-            end = entry
+        end = entry
     return end
 
 

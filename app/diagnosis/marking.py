@@ -65,6 +65,10 @@ _EXIT_HANDLER_FRAME = re.compile(
 # IPython's traceback header names what it raised ("OutOfResources   Traceback (most recent
 # call last)"): the line that starts with that name ends the traceback, named like an error or not.
 _IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
+# c10's line under an error's message, its C++ frames below ("Exception raised from recvBytes
+# at .../c10d/Utils.hpp:605 (most recent call first):")
+_CXX_RAISED_FROM = re.compile(r"^Exception raised from \S+ at \S+ \(most recent call first\):")
+BARE_MESSAGE_REACH = 8  # the lines above a message where a header naming it would stand
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 # A heading with no message of its own ("Error:", its message on the lines below it, as a
@@ -142,6 +146,8 @@ def mark(entries: list[Entry]) -> None:
     for index, entry in enumerate(entries):
         content = entry.content
         entry.level = levels[index]
+        if _CXX_RAISED_FROM.match(content) and _bare_cxx_message(entries, index):
+            entries[index - 1].strength = 3
         if quoted_next and content:
             # the exception a "... raised:" line quotes, named like one or not
             # ("OutOfResources: out of resource: shared memory, ...")
@@ -595,6 +601,20 @@ def _chained_from(entries: list[Entry], raised: Entry) -> list[Entry]:
         if entry.strength == 3 or rules.EXCEPTION_LINE.match(entry.content):
             chain.append(entry)
     return chain
+
+
+def _bare_cxx_message(entries: list[Entry], index: int) -> bool:
+    """Whether the line above c10's "Exception raised from ..." is its error's message printed
+    bare (a paste cut below the Python exception that carried it): no failure above names it."""
+    if index == 0:
+        return False
+    message = entries[index - 1]
+    if message.line.number != entries[index].line.number - 1 or not message.content:
+        return False
+    if message.strength >= 2 or message.noise or message.in_traceback is not None:
+        return False
+    first = message.line.number - BARE_MESSAGE_REACH
+    return not any(e.strength >= 2 for e in entries[:index] if e.line.number >= first)
 
 
 def _validation_details(entries: list[Entry], index: int) -> list[Entry]:

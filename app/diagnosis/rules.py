@@ -960,9 +960,12 @@ ZSH_JOB = (
     r"|illegal hardware instruction|floating point exception)\s"
 )
 CANN_RECORD = r"^E[A-Z0-9]\d{4}: (?!Inner Error!)\S"
+# pydantic's line for one refused input: v2's "[type=..., input_value=..., input_type=...]",
+# v1's "(type=value_error)" (with its context: "(type=value_error.const; given=a; ...)")
+VALIDATION_DETAIL = (
+    r"\s(?:\[type=\w+, input_value=.*, input_type=\w+\]|\(type=\w+(?:\.\w+)*(?:; [^()]*)?\))$"
+)
 # Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
-# pydantic's line for one error under its ValidationError, with the input it refused
-VALIDATION_DETAIL = r"\s\[type=\w+, input_value=.*, input_type=\w+\]$"
 NATIVE_FAILURE = _any(
     r"\bwhat\(\):",
     r"terminate called after throwing",
@@ -972,6 +975,10 @@ NATIVE_FAILURE = _any(
     # TensorRT-LLM, Megatron): "!!!!!!! Segfault encountered !!!!!!!"
     r"\bSegfault encountered\b",
     r"Aborted \(core dumped\)",
+    # an integer division by zero: a signal handler's banner ("*** Signal 8 (SIGFPE) ... received
+    # by PID"), a shell's "Floating point exception (core dumped)"
+    r"SIGFPE\b",
+    r"Floating point exception\b",
     r"Fatal Python error",
     # (HIP's: "Device-side assertion `srcIndex < srcSelectDimSize' failed.")
     r"[Aa]ssertion [`'].*[`'] failed",
