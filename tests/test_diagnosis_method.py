@@ -4120,3 +4120,36 @@ def test_a_c10_error_s_message_printed_bare_above_its_frames_is_the_failure() ->
 def test_a_division_by_zero_s_signal_is_a_crash(line: str) -> None:
     found = diagnose(*QUIET, line, "    @ 000000000002c717 __libc_start_main")
     assert (found.crashed, found.root_cause) == (True, line)
+
+
+def _cell(name: str, message: str) -> list[str]:
+    """A cell's failure as IPython saves it in a notebook's outputs."""
+    return [
+        f"{name}                                 Traceback (most recent call last)",
+        "<ipython-input-4-5543d7013899> in <cell line: 1>()",
+        "----> 1 model.save_pretrained_merged('out')",
+        "",
+        f"{name}: {message}",
+    ]
+
+
+def test_a_notebook_ended_in_the_last_cell_that_failed_of_its_own() -> None:
+    mmap = "RuntimeError: mmap can only be used with files saved with `torch.save`"
+    found = diagnose(
+        *QUIET, *_cell("NameError", "name 'max_memory' is not defined"), *QUIET,
+        *_cell("RuntimeError", mmap.removeprefix("RuntimeError: ")),
+    )  # fmt: skip
+    assert found.root_cause == mmap
+    # (a later cell's NameError is the earlier failure's: the name was never defined)
+    oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 224.00 MiB."
+    found = diagnose(
+        *QUIET, *_cell("OutOfMemoryError", oom.removeprefix("OutOfMemoryError: ")),
+        *_cell("NameError", "name 'trainer' is not defined"),
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class) == (oom, "oom_gpu")
+    # (what the last cell printed before its traceback is its own)
+    said = "ERROR: Could not install packages due to an OSError: [Errno 16] Device or resource busy"
+    missing = "No module named 'vllm'"
+    earlier = _cell("ValueError", "bad prompt")
+    found = diagnose(*QUIET, *earlier, said, *_cell("ImportError", missing))
+    assert found.root_cause in (said, f"ImportError: {missing}")

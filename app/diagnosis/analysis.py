@@ -21,7 +21,7 @@ from app.diagnosis.knowledge.lifecycle import (
 )
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
-from app.diagnosis.marking import LIVED_THROUGH, LOOP_RAN_ON, mark
+from app.diagnosis.marking import IPYTHON_HEADER, LIVED_THROUGH, LOOP_RAN_ON, mark
 from app.diagnosis.scanner import AFTER, Line
 
 EXCERPT_BEFORE = 30
@@ -193,6 +193,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     if not failures:
         failures = [e for e in entries if e.quoted]
     if failures:
+        failures = _last_cell_s(entries, failures)
         # A failure the server lived through long ago is not why it died: look at the last
         # burst of failures, and blame its first one (later ranks die of it).
         burst_start = 0
@@ -468,6 +469,45 @@ _HTTP_STATUS_ERROR = re.compile(
     r"\bHTTPError: \d{3} (?:Client|Server) Error\b"
     r"|\bHTTPStatusError: (?:Client|Server) error '\d{3}"
 )
+
+
+# A later cell's failure that says nothing of its own: its operator stopped it, or it used a
+# name that an earlier cell, the one that failed, was to define.
+_NOT_THE_CELL_S_OWN = frozenset({"KeyboardInterrupt", "NameError"})
+
+
+def _last_cell_s(entries: list[Entry], failures: list[Entry]) -> list[Entry]:
+    """A notebook's saved outputs (IPython's tracebacks, each headed by the exception's name)
+    hold every cell that failed, each run after the one before it failed: the run ended in
+    the last cell that failed of its own, and the failures of the cells before it are ones
+    the notebook went on past."""
+    named = [
+        (entry, header[1]) for entry in entries
+        if entry.strength == 1 and (header := IPYTHON_HEADER.match(entry.content))
+    ]  # fmt: skip
+    headers = [entry for entry, _ in named]
+    header_ids = {id(e) for e in headers}
+    own = [entry for entry, name in named if name not in _NOT_THE_CELL_S_OWN]
+    if len(headers) < 2 or not own:
+        return failures
+    start = own[-1]
+    # (a chain's exceptions, each under its own header: the cell's failure starts at the first)
+    for earlier in reversed(headers[: headers.index(start)]):
+        between = [e for e in entries if earlier.line.number < e.line.number < start.line.number]
+        if not any(rules.CHAINED.search(e.content) for e in between):
+            break
+        start = earlier
+    # (what the last cell printed before its traceback is its own, its workers' tracebacks
+    # too; an earlier cell's traceback ends where its exception is)
+    earlier_cells = [
+        e.line.number for e in entries
+        if e.in_traceback is not None and e.strength == 3 and e.line.number < start.line.number
+        and id(entries[e.in_traceback]) in header_ids
+    ]  # fmt: skip
+    if not earlier_cells:
+        return failures
+    last_cell = [e for e in failures if e.line.number > max(earlier_cells)]
+    return last_cell or failures
 
 
 def _chain_end(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:

@@ -64,7 +64,7 @@ _EXIT_HANDLER_FRAME = re.compile(
 )
 # IPython's traceback header names what it raised ("OutOfResources   Traceback (most recent
 # call last)"): the line that starts with that name ends the traceback, named like an error or not.
-_IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
+IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
 # c10's line under an error's message, its C++ frames below ("Exception raised from recvBytes
 # at .../c10d/Utils.hpp:605 (most recent call first):")
 _CXX_RAISED_FROM = re.compile(r"^Exception raised from \S+ at \S+ \(most recent call first\):")
@@ -206,7 +206,7 @@ def mark(entries: list[Entry]) -> None:
             traceback_start, framed, logging_raised = index, False, False
             entry.in_traceback = index
             entry.strength = 1
-            named = _IPYTHON_HEADER.match(content)
+            named = IPYTHON_HEADER.match(content)
             raised_name = f"{named[1]}: " if named else None
             continue
         if traceback_start is not None and rules.FRAME.search(content):
