@@ -4153,3 +4153,30 @@ def test_a_notebook_ended_in_the_last_cell_that_failed_of_its_own() -> None:
     earlier = _cell("ValueError", "bad prompt")
     found = diagnose(*QUIET, *earlier, said, *_cell("ImportError", missing))
     assert found.root_cause in (said, f"ImportError: {missing}")
+
+
+def test_hydra_s_instantiate_yields_to_the_repr_of_what_it_caught() -> None:
+    caught = "P2PDaemonError('Daemon failed to start in 15.0 seconds')"
+    found = diagnose(
+        *QUIET,
+        "hydra.errors.InstantiationException: Error in call to target "
+        "'genrl_swarm.communication.hivemind.hivemind_backend.HivemindBackend':",
+        caught,
+        "full_key: game_manager.communication",
+    )
+    assert (found.crashed, found.root_cause) == (True, caught)
+
+
+def test_a_warning_s_message_continued_below_it_is_not_a_failure() -> None:
+    # a warning raised by code run from a string ("<string>:56:"), its message on two lines
+    cmake = "      CMake Error at CMakeLists.txt:3 (project):"
+    found = diagnose(
+        "      <string>:56: RuntimeWarning: Failed to get commit hash:",
+        "      Command '['git', 'rev-parse', 'HEAD']' returned non-zero exit status 128.",
+        "      running build_ext",
+        cmake,
+        "        Running",
+        "      -- Configuring incomplete, errors occurred!",
+    )
+    assert found.root_cause == cmake
+    assert not [c.line for c in found.candidates if "rev-parse" in c.line]  # nor a runner-up

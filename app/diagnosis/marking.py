@@ -54,7 +54,8 @@ _AGENT_CLOSES = re.compile(r"\bSending process (\d+) closing signal SIG(?:TERM|K
 _SIGNAL_RECEIVED = re.compile(
     r"\bSignal \d+ \(SIG\w+\) received by PID (\d+)|\bexitcode\s*:\s*-\d+ \(pid: (\d+)\)"
 )
-_PYTHON_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")  # warnings' "file:line: Category: "
+# warnings' "file:line: Category: " (code run from a string: "<string>:56: RuntimeWarning: ")
+_PYTHON_WARNING = re.compile(r"(?:\.py|<[\w -]+>):\d+: \w*Warning: ")
 # Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
 LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
 LIVED_THROUGH = "an error the program says it lived through"
@@ -152,7 +153,8 @@ def mark(entries: list[Entry]) -> None:
             # the exception a "... raised:" line quotes, named like one or not
             # ("OutOfResources: out of resource: shared memory, ...")
             quoted_next = False
-            if rules.TRACEBACK_END.match(content) and not rules.HARD_NOISE.search(content):
+            quotes = rules.TRACEBACK_END.match(content) or rules.EXCEPTION_REPR.match(content)
+            if quotes and not rules.HARD_NOISE.search(content):
                 entry.strength = 3
                 continue
         quoted_next = rules.QUOTES_NEXT.search(content) is not None

@@ -1352,7 +1352,13 @@ LOOP_LIVED_THROUGH = _any(r"^Exception in callback \S", r"^Task exception was ne
 REQUEST_HANDLER_FAILED = _any(r"^Exception occurred during processing of request from \S")
 # A wrapper quoting the error it reports, in quotes or brackets.
 QUOTES_ERROR = re.compile(r"\b(?:with|original) error:? ?['\"(]\S")
-QUOTES_NEXT = _any(r"raised:\s*$", r"[Ss]ee (?:the )?inner exception")
+QUOTES_NEXT = _any(
+    r"raised:\s*$",
+    r"[Ss]ee (?:the )?inner exception",
+    r"\bError in call to target '[\w.]+':$",  # Hydra's instantiate, the repr of what it caught
+)
+# An exception as its repr ("P2PDaemonError('Daemon failed to start in 15.0 seconds')")
+EXCEPTION_REPR = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\(.*\)$")
 
 # Work only a live engine logs (a decode batch's statistics): never a failure, whatever its
 # words, and most of what a serving log's kept lines are.

@@ -971,4 +971,25 @@ WRAPPERS = (
         "ends it; observed in corpus case V130 (and behind vLLM's prefix in AI271)",
         strong=True,
     ),
+    Wrapper(
+        r"\bError in call to target '[\w.]+':$",
+        ("hydra",),
+        "hydra.errors.InstantiationException: Error in call to target "
+        "'genrl_swarm.communication.hivemind.hivemind_backend.HivemindBackend':",
+        "Hydra's instantiate (hydra/_internal/instantiate/_instantiate2.py) on a target that "
+        "raised: the exception it caught follows on the next line, as its repr; observed in "
+        "corpus case AT414",
+    ),
+    Wrapper(
+        r"\bJaxStackTraceBeforeTransformation: ",
+        ("jax",),
+        "jax._src.source_info_util.JaxStackTraceBeforeTransformation: TypeError: Custom VJP bwd "
+        "rule must produce an output with the same container (pytree) structure as the args "
+        "tuple of the primal function, and in particular must produce a tuple of length equal "
+        "to the number of arguments to the primal function, but got bwd output structure "
+        "PyTreeDef(*) for primal input structure PyTreeDef((*,)).",
+        "JAX's copy of an error raised while tracing, to point at the user's source before the "
+        "transformation (jax/_src/source_info_util.py): the error itself is raised again "
+        "below it; observed in corpus case E196",
+    ),
 )
