@@ -4180,3 +4180,34 @@ def test_a_warning_s_message_continued_below_it_is_not_a_failure() -> None:
     )
     assert found.root_cause == cmake
     assert not [c.line for c in found.candidates if "rev-parse" in c.line]  # nor a runner-up
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("KeyError: 'SLURM_NTASKS'", "config_or_args"),
+        ("RuntimeError: expected m1 and m2 to have the same dtype, but got: float != "
+         "c10::BFloat16", "config_or_args"),
+        ("jinja2.exceptions.TemplateSyntaxError: Unexpected end of template.", "config_or_args"),
+        ("torch._dynamo.exc.Unsupported: Dynamo recompile limit exceeded", "config_or_args"),
+        ("ERROR: Could not build wheels for outlines_core, which is required to install "
+         "pyproject.toml-based projects", "import_or_version"),
+        ("AssertionError: SM89 kernel is not available. Make sure you GPUs with compute "
+         "capability 8.9.", "unsupported_arch"),
+    ],
+)  # fmt: skip
+def test_the_class_names_the_variable_the_input_the_build_or_the_gpu_at_fault(
+    line: str, error_class: str
+) -> None:
+    found = diagnose(*QUIET, *TB, line)
+    assert (found.root_cause, found.error_class) == (line, error_class)
+
+
+def test_macos_s_bash_on_a_job_it_killed_is_the_host_s_kill() -> None:
+    killed = './run_rl_swarm.sh: line 323: 23001 Killed: 9               python "swarm.py" --x a'
+    found = diagnose(*QUIET, killed)
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        killed,
+        "oom_host_killed",
+    )

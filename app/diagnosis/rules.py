@@ -314,6 +314,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bRead-only file system\b", r"\bexternally-managed-environment\b",
         # NVML given a device the visible devices do not map
         r"\bNVMLError_InvalidArgument\b",
+        # an environment variable a launcher reads that nobody set ("KeyError: 'SLURM_NTASKS'")
+        r"\bKeyError: '[A-Z][A-Z0-9]*_[A-Z0-9_]+'$",
+        # inputs of two dtypes the code was given, a chat template that does not parse, and
+        # torch.compile's recompile limit under fullgraph (its settings, or the shapes fed)
+        r"\b(?:to|must) have the same dtype\b", r"\bTemplateSyntaxError\b",
+        r"\b[Rr]ecompile(?:_| )limit (?:exceeded|reached)\b",
         # the driver's library not visible (a container started without its GPUs)
         r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
     )),
@@ -403,6 +409,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:\bdyld\[\d+\]: |^)(?:Library not loaded|Symbol not found): ",  # macOS's loader
         r"^Undefined symbols for architecture \w+:", r"\bUNREACHABLE executed at\b",
         r"\bNinja is required to load C\+\+ extensions\b",
+        # pip unable to build a dependency's wheel (its compiler, its system libraries)
+        r"\bCould not build wheels for\b", r"\bFailed to build installable wheels\b",
         r"^error\[E0432\]: unresolved import\b",  # rustc on a crate version without the item
         r"\bCould not run '[\w:.]+' with arguments from the '\w+' backend\b",
         # a custom op called with another version's schema
@@ -458,6 +466,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bhipErrorInvalidDeviceFunction\b",
         # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support")
         r"\brequires? hardware with \w+ support\b",
+        # a kernel built for another capability ("SM89 kernel is not available. Make sure you
+        # GPUs with compute capability 8.9.")
+        r"\bkernel is not available\b.*\bcompute capability\b",
         r"--gpu-name=sm_\d+", r"Unsupported gpu architecture", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
         r"NoBinaryForGpu", r"Unable to find code object",
         r"Unknown recipe",
@@ -577,6 +588,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"[Ee]xit(?:ed)? (?:with )?(?:code|status)[ :=]*-?9\b", r"exitcode\s*:\s*-9\b",
         r"(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*137\b",
         r"\bSIGKILL\b", r"[Ss]ignal 9\b", r"\bMemoryError\b", r"(?:^|[\s\]|>])Killed(?:\s.*)?$",
+        r"\d Killed: 9$",  # macOS's bash on its job's SIGKILL
         # a supervisor's word that its child was killed (Go's "signal: killed"), and zsh's
         r"\bsignal: killed\b", r"\bzsh: killed\b", r"^\[\d+\]\s+[+-]?\s*\d+ killed\b",
         r"died with <Signals\.SIGKILL", r"\bstatus=9/KILL\b",
@@ -1205,7 +1217,8 @@ PANIC_CARRIES_ERROR = re.compile(r"\bon an `Err` value: \S")
 # A shell's report on a child it ran: "line 28:  7 Killed   cmd" (the command is not the fault).
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
-    r"|Floating point exception|Terminated)(?:\s+\(core dumped\))?(?=\s)"
+    # (macOS's bash names the signal's number: "Killed: 9", "Segmentation fault: 11")
+    r"|Floating point exception|Terminated)(?::\s\d+)?(?:\s+\(core dumped\))?(?=\s)"
     r"|\bzsh: (?:abort|segmentation fault|killed|bus error|illegal hardware instruction)(?=\s)"
     r"|" + ZSH_JOB.removesuffix(r"\s")
 )
