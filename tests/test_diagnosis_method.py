@@ -4211,3 +4211,21 @@ def test_macos_s_bash_on_a_job_it_killed_is_the_host_s_kill() -> None:
         killed,
         "oom_host_killed",
     )
+
+
+def test_a_traceback_glog_stamped_w_on_every_line_was_a_warning_lived_through() -> None:
+    # torch._dynamo giving up on a frame, each line of its record stamped W: it runs on eager
+    stamp = "W0530 14:48:26.433000 2622492 site-packages/torch/_dynamo/convert_frame.py:1233] "
+    record = [
+        "Traceback (most recent call last):",
+        '  File "/lib/torch/_inductor/runtime/triton_heuristics.py", line 12, in precompile',
+        "    binary._init_handles()",
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+        "SystemError: PY_SSIZE_T_CLEAN macro must be defined for '#' formats",
+    ]
+    steps = [f"step:{n}/20000 train_loss:6.42e-02 train_time:{n}ms" for n in range(40)]
+    found = diagnose(*QUIET, *(stamp + line for line in record), *steps)
+    assert (found.crashed, found.root_cause) == (False, None)
+    # (stamped E, the same record is the failure)
+    found = diagnose(*QUIET, *(stamp.replace("W0530", "E0530") + line for line in record))
+    assert found.crashed and found.root_cause is not None and "SystemError" in found.root_cause

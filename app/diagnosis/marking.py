@@ -87,7 +87,11 @@ _READY = rules.Alternatives(tuple(row.pattern for row in READY_LINES))
 _ENGINE_GONE = rules.Alternatives(tuple(row.pattern for row in ENGINE_GONE))
 _VALIDATION_DETAIL = re.compile(rules.VALIDATION_DETAIL)
 VALIDATION_DETAIL_LINES = 30  # three lines each (path, error, link) for ten errors
-_WARNING_STAMP = re.compile(r"\bWARN(?:ING)?\b")
+# a warning's stamp: a logger's word, or glog's and c10's letter ("W0530 14:48:26.433000 2622492
+# site-packages/torch/_dynamo/convert_frame.py:1233] ")
+_WARNING_STAMP = re.compile(
+    r"\bWARN(?:ING)?\b|(?:^|[\s:>|])W\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\]"
+)
 _GPU_FAULTS = frozenset(("oom_gpu", "cuda_runtime", "cuda_graph", "nccl_comm"))
 _GROUP_BORDER = re.compile(r"\+-{8,}$")  # where an exception group's printout closes
 _ASGI_REQUEST = re.compile(r"\bException in ASGI application\b")
@@ -142,22 +146,24 @@ def mark(entries: list[Entry]) -> None:
     source_next = False  # the line after a frame quotes its source
     panic_message_next = False  # a Rust panic's header, its message on the next line
     warned_at: int | None = None  # the line of a Python warning's record, its source next
-    quoted_next = False  # "... raised:", the exception it quotes on the next line
+    quoting: Entry | None = None  # "... raised:", the exception it quotes on the next line
     raised_name: str | None = None  # IPython names the exception in its traceback's header
     for index, entry in enumerate(entries):
         content = entry.content
         entry.level = levels[index]
         if _CXX_RAISED_FROM.match(content) and _bare_cxx_message(entries, index):
             entries[index - 1].strength = 3
-        if quoted_next and content:
+        if quoting is not None and content:
             # the exception a "... raised:" line quotes, named like one or not
             # ("OutOfResources: out of resource: shared memory, ...")
-            quoted_next = False
             quotes = rules.TRACEBACK_END.match(content) or rules.EXCEPTION_REPR.match(content)
             if quotes and not rules.HARD_NOISE.search(content):
                 entry.strength = 3
+                if quoting.set_aside:  # (quoted in a record set aside: a warning's, lived through)
+                    entry.strength, entry.set_aside = 0, quoting.set_aside
+                quoting = None
                 continue
-        quoted_next = rules.QUOTES_NEXT.search(content) is not None
+        quoting = entry if rules.QUOTES_NEXT.search(content) else None
         if panic_message_next and content:
             # A Rust panic's message, under its header (the root cause, as the corpus reads
             # it): the runner-up. A channel found closed only says that the thread on its
