@@ -4229,3 +4229,18 @@ def test_a_traceback_glog_stamped_w_on_every_line_was_a_warning_lived_through() 
     # (stamped E, the same record is the failure)
     found = diagnose(*QUIET, *(stamp.replace("W0530", "E0530") + line for line in record))
     assert found.crashed and found.root_cause is not None and "SystemError" in found.root_cause
+
+
+def test_comfyui_s_prompt_that_ran_out_of_memory_is_one_it_served_past() -> None:
+    # (a console's stretch that starts inside the traceback)
+    found = diagnose(
+        '  File "C:\\ComfyUI\\comfy\\model_management.py", line 927, in _apply',
+        "    param_applied = fn(param)",
+        "torch.OutOfMemoryError: Allocation on device ",
+        "",
+        "2025-01-17T01:27:13.751046 - Got an OOM, unloading all loaded models.",
+        "2025-01-17T01:27:13.751046 - Prompt executed in 12.66 seconds",
+        "2025-01-17T01:31:45.007202 - got prompt",
+        "2025-01-17T01:31:45.082922 - model_type FLOW",
+    )
+    assert (found.crashed, found.root_cause) == (False, None)

@@ -1326,6 +1326,8 @@ RECOVERED = _any(
     r"^Skipping import of\b",  # torchao without its C++ extensions ("... undefined symbol")
     r"\bskipped due to\b",  # a sweep that caught a case's failure ("skipped due to OOM (...)")
     r"^Ignoring this choice\.?$",  # Inductor's autotuner dropping a config that failed
+    # ComfyUI after a prompt ran out of memory: it frees the card and takes the next prompt
+    r"\bGot an OOM, unloading all loaded models\b",
 )
 # What a process prints while it stops: after a fatal error, these do not mean it went on.
 TEARDOWN = _any(
