@@ -1370,7 +1370,7 @@ QUOTES_ERROR = re.compile(r"\b(?:with|original) error:? ?['\"(]\S")
 QUOTES_NEXT = _any(
     r"raised:\s*$",
     r"[Ss]ee (?:the )?inner exception",
-    r"\bError in call to target '[\w.]+':$",  # Hydra's instantiate, the repr of what it caught
+    r"Error in call to target '[\w.]+':$",  # Hydra's instantiate, the repr of what it caught
 )
 # An exception as its repr ("P2PDaemonError('Daemon failed to start in 15.0 seconds')")
 EXCEPTION_REPR = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\(.*\)$")

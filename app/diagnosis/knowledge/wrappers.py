@@ -972,7 +972,7 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
-        r"\bError in call to target '[\w.]+':$",
+        r"Error in call to target '[\w.]+':$",
         ("hydra",),
         "hydra.errors.InstantiationException: Error in call to target "
         "'genrl_swarm.communication.hivemind.hivemind_backend.HivemindBackend':",
@@ -981,7 +981,7 @@ WRAPPERS = (
         "corpus case AT414",
     ),
     Wrapper(
-        r"\bJaxStackTraceBeforeTransformation: ",
+        r"JaxStackTraceBeforeTransformation: ",
         ("jax",),
         "jax._src.source_info_util.JaxStackTraceBeforeTransformation: TypeError: Custom VJP bwd "
         "rule must produce an output with the same container (pytree) structure as the args "
