@@ -529,3 +529,29 @@ def test_re_measuring_the_baseline_joins_its_sample_and_a_host_apart_is_said(
     typed = dash.post(f"/api/campaigns/{campaign['id']}/attempts", json={"title": "by hand"})
     refused = dash.post(f"/api/attempts/{typed.json()['id']}/remeasure")
     assert refused.status_code == 409 and "not launched" in refused.json()["detail"]
+
+
+def test_once_repeat_auto_made_its_call_no_next_run_is_announced() -> None:
+    """Between the run that made the call and the stop that follows, the run is still
+    benchmarking: what it shows must not be a fourth run under way (a `try` polling then
+    printed "run 4 of up to 10" before "stopped after 3 runs")."""
+    from sqlmodel import Session, create_engine
+
+    from app.models import Run, RunState
+    from app.runner.views import run_view
+
+    looking = {"confidence": 0.99, "max_runs": 10}
+    run = Run(
+        id=1, attempt_id=1, host="gpu-box", command="python -m sglang.launch_server",
+        bench="python bench.py", repeat=10, warmup=0, state=RunState.benchmarking,
+        bench_done=3, auto_repeat=looking,
+    )  # fmt: skip
+    with Session(create_engine("sqlite://")) as session:
+        assert (
+            run_view(session, run, None).bench_progress
+            == "run 4 of up to 10, until the call is clear"
+        )
+        run.auto_repeat = {**looking, "ended_by": "clear", "call": "better", "n": 3}
+        view = run_view(session, run, None)
+    assert view.state == RunState.benchmarking and view.bench_progress is None
+    assert view.auto_said is not None and "stopped after 3 runs" in view.auto_said

@@ -67,7 +67,11 @@ def run_view(session: Session, run: Run, tail: TailState | None) -> RunOut:
             {**b, "label": bench_label(b["index"], run.warmup)} for b in run.bench_runs or []
         ],
         bench_progress=bench_progress(
-            run.bench_done, run.warmup, run.repeat, auto=bool(run.auto_repeat)
+            run.bench_done,
+            run.warmup,
+            run.repeat,
+            auto=bool(run.auto_repeat),
+            auto_ended=bool((run.auto_repeat or {}).get("ended_by")),
         )
         if run.state == RunState.benchmarking
         else None,

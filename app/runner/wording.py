@@ -28,8 +28,13 @@ def bench_label(index: int, warmup: int) -> str:
     return f"warm-up {index}" if index <= warmup else f"run {index - warmup}"
 
 
-def bench_progress(done: int, warmup: int, repeat: int, *, auto: bool = False) -> str:
-    """The benchmark run under way after `done` finished ones."""
+def bench_progress(
+    done: int, warmup: int, repeat: int, *, auto: bool = False, auto_ended: bool = False
+) -> str | None:
+    """The benchmark run under way after `done` finished ones; none once `--repeat auto`
+    made its call (the runner stops the server next, no run follows)."""
+    if auto_ended:
+        return None
     if done < warmup:
         return f"warm-up {done + 1} of {warmup}, not recorded"
     if auto:
