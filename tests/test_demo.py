@@ -121,8 +121,11 @@ def campaign(url: str) -> dict:
     return httpx.get(f"{url}/api/campaigns/{campaigns[0]['id']}", headers=auth).json()
 
 
-def _written(attempt: dict) -> int:
-    return Path(attempt["source"].removeprefix("file://")).stat().st_size
+def _written(attempt: dict) -> int | None:
+    """The log's size on disk; None before the replay has created it (an attempt is
+    registered with its source first, its log written after)."""
+    path = Path(attempt["source"].removeprefix("file://"))
+    return path.stat().st_size if path.exists() else None
 
 
 def finished(url: str) -> dict | None:
@@ -132,7 +135,10 @@ def finished(url: str) -> dict | None:
     # crash's status comes with its first error line, its root cause with a later one. The
     # end is the file's size on disk: the tail's own `size` is as of its last look, and a log
     # still being written can be behind it (a sigquit read, the KeyError under it not yet).
-    caught_up = all(a["tail"] is None or a["tail"]["bytes_read"] >= _written(a) for a in attempts)
+    caught_up = all(
+        a["tail"] is None or ((size := _written(a)) is not None and a["tail"]["bytes_read"] >= size)
+        for a in attempts
+    )
     if len(attempts) == len(EXPECTED) and attempts[-1]["status"] == "crashed" and caught_up:
         notes = httpx.get(f"{url}/api/attempts/{attempts[-1]['id']}/notes",
                           headers={"Authorization": f"Bearer {OWNER_TOKEN}"}).json()  # fmt: skip
