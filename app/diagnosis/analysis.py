@@ -193,7 +193,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     if not failures:
         failures = [e for e in entries if e.quoted]
     if failures:
-        failures = _last_cell_s(entries, failures)
+        failures = _last_cell_s(entries, failures, position)
         # A failure the server lived through long ago is not why it died: look at the last
         # burst of failures, and blame its first one (later ranks die of it).
         burst_start = 0
@@ -476,7 +476,9 @@ _HTTP_STATUS_ERROR = re.compile(
 _NOT_THE_CELL_S_OWN = frozenset({"KeyboardInterrupt", "NameError"})
 
 
-def _last_cell_s(entries: list[Entry], failures: list[Entry]) -> list[Entry]:
+def _last_cell_s(
+    entries: list[Entry], failures: list[Entry], position: dict[int, int]
+) -> list[Entry]:
     """A notebook's saved outputs (IPython's tracebacks, each headed by the exception's name)
     hold every cell that failed, each run after the one before it failed: the run ended in
     the last cell that failed of its own, and the failures of the cells before it are ones
@@ -493,7 +495,7 @@ def _last_cell_s(entries: list[Entry], failures: list[Entry]) -> list[Entry]:
     start = own[-1]
     # (a chain's exceptions, each under its own header: the cell's failure starts at the first)
     for earlier in reversed(headers[: headers.index(start)]):
-        between = [e for e in entries if earlier.line.number < e.line.number < start.line.number]
+        between = entries[position[id(earlier)] + 1 : position[id(start)]]
         if not any(rules.CHAINED.search(e.content) for e in between):
             break
         start = earlier

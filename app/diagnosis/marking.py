@@ -622,7 +622,8 @@ def _bare_cxx_message(entries: list[Entry], index: int) -> bool:
     if message.strength >= 2 or message.noise or message.in_traceback is not None:
         return False
     first = message.line.number - BARE_MESSAGE_REACH
-    return not any(e.strength >= 2 for e in entries[:index] if e.line.number >= first)
+    above = itertools.takewhile(lambda e: e.line.number >= first, reversed(entries[:index]))
+    return not any(e.strength >= 2 for e in above)
 
 
 def _validation_details(entries: list[Entry], index: int) -> list[Entry]:
