@@ -16,8 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlmodel import Session, create_engine
 
 from app.config import Settings
+from app.models import Run, RunState
+from app.runner.views import run_view
 from tests.conftest import running
 from tests.helpers import attempt_of, make_campaign, wait_for
 from tests.runner_helpers import (
@@ -535,11 +538,6 @@ def test_once_repeat_auto_made_its_call_no_next_run_is_announced() -> None:
     """Between the run that made the call and the stop that follows, the run is still
     benchmarking: what it shows must not be a fourth run under way (a `try` polling then
     printed "run 4 of up to 10" before "stopped after 3 runs")."""
-    from sqlmodel import Session, create_engine
-
-    from app.models import Run, RunState
-    from app.runner.views import run_view
-
     looking = {"confidence": 0.99, "max_runs": 10}
     run = Run(
         id=1, attempt_id=1, host="gpu-box", command="python -m sglang.launch_server",

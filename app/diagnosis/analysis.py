@@ -493,8 +493,9 @@ def _last_cell_s(
     if len(headers) < 2 or not own:
         return failures
     start = own[-1]
+    last = next(i for i, header in enumerate(headers) if header is start)
     # (a chain's exceptions, each under its own header: the cell's failure starts at the first)
-    for earlier in reversed(headers[: headers.index(start)]):
+    for earlier in reversed(headers[:last]):
         between = entries[position[id(earlier)] + 1 : position[id(start)]]
         if not any(rules.CHAINED.search(e.content) for e in between):
             break
