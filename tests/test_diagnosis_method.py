@@ -4133,24 +4133,31 @@ def _cell(name: str, message: str) -> list[str]:
     ]
 
 
-def test_a_notebook_ended_in_the_last_cell_that_failed_of_its_own() -> None:
+def test_a_notebook_s_run_failed_in_the_first_cell_that_failed_of_its_own() -> None:
+    # (a cell's typo is gone past: the next cell runs)
     mmap = "RuntimeError: mmap can only be used with files saved with `torch.save`"
     found = diagnose(
         *QUIET, *_cell("NameError", "name 'max_memory' is not defined"), *QUIET,
         *_cell("RuntimeError", mmap.removeprefix("RuntimeError: ")),
     )  # fmt: skip
     assert found.root_cause == mmap
-    # (a later cell's NameError is the earlier failure's: the name was never defined)
+    # (a later cell's failure is the earlier one's: the name was never defined, the memory is
+    # still held, the adapters were never attached)
     oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 224.00 MiB."
-    found = diagnose(
-        *QUIET, *_cell("OutOfMemoryError", oom.removeprefix("OutOfMemoryError: ")),
-        *_cell("NameError", "name 'trainer' is not defined"),
-    )  # fmt: skip
-    assert (found.root_cause, found.error_class) == (oom, "oom_gpu")
-    # (what the last cell printed before its traceback is its own)
+    for later in (
+        ("NameError", "name 'trainer' is not defined"),
+        ("RuntimeError", "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate`"),
+        ("ValueError", "You cannot perform fine-tuning on purely quantized models."),
+    ):
+        found = diagnose(
+            *QUIET, *_cell("OutOfMemoryError", oom.removeprefix("OutOfMemoryError: ")),
+            *QUIET, *_cell(*later),
+        )  # fmt: skip
+        assert (found.root_cause, found.error_class) == (oom, "oom_gpu"), later
+    # (what a cell printed before its traceback is its own)
     said = "ERROR: Could not install packages due to an OSError: [Errno 16] Device or resource busy"
     missing = "No module named 'vllm'"
-    earlier = _cell("ValueError", "bad prompt")
+    earlier = _cell("NameError", "name 'llm' is not defined")
     found = diagnose(*QUIET, *earlier, said, *_cell("ImportError", missing))
     assert found.root_cause in (said, f"ImportError: {missing}")
 

@@ -193,7 +193,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     if not failures:
         failures = [e for e in entries if e.quoted]
     if failures:
-        failures = _last_cell_s(entries, failures, position)
+        failures = _past_the_slips(entries, failures, position)
         # A failure the server lived through long ago is not why it died: look at the last
         # burst of failures, and blame its first one (later ranks die of it).
         burst_start = 0
@@ -471,46 +471,49 @@ _HTTP_STATUS_ERROR = re.compile(
 )
 
 
-# A later cell's failure that says nothing of its own: its operator stopped it, or it used a
-# name that an earlier cell, the one that failed, was to define.
-_NOT_THE_CELL_S_OWN = frozenset({"KeyboardInterrupt", "NameError"})
+# A cell's failure that leaves nothing behind for the cells after it: its operator stopped it,
+# or its code named something undefined or did not parse.
+_A_SLIP_OF_THE_CELL = frozenset(
+    {"KeyboardInterrupt", "NameError", "SyntaxError", "IndentationError"}
+)
 
 
-def _last_cell_s(
+def _past_the_slips(
     entries: list[Entry], failures: list[Entry], position: dict[int, int]
 ) -> list[Entry]:
     """A notebook's saved outputs (IPython's tracebacks, each headed by the exception's name)
-    hold every cell that failed, each run after the one before it failed: the run ended in
-    the last cell that failed of its own, and the failures of the cells before it are ones
-    the notebook went on past."""
+    hold every cell that failed, each run after the one before it failed. Cells that failed
+    by a slip (a typo, a stop) were gone past: the run's failure is the first cell that failed
+    of its own, and the cells after it fail of what it left (memory still held, a model half
+    built)."""
     named = [
         (entry, header[1]) for entry in entries
         if entry.strength == 1 and (header := IPYTHON_HEADER.match(entry.content))
     ]  # fmt: skip
     headers = [entry for entry, _ in named]
     header_ids = {id(e) for e in headers}
-    own = [entry for entry, name in named if name not in _NOT_THE_CELL_S_OWN]
+    own = [entry for entry, name in named if name not in _A_SLIP_OF_THE_CELL]
     if len(headers) < 2 or not own:
         return failures
-    start = own[-1]
-    last = next(i for i, header in enumerate(headers) if header is start)
+    start = own[0]
+    first = next(i for i, header in enumerate(headers) if header is start)
     # (a chain's exceptions, each under its own header: the cell's failure starts at the first)
-    for earlier in reversed(headers[:last]):
+    for earlier in reversed(headers[:first]):
         between = entries[position[id(earlier)] + 1 : position[id(start)]]
         if not any(rules.CHAINED.search(e.content) for e in between):
             break
         start = earlier
-    # (what the last cell printed before its traceback is its own, its workers' tracebacks
-    # too; an earlier cell's traceback ends where its exception is)
-    earlier_cells = [
+    # (what the cell printed before its traceback is its own, its workers' tracebacks too; an
+    # earlier cell's traceback ends where its exception is)
+    slips = [
         e.line.number for e in entries
         if e.in_traceback is not None and e.strength == 3 and e.line.number < start.line.number
         and id(entries[e.in_traceback]) in header_ids
     ]  # fmt: skip
-    if not earlier_cells:
+    if not slips:
         return failures
-    last_cell = [e for e in failures if e.line.number > max(earlier_cells)]
-    return last_cell or failures
+    own_failures = [e for e in failures if e.line.number > max(slips)]
+    return own_failures or failures
 
 
 def _chain_end(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
