@@ -1954,6 +1954,22 @@ def test_a_raise_statement_cut_from_its_frame_is_code() -> None:
     assert found.root_cause == raised and found.error_class == "nccl_comm"
 
 
+def test_ipython_s_arrow_at_a_raise_statement_is_code() -> None:
+    raised = "RuntimeError: HIP error code 1: invalid argument"
+    found = diagnose(
+        *QUIET,
+        "RuntimeError                              Traceback (most recent call last)",
+        "Cell In[13], line 11",
+        "---> 11 hip_try(",
+        "",
+        "File /work/python/hip.py:12, in hip_try(err)",
+        '---> 12 raise RuntimeError(f"HIP error code {err}: {error_string}")',
+        "",
+        raised,
+    )
+    assert found.root_cause == raised
+
+
 def test_build_tools_summaries_yield_to_the_build_s_own_error() -> None:
     failed = "      AssertionError"
     found = diagnose(*QUIET, "  error: subprocess-exited-with-error", "  ",
@@ -3564,6 +3580,12 @@ def test_a_heading_with_no_message_yields_to_the_exception_that_restates_it() ->
         *TB, error,
     )  # fmt: skip
     assert (found.root_cause, found.error_class, found.crashed) == (error, "oom_gpu", True)
+
+
+def test_pip_s_heading_over_its_own_crash_yields_to_the_exception() -> None:
+    error = "ValueError: Memoryview is too large"
+    found = diagnose(*QUIET, "ERROR: Exception:", *TB, error)
+    assert (found.root_cause, found.crashed) == (error, True)
 
 
 def test_deepspeed_s_link_probe_for_optional_ops_is_no_failure() -> None:

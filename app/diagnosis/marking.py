@@ -73,9 +73,12 @@ BARE_MESSAGE_REACH = 8  # the lines above a message where a header naming it wou
 _IGNORED = re.compile(r"Exception ignored (?:in|on calling|while)\b")
 _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 # A heading with no message of its own ("Error:", its message on the lines below it, as a
-# wrapper library prints an exception it caught and retries after).
-_HEADING = re.compile(r"(?:Error|ERROR|Exception):\s*$")
+# wrapper library prints an exception it caught and retries after; pip's "ERROR: Exception:"
+# over the traceback of its own crash).
+_HEADING = re.compile(r"(?:ERROR: )?(?:Error|ERROR|Exception):\s*$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
+# IPython's arrow at the source line a frame ran ("---> 12 raise RuntimeError(...)"): code
+_IPYTHON_SOURCE = re.compile(r"-+> ?\d+\s")
 ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
 NODE_DUMP_LINES = 200  # how far a parser's description of a failed node may run
@@ -235,6 +238,9 @@ def mark(entries: list[Entry]) -> None:
             framed = True
             # (faulthandler's frames, "line 12 in f", quote no source)
             source_next = _TRACEBACK_FRAME.match(content) is not None
+            continue
+        if _IPYTHON_SOURCE.match(content):
+            entry.in_traceback = traceback_start
             continue
         if source_next and not content:
             continue  # (a paste with a blank line after each line: the source comes next)
