@@ -3539,6 +3539,18 @@ def test_pytest_s_summary_of_a_failed_test_is_the_failure_only_where_its_traceba
     assert kept.root_cause == error
 
 
+def test_pytest_s_progress_for_a_failed_test_yields_to_what_ended_the_run() -> None:
+    passed = [f"test_cost.py::test_speed[{n}] PASSED                 [ 36%]" for n in range(60)]
+    fault = "Fatal Python error: Segmentation fault"
+    found = diagnose(
+        "test_llm.py::TestWrappers::test_packing[True] ERROR                      [ 25%]",
+        "test_llm.py::TestWrappers::test_packing[False] ERROR                     [ 25%]",
+        *passed[:30], "test_cost.py::test_redq_speed[reduce-overhead] FAILED [ 57%]", *passed[30:],
+        fault,
+    )  # fmt: skip
+    assert (found.root_cause, found.crashed) == (fault, True)
+
+
 def test_a_bare_exception_named_by_its_module_yields_to_the_chained_one_that_explains_it() -> None:
     explained = (
         "(APIServer pid=623) TimeoutError: Timed out waiting for engine core processes to start. "

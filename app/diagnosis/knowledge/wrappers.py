@@ -238,6 +238,15 @@ WRAPPERS = (
         "whose traceback the report holds above when it was kept; observed in corpus case AL409",
     ),
     Wrapper(
+        r"\.py::\S+ (?:ERROR|FAILED)\s+\[\s*\d+%\]$",
+        ("pytest",),
+        "2026-01-19T14:48:37.5828264Z test_llm.py::TestWrappers::test_packing[True] ERROR      "
+        "                [ 25%]",
+        "pytest's verbose progress: a test that failed or errored, the run going on to the "
+        "next; its report below says why, or the run's own fault does; observed in corpus case "
+        "AU205",
+    ),
+    Wrapper(
         r"\bAsyncLLM output_handler failed\.?$",
         ("vllm",),
         "(APIServer pid=478060) ERROR 01-18 22:19:26 [async_llm.py:538] AsyncLLM output_handler "
