@@ -3366,6 +3366,16 @@ def test_the_hip_runtime_s_trace_reads_its_error_level_and_peels_its_prefix() ->
     found = diagnose(*trace, ":4:rocdevice.cpp            :2756: 38724086971 us: [pid:92169 tid: "
                      "0x7fced21ff6c0] Failed to find a free signal, retrying")  # fmt: skip
     assert found.crashed is False and found.root_cause is None
+    # A build's whole path to its source, and the level a broken guarantee is printed at
+    # before the runtime aborts: the record, not the abort, is the failure.
+    guarantee = (
+        ":0:/long_pathname_so_that_rpms_can_package_the_debug_info/src/external/clr/rocclr/"
+        "device/device.cpp:324 : 429446282030 us: [pid:705815 tid:0x7ecf3954f640] Memobj map "
+        "does not have ptr: 0x0"
+    )
+    found = diagnose(guarantee, "Fatal Python error: Aborted", "",
+                     "Thread 0x00007ecf3954f640 (most recent call first):")  # fmt: skip
+    assert found.root_cause == guarantee and found.crashed is True
 
 
 def test_a_newest_first_log_that_ends_in_a_scheduler_s_stop_did_not_crash() -> None:

@@ -55,8 +55,8 @@ _PREFIXES = [
     r"(?:[\w.-]+\s+)?[\w./@-]+\[\d+\]:\s",
     # the HIP runtime's trace (AMD_LOG_LEVEL): its level first, 1 an error ... 4 a debug
     # record: ":1:rocdevice.cpp            :3434: 38724086971 us: [pid:92169 tid: 0x7fce] "
-    # (its time replaced by "..." where a reporter cut it)
-    r":\d:[\w.]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
+    # (its time replaced by "..." where a reporter cut it; a build's whole path to its source)
+    r":\d:[\w./-]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
     r"\s*(?:\[pid:\s*\d+\s+tid:\s*0x[0-9a-f]+\]\s?)?",
     # dmesg: "[ 2448.628970] "
     r"\[\s*\d+\.\d+\]\s",

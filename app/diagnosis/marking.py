@@ -20,15 +20,16 @@ from app.diagnosis.knowledge.ready import READY_LINES
 # container's or a launcher's prefix)
 _INFO_LEVEL = re.compile(
     # the HIP runtime's trace below its error level (":4:command.cpp  :357 : 38724 us: ")
-    r"(?:^|\s):[2-4]:[\w.]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
+    r"(?:^|\s):[2-4]:[\w./-]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
     r"|(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
     r"|(?:^|[\s:>])[IW](?:\d{4})?\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
 )
 _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|\[F\s|(?:^|[\s:>])[EF](?:\d{4})?\d{4}\s|\[[EF]\d{3,4}\s"
     r"|:\s[EF]\s[\w/.-]+:\d+\]"
-    # the HIP runtime's trace at its error level (":1:rocdevice.cpp  :3434: 38724 us: ")
-    r"|(?:^|\s):1:[\w.]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
+    # the HIP runtime's trace at its error level (":1:rocdevice.cpp  :3434: 38724 us: "), or
+    # at the level it prints a broken guarantee at before it aborts (":0:")
+    r"|(?:^|\s):[01]:[\w./-]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
 )
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").

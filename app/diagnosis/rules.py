@@ -534,7 +534,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a Vulkan device without an extension or a feature the backend needs
         r"\bError(?:Extension|Feature)NotPresent\b",
         # HIP's code object without the kernel for this GPU ("Cannot find Symbol with name: ...")
-        r"\bhip_\w+\.cpp:\d+ .*\bCannot find Symbol with name\b",
+        r"\bCannot find Symbol with name\b",
         r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",

@@ -86,6 +86,8 @@ _SEVERITY_ANCHORS = (
     # llama.cpp's "0.00.065.436 E srv  start: ..."
     rb"\d\d:\d\d\.\d{6}: [EF] [\w/.-]+:\d+\]",
     rb"\d\.\d\d\.\d{3}\.\d{3} [EF] ",
+    # the HIP runtime's error records (":1:rocdevice.cpp  :3434: 38724 us: ", ":0:" a guarantee)
+    rb":[01]:[\w./-]+\s*:\s*\d+\s*:\s*\d+ us:",
 )
 
 _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
