@@ -1366,6 +1366,13 @@ def test_a_request_handler_s_exception_chain_ending_the_log_under_uvicorn_is_no_
     failed = "OSError: /root/.cache/xgrammar.so: cannot open shared object file"
     found = diagnose(*QUIET, asgi, *TB, failed)
     assert found.crashed is False and found.root_cause is None
+    # (aiohttp's word on a handler that failed, the same)
+    aiohttp = (
+        "[2025-03-24 14:30:04] | ERROR | aiohttp.server.log_exception | web_protocol.py:451 | "
+        "Error handling request from 127.0.0.1"
+    )
+    found = diagnose(*QUIET, aiohttp, *TB, "KeyError: 'qwen'")
+    assert found.crashed is False and found.root_cause is None
     group = ["  + Exception Group Traceback (most recent call last):",
              "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
              "    | AttributeError: 'bytes' object has no attribute 'get'",

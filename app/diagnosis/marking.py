@@ -98,7 +98,10 @@ _WARNING_STAMP = re.compile(
 )
 _GPU_FAULTS = frozenset(("oom_gpu", "cuda_runtime", "cuda_graph", "nccl_comm"))
 _GROUP_BORDER = re.compile(r"\+-{8,}$")  # where an exception group's printout closes
-_ASGI_REQUEST = re.compile(r"\bException in ASGI application\b")
+# a server's word that a request's handler failed (Uvicorn's, aiohttp's), its traceback below
+_A_HANDLER_FAILED = re.compile(
+    r"\bException in ASGI application\b|\bError handling request from \S"
+)
 # vLLM's engine loop failing inside a request's traceback: the engine's failure, not the request's
 _ENGINE_STEP_FRAME = re.compile(r"\bin (?:run_engine_loop|engine_step|step_async|execute_model)$")
 
@@ -650,7 +653,7 @@ def _a_request_s_own_end(entries: list[Entry], index: int) -> bool:
     engine's own loop nowhere in it: the server answered that request with a 500 and lives
     on (a log cut there shows no more of it)."""
     raised = _exception_below(entries, index)
-    if raised is None or not _ASGI_REQUEST.search(entries[index].content):
+    if raised is None or not _A_HANDLER_FAILED.search(entries[index].content):
         return False
     chain = _chained_from(entries, raised)
     if any(e.strength >= 2 for e in entries[entries.index(chain[-1]) + 1 :]):

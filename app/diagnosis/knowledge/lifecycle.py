@@ -713,6 +713,15 @@ REQUEST_REFUSED = (
         "the engine's own loop is not in their frames); observed in corpus cases P058 and Z007",
     ),
     Fact(
+        r"\bError handling request from \S",
+        ("aiohttp",),
+        "[2025-03-24 14:30:04] | ERROR | aiohttp.server.log_exception | web_protocol.py:451 | "
+        "Error handling request from 127.0.0.1",
+        "aiohttp's server (aiohttp/web_protocol.py, log_exception) on a request its handler "
+        "failed, then that handler's traceback: answered with a 500, and the server serves on, "
+        "as Uvicorn's ASGI line above; observed in corpus case AU313",
+    ),
+    Fact(
         r"\bwaiting for llama runner to start: context canceled\b",
         ("ollama",),
         'time=2024-12-09T03:41:20.513Z level=ERROR source=sched.go:455 msg="error loading llama '
