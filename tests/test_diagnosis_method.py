@@ -1977,6 +1977,17 @@ def test_ipython_s_arrow_at_a_raise_statement_is_code() -> None:
     assert found.root_cause == raised
 
 
+def test_a_tool_s_error_record_after_another_process_s_frame_is_no_source_line() -> None:
+    # (a CI wrapper's traceback interleaved with pip's output: the frame's source never came)
+    conflict = "ERROR: Cannot install torch==2.10.0.dev20251116+cu126 and torch==2.11.0.dev1"
+    found = diagnose(
+        *QUIET, "INFO: This is taking longer than usual.",
+        '  File "/runner/_work/test-infra/scripts/run_with_env_secrets.py", line 39, in run_cmd',
+        conflict, "", "The conflict is caused by:", "torch 2.11.0.dev1 depends on filelock",
+    )  # fmt: skip
+    assert (found.root_cause, found.crashed) == (conflict, True)
+
+
 def test_build_tools_summaries_yield_to_the_build_s_own_error() -> None:
     failed = "      AssertionError"
     found = diagnose(*QUIET, "  error: subprocess-exited-with-error", "  ",

@@ -78,6 +78,7 @@ _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 # over the traceback of its own crash).
 _HEADING = re.compile(r"(?:ERROR: )?(?:Error|ERROR|Exception):\s*$")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
+_OWN_ERROR_RECORD = re.compile(r"(?:ERROR|FATAL|CRITICAL): \S")
 # IPython's arrow at the source line a frame ran ("---> 12 raise RuntimeError(...)"): code
 _IPYTHON_SOURCE = re.compile(r"-+> ?\d+\s")
 ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
@@ -251,6 +252,9 @@ def mark(entries: list[Entry]) -> None:
         if source_next and not (
             rules.EXCEPTION_LINE.match(content)
             or rules.TRACEBACK_END.match(content)
+            # (a tool's own error record, its line interleaved with another's traceback:
+            # no source line starts so)
+            or _OWN_ERROR_RECORD.match(content)
             # (a binding's own, lower-case, after a frame's carets)
             or rules.QUALIFIED_EXCEPTION.match(content)
         ):
