@@ -548,6 +548,18 @@ def test_a_device_side_assert_is_named_by_the_kernel_s_assertion() -> None:
     )  # fmt: skip
     assert found.root_cause == assertion and found.error_class == "cuda_runtime"
     assert found.crashed is True
+    # (a generated Triton kernel's, naming its block and thread, printed after the exception
+    # when the kernel's output reached the log last)
+    generated = (
+        "/root/.cache/vllm/torch_compile_cache/inductor_cache/ii/ciil7rhth7sq.py:37: unknown: "
+        "block: [8338,0,0], thread: [64,0,0] Assertion `index out of bounds: 0 <= tmp10 < 4096` "
+        "failed."
+    )
+    found = diagnose(
+        *QUIET, *TB, "torch.AcceleratorError: CUDA error: device-side assert triggered", "",
+        generated, generated.replace("thread: [64,", "thread: [65,"),
+    )  # fmt: skip
+    assert found.root_cause == generated and found.error_class == "cuda_runtime"
 
 
 def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with_it() -> None:
@@ -1504,6 +1516,17 @@ def test_vllm_s_prefix_cut_at_its_front_is_peeled() -> None:
     found = diagnose(*QUIET, failed, "ERROR 06-30 13:53:19 [core.py:515] EngineCore failed to "
                      "start.")  # fmt: skip
     assert found.root_cause == failed and found.error_class == "oom_gpu"
+
+
+def test_vllm_s_prefix_with_its_module_s_path_is_peeled() -> None:
+    # (from vLLM 0.11: its traceback's frames are frames, and its exception the failure)
+    prefix = "(EngineCore_DP0 pid=2290876) ERROR 12-17 07:34:09 [v1/engine/core.py:710] "
+    found = diagnose(
+        *QUIET, f"{prefix}EngineCore encountered a fatal error.",
+        *(f"{prefix}{line}" for line in TB), f"{prefix}RuntimeError: CUDA error: out of memory",
+    )  # fmt: skip
+    assert found.root_cause == f"{prefix}RuntimeError: CUDA error: out of memory"
+    assert [line.line for line in found.candidates if "File" in line.line] == []
 
 
 def test_a_frame_s_source_line_cut_from_its_frame_is_code() -> None:

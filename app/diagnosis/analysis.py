@@ -1147,17 +1147,32 @@ def _raised_below(entries: list[Entry], root: Entry) -> Entry | None:
 
 
 _DEVICE_ASSERT = re.compile(r"device-side assert(?:ion)? triggered")
-_KERNEL_ASSERTION = re.compile(r"\.(?:cu|cuh|hip)(?::\d+)?: .*\b[Aa]ssertion [`'].*[`'] failed")
+# (a CUDA source's, or a generated Triton kernel's that names its block and thread)
+_KERNEL_ASSERTION = re.compile(
+    r"(?:\.(?:cu|cuh|hip)(?::\d+)?: .*|\bblock: \[[\d,]+\],? thread: \[[\d,]+\],? )"
+    r"\b[Aa]ssertion [`'].*[`'] failed"
+)
 
 
 def _asserted(entries: list[Entry], root: Entry) -> Entry | None:
     """ "CUDA error: device-side assert triggered" only reports a kernel's assertion: the
     kernel's own line ("IndexKernel.cu:402: ... Assertion `totalElements <= srcSize` failed.")
-    says which, wherever the asynchronous error surfaced (even in a request it had set aside)."""
+    says which, wherever the asynchronous error surfaced (even in a request it had set aside),
+    and whether the kernel's output reached the log before the exception or just after it."""
     if not _DEVICE_ASSERT.search(root.content):
         return None
-    before = reversed(entries[: entries.index(root)])
+    index = entries.index(root)
+    before = reversed(entries[:index])
     assertion = next((e for e in before if _KERNEL_ASSERTION.search(e.content)), None)
+    if assertion is None:
+        assertion = next(
+            (
+                e for e in entries[index + 1 :]
+                if e.line.number - root.line.number <= FOLLOW_UP_LINES
+                and _KERNEL_ASSERTION.search(e.content)
+            ),
+            None,
+        )  # fmt: skip
     if assertion is not None:
         assertion.strength = max(assertion.strength, 3)
     return assertion

@@ -33,9 +33,10 @@ _PREFIXES = [
     r"\[\d\d/\d\d/\d{4}-[\d:]+\]\s?",
     # vLLM's prefix whose front the reporter cut: "[multiproc_executor.py:492] ", or a format
     # of one's own that puts the process id first: "56542 [async_llm_engine.py:64] "
-    r"(?:\d+\s+)?\[[\w.-]+\.py:\d+\]\s",
+    r"(?:\d+\s+)?\[[\w./-]+\.py:\d+\]\s",
     # vLLM: "INFO 06-16 10:03:14 [loggers.py:87] " and "ERROR 10-11 12:27:29 engine.py:157] "
-    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+(?:\[[\w.:-]+\]|[\w.-]+:\d+\])\s?",
+    # (from 0.11 the module's path under vllm/: "ERROR 12-17 07:34:09 [v1/engine/core.py:710] ")
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+(?:\[[\w./:-]+\]|[\w.-]+:\d+\])\s?",
     # TensorFlow's and XLA's logging (JAX too): "2025-03-23 20:28:49.804409: E
     # external/xla/xla/service/gpu/gpu_hlo_schedule.cc:654] "
     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s[IWEF]\s[\w/.-]+:\d+\]\s?",
