@@ -1288,6 +1288,17 @@ def test_a_dataloader_worker_s_error_is_read_under_its_wrapper() -> None:
     assert found.root_cause == cause and found.error_class == "config_or_args"
 
 
+def test_an_exception_the_program_said_it_caught_and_went_past_was_lived_through() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.42 GiB."
+    caught = "TypeError: DPOConfig.__init__() got an unexpected keyword argument 'max_length'"
+    later = [f"[RESULT] Exp {n}: Macro-F1=0.1667" for n in "AB"] + ["[EVAL] Experiment C"] * 4
+    found = diagnose(*QUIET, *TB, caught, "[WARN] Exp E training failed", *later, *TB, oom)
+    assert (found.root_cause, found.error_class) == (oom, "oom_gpu")
+    # (without its word that it went on, the first failure of the burst is why it stopped)
+    found = diagnose(*QUIET, *TB, caught, *later, *TB, oom)
+    assert found.root_cause == caught
+
+
 def test_an_exception_its_logger_reported_as_a_warning_was_lived_through() -> None:
     fatal = (
         "(EngineCore pid=15) ERROR 06-23 15:43:19 [core.py:1195] RuntimeError: Could not find "

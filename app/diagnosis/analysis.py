@@ -410,12 +410,30 @@ def _lived_through(
     "ERROR ... Cannot use FA version 2 ..." it fell back from) followed by ordinary work and
     then by an exception is not why it stopped."""
     for index, (failure, following) in enumerate(itertools.pairwise(failures)):
-        if failure.strength != 2 or failure.warning:
-            return failures[index:]
         between = entries[position[id(failure)] + 1 : position[id(following)]]
+        caught = failure.strength == 3 and _warned_and_went_on(between, failure)
+        if not caught and (failure.strength != 2 or failure.warning):
+            return failures[index:]
         if len(_went_on(between, failure)) < WENT_ON_LINES:
             return failures[index:]
     return failures[-1:]
+
+
+# A program's own warning that a step failed, said as it goes on to the next ("[WARN] Exp E
+# training failed", "WARNING: evaluation failed, skipping")
+_STEP_FAILED_WARNING = re.compile(
+    r"^\[?(?:WARN|WARNING)\]?:?\s.*\b(?:failed|skipping|skipped|continuing)\b", re.IGNORECASE
+)
+CAUGHT_REACH = 2  # how close below an exception a program's word that it caught it comes
+
+
+def _warned_and_went_on(between: list[Entry], failure: Entry) -> bool:
+    """An exception the program caught: its own warning that the step failed just below."""
+    return any(
+        e.line.number - failure.line.number <= CAUGHT_REACH
+        and _STEP_FAILED_WARNING.search(e.content)
+        for e in between[:CAUGHT_REACH]
+    )
 
 
 def _went_on(later: list[Entry], root: Entry) -> list[Entry]:
