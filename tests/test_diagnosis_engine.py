@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.diagnosis import Diagnoser, diagnose_bytes
-from app.diagnosis.scanner import MAX_LINE_BYTES
+from app.diagnosis.entry import Entry
+from app.diagnosis.scanner import MAX_LINE_BYTES, Line
 
 DATA = Path(__file__).parent / "data"
 
@@ -748,3 +749,13 @@ def test_threads_reading_logs_at_once_share_the_compiled_patterns_not_their_scra
         together = list(pool.map(read, range(6)))
     for index, found in enumerate(together):
         assert found == [alone[index % len(logs)]] * 5
+
+
+def test_entries_are_compared_by_identity() -> None:
+    """One entry per kept line: finding one in the list is a pointer comparison, not a field
+    by field one (a server's thousands of refused requests made each diagnosis quadratic:
+    bench/refused_requests.py)."""
+    line = Line(offset=0, number=1, text="KeyError: 12")
+    first, same = Entry(line, line.text, line.text), Entry(line, line.text, line.text)
+    assert first != same and [first, same].index(same) == 1
+    assert len({first, same}) == 2

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from app.diagnosis.scanner import Line
 
 
-@dataclass
+@dataclass(eq=False)  # one entry per kept line: compared by identity (list.index is fast)
 class Entry:
     line: Line
     text: str

@@ -436,6 +436,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
     """The line after "Last error:" is what the exception above it summarised; an error a
     program says it lived through ("retrying", "falling back") is not why it stopped."""
     lived_through: set[str] = set()
+    position = {id(entry): index for index, entry in enumerate(entries)}
     for index, entry in enumerate(entries):
         if _SKIPPED.search(entry.content):
             raised = next(
@@ -506,15 +507,15 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 )
                 if raised is not None and (
                     answered
-                    or _goes_on_after(entries, entries.index(raised))
-                    or _a_request_s_own_end(entries, index)
+                    or _goes_on_after(entries, position[id(raised)])
+                    or _a_request_s_own_end(entries, index, position)
                 ):
-                    chain = _chained_from(entries, raised)
+                    chain = _chained_from(entries, raised, position)
                     # (the engine's own loop failing inside it is the engine's failure)
-                    if _engine_stepped(entries, index, chain):
+                    if _engine_stepped(entries, index, chain, position):
                         refused.append(raised)
                     else:  # with the exception groups and wrappers it is printed in
-                        end = entries.index(chain[-1]) + 1
+                        end = position[id(chain[-1])] + 1
                         refused.extend(e for e in entries[index + 1 : end] if e.strength)
             elif _REQUEST_ANSWERED.search(entry.content) and (
                 (raised := _raised_just_above(entries, index)) is not None
@@ -528,7 +529,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                     refused.append(logged)
             if len(refused) > 1:
                 # (pydantic's lines under its ValidationError, each naming a refused input)
-                refused.extend(_validation_details(entries, entries.index(refused[-1])))
+                refused.extend(_validation_details(entries, position[id(refused[-1])]))
             for line in refused:
                 line.strength = 0
                 line.set_aside = "a client's request refused: the server answers it and serves on"
@@ -608,10 +609,10 @@ def _handler_exception(entries: list[Entry], index: int) -> Entry | None:
     return None
 
 
-def _chained_from(entries: list[Entry], raised: Entry) -> list[Entry]:
+def _chained_from(entries: list[Entry], raised: Entry, position: dict[int, int]) -> list[Entry]:
     """An exception a handler logged, with those chained after it ("During handling of the
     above exception, another exception occurred")."""
-    chain, at = [raised], entries.index(raised)
+    chain, at = [raised], position[id(raised)]
     for entry in entries[at + 1 : at + HANDLER_TRACEBACK_LINES]:
         if (
             entry.in_traceback is None
@@ -652,24 +653,26 @@ def _validation_details(entries: list[Entry], index: int) -> list[Entry]:
     return details
 
 
-def _a_request_s_own_end(entries: list[Entry], index: int) -> bool:
+def _a_request_s_own_end(entries: list[Entry], index: int, position: dict[int, int]) -> bool:
     """Uvicorn's word that a request's handler failed, its traceback ending the log, the
     engine's own loop nowhere in it: the server answered that request with a 500 and lives
     on (a log cut there shows no more of it)."""
     raised = _exception_below(entries, index)
     if raised is None or not _A_HANDLER_FAILED.search(entries[index].content):
         return False
-    chain = _chained_from(entries, raised)
-    if any(e.strength >= 2 for e in entries[entries.index(chain[-1]) + 1 :]):
+    chain = _chained_from(entries, raised, position)
+    if any(e.strength >= 2 for e in entries[position[id(chain[-1])] + 1 :]):
         return False
     # (a GPU that faulted or ran out under the request leaves nothing to serve with)
     gpu_fault = any(rules.error_class(e.content, "") in _GPU_FAULTS for e in chain)
-    return not gpu_fault and not _engine_stepped(entries, index, chain)
+    return not gpu_fault and not _engine_stepped(entries, index, chain, position)
 
 
-def _engine_stepped(entries: list[Entry], index: int, chain: list[Entry]) -> bool:
+def _engine_stepped(
+    entries: list[Entry], index: int, chain: list[Entry], position: dict[int, int]
+) -> bool:
     """Whether the engine's own loop is among the frames a handler logged under a line."""
-    frames = entries[index + 1 : entries.index(chain[-1])]
+    frames = entries[index + 1 : position[id(chain[-1])]]
     return any(_ENGINE_STEP_FRAME.search(e.content) for e in frames)
 
 
