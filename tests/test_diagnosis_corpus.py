@@ -166,9 +166,9 @@ FLOORS = {
     # AD001-AD108, AE001-AE105, AF001-AF150, AG001-AG220, AH001-AH222, AI001-AI279,
     # E080-E096, AJ001-AJ307, AK001-AK404, AL001-AL409, E100-E122, AM001-AM129,
     # AN001-AN607, AO001-AO057, AP001-AP608, AQ001-AQ409, E123-E142, AR001-AR613,
-    # E143-E163, AS001-AS713, E164-E188, AT001-AT508, E189-E208, AU001-AU706 and E209-E230
-    # (the second to fifty-first rounds' fresh parts) are tuning too: each part folded in
-    # lowers these floors to what the engine reads on the larger part.
+    # E143-E163, AS001-AS713, E164-E188, AT001-AT508, E189-E208, AU001-AU706, E209-E230,
+    # AV001-AV608 and E231-E250 (the second to fifty-second rounds' fresh parts) are tuning
+    # too: each part folded in lowers these floors to what the engine reads on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -176,17 +176,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # A fresh part is held to what it read when it was scored once: AV001-AV608 (75 public
-    # logs, the fifty-second round's) and E231-E250 (20 failures made on an H100 in servers',
-    # notebooks', pytest's and trainers' shapes), scored after that round's rules at 61 / 64 /
-    # 49 / 70 / 57 and 15 / 16 / 11 / 19 / 10 (bench/README.md has the figures).
-    "fresh": {
-        "root_cause": 0.80,
-        "top3": 0.84,
-        "error_class": 0.63,
-        "crashed": 0.93,
-        "ready": 0.70,
     },
     "validation": {
         "root_cause": 1.0,
