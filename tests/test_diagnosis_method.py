@@ -1529,6 +1529,19 @@ def test_vllm_s_prefix_cut_at_its_front_is_peeled() -> None:
     assert found.root_cause == failed and found.error_class == "oom_gpu"
 
 
+def test_a_trainer_s_rank_tag_glued_to_its_severity_is_peeled() -> None:
+    prefix = "[2026-12-06 13:48:50,930][rank0][ERROR] "
+    failed = f"{prefix}RuntimeError: Error(s) in loading state_dict for LM:"
+    found = diagnose(
+        *QUIET, *(f"{prefix}{line}" for line in TB), failed,
+        f"{prefix}\tMissing key(s) in state_dict: \"embed.weight\".",
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class) == (failed, "model_loading")
+    # (a library's own tag before its severity is its word, and stays)
+    turbomind = "[TM][ERROR] CUDA runtime error: an illegal memory access was encountered"
+    assert diagnose(*QUIET, turbomind).root_cause == turbomind
+
+
 def test_vllm_s_prefix_with_its_module_s_path_is_peeled() -> None:
     # (from vLLM 0.11: its traceback's frames are frames, and its exception the failure)
     prefix = "(EngineCore_DP0 pid=2290876) ERROR 12-17 07:34:09 [v1/engine/core.py:710] "

@@ -61,6 +61,9 @@ _PREFIXES = [
     r"\s*(?:\[pid:\s*\d+\s+tid:\s*0x[0-9a-f]+\]\s?)?",
     # dmesg: "[ 2448.628970] "
     r"\[\s*\d+\.\d+\]\s",
+    # a trainer's own format, its rank glued before the severity: "[rank0][ERROR] " (a
+    # library's own tag stays: "[TM][ERROR] " is TurboMind's word)
+    r"\[(?:rank|RANK|Rank)\s?\d+\]\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]\s?",
     # DeepSpeed style: "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] "
     # (or a format of one's own: "[...] [ERROR] [MainThread] [vllm.worker.worker_base] >>> ")
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)*(?:>>>\s+)?",
