@@ -4319,6 +4319,19 @@ def test_the_class_names_the_variable_the_input_the_build_or_the_gpu_at_fault(
     assert (found.root_cause, found.error_class) == (line, error_class)
 
 
+def test_an_exception_named_alone_is_said_by_its_indented_message_whatever_failed_after() -> None:
+    # (a spawned child re-running a script with no main guard; the parent then says its
+    # engine failed to start, another process's failure whose own error is that message)
+    said = "        An attempt has been made to start a new process before the"
+    found = diagnose(
+        *QUIET, *TB, "RuntimeError: ", said,
+        "        current process has finished its bootstrapping phase.", "", *TB,
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+        "proc(s): {'EngineCore_DP0': 1}",
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class) == (said, "config_or_args")
+
+
 def test_macos_s_bash_on_a_job_it_killed_is_the_host_s_kill() -> None:
     killed = './run_rl_swarm.sh: line 323: 23001 Killed: 9               python "swarm.py" --x a'
     found = diagnose(*QUIET, killed)

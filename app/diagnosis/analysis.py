@@ -310,6 +310,12 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             if gain > 0 and (not _restates(candidate, first) or gain >= RESTATED_GAIN):
                 best = candidate
         return best
+    for wrapper in (e for e in entries if e.strength == 1 and not e.noise):
+        # an exception named alone, its message on the indented lines below it ("RuntimeError:",
+        # then "    An attempt has been made to start a new process before the"): that says
+        said = _reason_below(entries, wrapper)
+        if said is not None:
+            return said
     if _another_process_failed(entries) is not None:
         return None  # its error is that process's to print: none of these lines is the cause
     # Only wrappers: the weakest one that still says something ("exits with return code = -9"),

@@ -322,6 +322,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b[Rr]ecompile(?:_| )limit (?:exceeded|reached)\b",
         # the driver's library not visible (a container started without its GPUs)
         r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
+        # a spawned child re-running a script with no main guard
+        r"\bAn attempt has been made to start a new process before\b",
     )),
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
