@@ -2363,7 +2363,9 @@ def test_cublas_s_own_word_on_the_argument_it_refused_is_read_before_its_status(
 @pytest.mark.parametrize(
     "report",
     ["Timeout (0:00:25)!",
-     "Training:  16%|█▌        | 80/512 [00:00<00:03, 141.79it/s, loss=9.3018]Timeout (0:00:15)!"],
+     "Training:  16%|█▌        | 80/512 [00:00<00:03, 141.79it/s, loss=9.3018]Timeout (0:00:15)!",
+     # (pytest-timeout's banner, after the test's name)
+     "tests/test_barrier.py::test_barrier_two_arrivals " + "+" * 35 + " Timeout " + "+" * 36],
 )  # fmt: skip
 def test_faulthandler_s_timer_on_a_process_that_stopped_moving_is_a_hang(report: str) -> None:
     found = diagnose(*QUIET, report, "", "Thread 0x00007f5e (most recent call first):",

@@ -1197,6 +1197,8 @@ NATIVE_FAILURE = _any(
     r"\bOn entry to \w+ +parameter number \d+ had an illegal value\b",
     # faulthandler's timer on a process that stopped moving (dump_traceback_later)
     r"\bTimeout \(\d+:\d\d:\d\d\)!$",
+    # pytest-timeout's banner over the stacks of a test that stopped moving
+    r"\+{10,} Timeout \+{10,}$",
     # MPICH aborting a rank ("Abort(1090447) on node 0 (rank 0 in comm 0): Fatal error in
     # PMPI_Init_thread: ..."), and a test runner's word that its process segfaulted
     r"^Abort\(\d+\) on node \d+ .*\bFatal error in\b",
