@@ -4334,6 +4334,29 @@ def test_an_exception_named_alone_is_said_by_its_indented_message_whatever_faile
     assert (found.root_cause, found.error_class) == (said, "config_or_args")
 
 
+def test_uv_s_resolver_cause_is_the_failure_and_make_s_recipe_line_its_wrapper() -> None:
+    cause = (
+        "  ╰─▶ Because the current Python version (3.9.2) does not satisfy Python>=3.10 and "
+        "numpy==2.2.2 depends on Python>=3.10, we can conclude that numpy==2.2.2 cannot be used."
+    )
+    found = diagnose(
+        "uv pip install -r requirements.txt",
+        "  \u00d7 No solution found when resolving dependencies:", cause,
+        "      And because you require numpy==2.2.2, we can conclude that your "
+        "requirements are unsatisfiable.", "make[1]: *** [Makefile:19: gen-server] Error 1",
+        "make[1]: Leaving directory '/data/tmp/server'",
+        "make: *** [Makefile:2: install-server] Error 2",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        cause,
+        "import_or_version",
+    )
+    # (make's word alone still says the build failed)
+    recipe = "make: *** [Makefile:2: install-server] Error 2"
+    assert diagnose(*QUIET, recipe).crashed is True
+
+
 def test_macos_s_bash_on_a_job_it_killed_is_the_host_s_kill() -> None:
     killed = './run_rl_swarm.sh: line 323: 23001 Killed: 9               python "swarm.py" --x a'
     found = diagnose(*QUIET, killed)

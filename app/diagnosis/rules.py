@@ -413,6 +413,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNinja is required to load C\+\+ extensions\b",
         # pip unable to build a dependency's wheel (its compiler, its system libraries)
         r"\bCould not build wheels for\b", r"\bFailed to build installable wheels\b",
+        # a resolver's proof that the requirements cannot all be met (uv's, PubGrub's)
+        r"\bwe can conclude that\b.*\b(?:cannot be used|are unsatisfiable)\b",
         r"^error\[E0432\]: unresolved import\b",  # rustc on a crate version without the item
         r"\bCould not run '[\w:.]+' with arguments from the '\w+' backend\b",
         # a custom op called with another version's schema
@@ -1199,6 +1201,8 @@ NATIVE_FAILURE = _any(
     r"\bTimeout \(\d+:\d\d:\d\d\)!$",
     # pytest-timeout's banner over the stacks of a test that stopped moving
     r"\+{10,} Timeout \+{10,}$",
+    # the cause under a Rust tool's error report (uv's, miette's: its summary, then this)
+    r"^\s*╰─▶ \S",
     # MPICH aborting a rank ("Abort(1090447) on node 0 (rank 0 in comm 0): Fatal error in
     # PMPI_Init_thread: ..."), and a test runner's word that its process segfaulted
     r"^Abort\(\d+\) on node \d+ .*\bFatal error in\b",

@@ -74,6 +74,8 @@ _ANCHORS: list[tuple[bytes, int]] = [
         "核心已转储".encode(), "段错误".encode(), b"Speicherzugriffsfehler",
         b"rreur de segmentation", "ción de segmento".encode(), b"bortado", b"bgebrochen",
         "сегментирования".encode(), "Аварийный".encode(),
+        # the cause under a Rust tool's error report (uv's "╰─▶ Because ...")
+        "╰─▶".encode(),
     )
 ]  # fmt: skip
 

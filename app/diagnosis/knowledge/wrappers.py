@@ -247,6 +247,13 @@ WRAPPERS = (
         "AU205",
     ),
     Wrapper(
+        r"^make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error \d+$",
+        ("make",),
+        "make: *** [Makefile:2: install-server] Error 2",
+        "GNU make on a recipe whose command failed: the command's own output above says why; "
+        "observed in corpus case AV303",
+    ),
+    Wrapper(
         r"\bAsyncLLM output_handler failed\.?$",
         ("vllm",),
         "(APIServer pid=478060) ERROR 01-18 22:19:26 [async_llm.py:538] AsyncLLM output_handler "
