@@ -256,6 +256,16 @@ def test_a_native_library_s_failure_before_its_children_died_is_why_the_parent_f
     assert found.crashed is True
 
 
+def test_nvshmem_s_fatal_exit_first_in_time_is_why_its_transport_failed() -> None:
+    unreachable = "src/topo/topo.cpp:61: [GPU 1] Peer GPU 0 is not accessible, exiting ... "
+    found = diagnose(
+        "mpi_info: rank: 0, nranks: 2", "PE-0, local_gpu_num: 1, local_gpu_id: 0", "",
+        unreachable, "src/init/init.cpp:276: non-zero status: 3 building transport map failed ",
+        "src/mem/mem.cpp:nvshmem_malloc:342: nvshmem initialization failed, exiting ",
+    )  # fmt: skip
+    assert (found.root_cause, found.error_class) == (unreachable, "nccl_comm")
+
+
 def test_a_stop_that_follows_a_failure_is_the_failure_s_consequence() -> None:
     # (torchrun stops the other ranks once one failed: the failure is why)
     found = diagnose(

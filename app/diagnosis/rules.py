@@ -360,6 +360,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # NCCL's own warnings name a transport fault even when they say "timed out".
     ("nccl_comm", _any(
         r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
+        # NVSHMEM's transport between two GPUs that cannot reach each other
+        r"\bPeer GPU \d+ is not accessible\b",
         # gloo's collectives: a mismatch between ranks, a peer gone
         r"\b[Gg]loo\b.*(?:[Mm]ismatch|preamble|[Cc]onnection (?:closed|reset) by peer)",
         # ranks calling different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL)
@@ -1109,6 +1111,9 @@ NATIVE_FAILURE = _any(
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
     # NVSHMEM's error macro: "src/host/transport/transport.cpp:416: non-zero status: 7 ..."
     r"\.(?:cpp|cu|cc|c):\d+: (?:non-zero status: -?\d+|NULL value\b)",
+    # and its fatal exit, first in time ("src/topo/topo.cpp:61: [GPU 1] Peer GPU 0 is not
+    # accessible, exiting ...")
+    r"\.(?:cpp|cu|cc|c):(?:\w+:)?\d+: .*, exiting\b",
     # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ..."),
     # not a script's file command complaining of one path, after which a script goes on
     # ("ls: cannot access '/app/training/datasets': No such file or directory")

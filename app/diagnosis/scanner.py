@@ -76,6 +76,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         "сегментирования".encode(), "Аварийный".encode(),
         # the cause under a Rust tool's error report (uv's "╰─▶ Because ...")
         "╰─▶".encode(),
+        b", exiting",  # NVSHMEM's fatal exit
     )
 ]  # fmt: skip
 
