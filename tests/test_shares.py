@@ -2,6 +2,7 @@
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -10,6 +11,7 @@ from sqlalchemy import text
 
 from app import repo, sharing
 from app.db import make_engine, session_scope
+from app.pages.rendering import iso_utc
 from app.routes import events
 from tests.conftest import InProcess
 from tests.helpers import attempt_of, make_attempt, make_campaign, wait_for
@@ -59,6 +61,10 @@ def test_a_share_token_opens_its_campaign_only(
     assert "Torch symmetric memory" in page.text and "KeyError: 12" in page.text
     assert "Secret other campaign" not in page.text
     assert "<form" not in page.text and "csrf_token" not in page.text
+    # Each attempt says when it was tried: the team reads the story in time.
+    tried = iso_utc(datetime.fromisoformat(attempt_of(api, attempt["id"])["created_at"]))
+    item = page.text.split(f'id="attempt-{attempt["id"]}"', 1)[1].split("</li>", 1)[0]
+    assert f'<time class="muted" datetime="{tried}"' in item
     # Every link on it opens for a visitor: the header's leads back to the share itself.
     assert re.findall(r'class="brand" href="([^"]*)"', page.text) == [f"/s/{token}"]
 
