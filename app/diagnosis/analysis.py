@@ -313,7 +313,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
     for wrapper in (e for e in entries if e.strength == 1 and not e.noise):
         # an exception named alone, its message on the indented lines below it ("RuntimeError:",
         # then "    An attempt has been made to start a new process before the"): that says
-        said = _reason_below(entries, wrapper)
+        said = _reason_below(entries, wrapper, position[id(wrapper)])
         if said is not None:
             return said
     if _another_process_failed(entries) is not None:
@@ -1057,12 +1057,13 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
     return None
 
 
-def _reason_below(entries: list[Entry], root: Entry) -> Entry | None:
+def _reason_below(entries: list[Entry], root: Entry, at: int | None = None) -> Entry | None:
     """A failure's header whose next line gives the reason ("LLVM Fatal Error while compiling
     target binary for module: jit_iota", then "Reason: PTX version 8.8 does not support target
     'sm_107a'."), or an exception whose message starts on the next line, indented
-    ("RuntimeError: ", then "    Some tensors share memory, ..."): that line says what failed."""
-    index = entries.index(root) + 1
+    ("RuntimeError: ", then "    Some tensors share memory, ..."): that line says what failed.
+    (`at`: the root's position where the caller knows it, asking for many roots.)"""
+    index = (entries.index(root) if at is None else at) + 1
     if index < len(entries):
         below = entries[index]
         if below.line.number == root.line.number + 1 and (
