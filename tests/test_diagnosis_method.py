@@ -4408,3 +4408,48 @@ def test_comfyui_s_prompt_that_ran_out_of_memory_is_one_it_served_past() -> None
         "2025-01-17T01:31:45.082922 - model_type FLOW",
     )
     assert (found.crashed, found.root_cause) == (False, None)
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        'docker: Error response from daemon: could not select device driver "" with '
+        "capabilities: [[gpu]].",
+        "Starting the containerdocker: Error response from daemon: unknown or invalid runtime "
+        "name: nvidia.",
+        'docker: Error response from daemon: Head "https://nvcr.io/v2/nim/meta/llama3-8b-instruct'
+        '/manifests/1.0.0": unauthorized: authentication required.',
+    ],
+)
+def test_docker_s_daemon_refusing_a_start_for_the_host_s_setup_is_the_failure(
+    refused: str,
+) -> None:
+    pulled = ["Status: Downloaded newer image for ghcr.io/open-webui/open-webui:cuda",
+              "3c98cb56ea02582682429a157ae335e22bbc9fd0ac74fedf1a8c727d460b9f95"]  # fmt: skip
+    found = diagnose(*pulled, refused)
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        refused,
+        "config_or_args",
+    )
+
+
+def test_a_container_hook_s_failure_yields_to_what_the_hook_said() -> None:
+    # (runc's line ends with the hook's stderr, whose next line is the toolkit's own words)
+    said = (
+        "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+        "cannot open shared object file: no such file or directory: unknown"
+    )
+    found = diagnose(
+        "Attaching to n8n, n8n-import, ollama, qdrant",
+        "Error response from daemon: failed to create task for container: failed to create shim "
+        "task: OCI runtime create failed: runc create failed: unable to start container process: "
+        "error during container init: error running hook #0: error running hook: exit status 1, "
+        "stdout: , stderr: Auto-detected mode as 'legacy'",
+        said,
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        said,
+        "import_or_version",
+    )

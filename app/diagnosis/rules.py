@@ -324,6 +324,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
         # a spawned child re-running a script with no main guard
         r"\bAn attempt has been made to start a new process before\b",
+        # Docker's daemon refusing a start for its host's setup: no GPU driver or runtime
+        # registered (the Container Toolkit), or a registry that wants credentials
+        r"\bError response from daemon: .*(?:could not select device driver|unknown or invalid "
+        r"runtime name|unauthorized: |pull access denied)",
     )),
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
@@ -1087,7 +1091,10 @@ NATIVE_FAILURE = _any(
     r"^Error: ",  # command-line tools (Go's, Rust's)
     r"^error\[E\d{4}\]: ",  # rustc's, with its error code
     r"\bWindows fatal exception: ",  # faulthandler on Windows (a hardware exception's code)
-    r"^Error response from daemon: ",  # Docker's CLI, on a container it could not start
+    # the NVIDIA Container Toolkit's CLI, under the runtime hook that ran it
+    r"^nvidia-container-cli: [\w ]*error: ",
+    # Docker's CLI, on a container it could not start ("docker: " when the client says it)
+    r"(?:^|docker: )Error response from daemon: ",
     r"\bthread '[^']*'(?: \(\d+\))? panicked at\b",  # Rust's, with the thread's id or not
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom[-_]kill event",  # cluster managers

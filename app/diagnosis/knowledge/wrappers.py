@@ -546,6 +546,18 @@ WRAPPERS = (
         "class failed to load: the errors it quotes below say why; observed in corpus case AS108",
     ),
     Wrapper(
+        # (the hook's own words follow: its stderr goes on past the line's end)
+        r"\berror running (?:\w+ )?hook\b",
+        ("docker",),
+        "Error response from daemon: failed to create task for container: failed to create shim "
+        "task: OCI runtime create failed: runc create failed: unable to start container process: "
+        "error during container init: error running hook #0: error running hook: exit status 1, "
+        "stdout: , stderr: Auto-detected mode as 'legacy'",
+        "runc (the OCI runtime) when a container's prestart hook failed, the NVIDIA Container "
+        "Toolkit's among them; observed in corpus case AW406",
+        another_process=True,
+    ),
+    Wrapper(
         r"\bCalledProcessError\b",
         ("python",),
         "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
