@@ -4453,3 +4453,18 @@ def test_a_container_hook_s_failure_yields_to_what_the_hook_said() -> None:
         said,
         "import_or_version",
     )
+
+
+def test_unittest_s_header_of_a_failed_set_up_yields_to_the_error_logged_before_it() -> None:
+    # (the log cut after the header: its traceback is not there; the transport's record is)
+    gid = (
+        "E0924 01:29:28.347672  2254 rdma_context.cpp:499] Failed to query GID 0 on mlx5_0/: "
+        "Invalid argument [22]"
+    )
+    found = diagnose(
+        "I0924 01:29:28.345665  2254 transfer_engine.cpp:200] Topology discovery complete. "
+        "Found 1 HCAs.", gid,
+        "E0924 01:29:28.348094  2254 rdma_context.cpp:70] Failed to open device mlx5_0 on port  "
+        "with GID 0", "E", "=" * 70, "ERROR: setUpClass (__main__.TestVLLMAdaptorTransfer)",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.error_class) == (True, gid, "nccl_comm")

@@ -392,6 +392,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # memory registration, completion queues
         r"\b(?:rdma|ibverbs|ibrc|ibgda)\w*\.(?:cpp|cc|c|cu):\d+", r"\bibv_\w+\b.*\bfail",
         r"\bFailed to register memory\b", r"\b[Mm]ooncake memory registration failed\b",
+        r"\bmlx5_\d+\b",  # a ConnectX port named by its verbs device (glog's file peeled off)
         r"\[jaccl\] \w+ failed\b",  # MLX's distributed backend over RDMA
         # UCX, the transport under NIXL and others
         r"\bUCX\s+ERROR\b",

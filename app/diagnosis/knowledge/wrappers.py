@@ -94,12 +94,13 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
-        r"^\s*(?:ERROR|FAIL): test\w* \([\w.]+\)",
+        # (a class's or a module's set-up failing too: "ERROR: setUpClass (__main__.TestX)")
+        r"^\s*(?:ERROR|FAIL): (?:test\w*|set[Uu]p\w*|tear[Dd]own\w*) \([\w.]+\)",
         ("python",),
         "ERROR: test_chunked_prefill (test_vision_chunked_prefill.TestVisionChunkedPrefill."
         "test_chunked_prefill)",
         "Python's unittest: the header of a failed test, its traceback and exception below; "
-        "observed in corpus cases O088, O096 and O129",
+        "observed in corpus cases O088, O096, O129 and AW204",
         strong=True,
     ),
     Wrapper(
