@@ -4468,3 +4468,28 @@ def test_unittest_s_header_of_a_failed_set_up_yields_to_the_error_logged_before_
         "with GID 0", "E", "=" * 70, "ERROR: setUpClass (__main__.TestVLLMAdaptorTransfer)",
     )  # fmt: skip
     assert (found.crashed, found.root_cause, found.error_class) == (True, gid, "nccl_comm")
+
+
+def test_ollama_s_runner_dying_as_it_loads_is_the_failure_though_logged_at_info() -> None:
+    died = (
+        'time=2026-07-16T09:42:08.708Z level=INFO source=sched.go:651 msg="Load failed" '
+        'model=/root/.ollama/models/blobs/sha256-5ee4f07c error="llama-server process has '
+        'terminated: signal: segmentation fault (core dumped)"'
+    )
+    loading = [
+        'time=2026-07-16T09:41:50.112Z level=INFO source=routes.go:1331 msg="Listening on '
+        '127.0.0.1:11434 (version 0.32.0)"',
+        "cmn  common_init_: warming up the model with an empty run - please wait ... "
+        "(--no-warmup to disable)",
+    ]
+    refused = (
+        '[GIN] 2026/07/16 - 09:42:08 | 500 |  8.488597609s |       127.0.0.1 | POST     "/api/chat"'
+    )
+    found = diagnose(*loading, died, refused)
+    assert (found.crashed, found.root_cause) == (True, died)
+    # (a client that gave up waiting is no runner's death)
+    cancelled = died.replace(
+        "llama-server process has terminated: signal: segmentation fault (core dumped)",
+        "timed out waiting for llama runner to start: context canceled",
+    )
+    assert diagnose(*loading, cancelled, refused.replace("| 500 |", "| 499 |")).crashed is False

@@ -305,6 +305,8 @@ def mark(entries: list[Entry]) -> None:
         elif level == "info" and rules.MEMORY_RAN_OUT.search(content):
             # an allocator's warning, sometimes the only trace of an OOM: the process may live
             entry.strength, entry.warning = 2, True
+        elif level == "info" and rules.RUNNER_DIED_AT_INFO.search(content):
+            entry.strength = 2
         elif level == "info" or rules.SERVING.search(content) or rules.NOISE.search(content):
             entry.noise = True
             continue

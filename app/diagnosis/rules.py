@@ -1246,6 +1246,9 @@ SHELL_JOB = re.compile(
 # Of several lines describing one failure, the most telling one.
 # An allocator saying memory ran out, at any severity (XLA's BFC allocator warns).
 MEMORY_RAN_OUT = re.compile(r"\b(?:ran|is|went) out of memory\b")
+# Ollama's scheduler on a model runner that died while loading, which newer releases log at
+# INFO (older ones said "error loading llama server" at ERROR); a client's cancel is not one.
+RUNNER_DIED_AT_INFO = re.compile(r'\bmsg="Load failed" .*\berror="[^"]*\bprocess has terminated\b')
 SPECIFICITY = [
     (re.compile(r"Out of memory: Kill"), 5),
     (re.compile(r"oom-kill:|invoked oom-killer"), -3),

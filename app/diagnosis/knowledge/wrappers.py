@@ -733,8 +733,8 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
-        r"\bllama-server (?:process has )?terminated\b(?::|\" error=\")\s*(?:exit status "
-        r"\w+|signal: \w+)",
+        # (a signal's name is the only word on the child's death a log may hold: not this)
+        r"\bllama-server (?:process has )?terminated\b(?::|\" error=\")\s*exit status \w+",
         ("ollama",),
         'time=2026-06-01T10:00:00.000Z level=ERROR source=sched.go:734 msg="error loading '
         'llama server" error="llama-server process has terminated: exit status 1"',
