@@ -4493,3 +4493,28 @@ def test_ollama_s_runner_dying_as_it_loads_is_the_failure_though_logged_at_info(
         "timed out waiting for llama runner to start: context canceled",
     )
     assert diagnose(*loading, cancelled, refused.replace("| 500 |", "| 499 |")).crashed is False
+
+
+def test_a_peer_gone_beside_the_rank_s_death_that_explains_it_is_its_consequence() -> None:
+    # rank 1 killed (the kernel's OOM killer: no words of its own); rank 0's collective then
+    # finds its peer gone, two lines above torchrun's word on rank 1
+    gone = (
+        "[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] "
+        "Connection closed by peer [127.0.0.1]:7606"
+    )
+    killed = (
+        "E1206 13:48:55.838000 909 torch/distributed/elastic/multiprocessing/api.py:986] failed "
+        "(exitcode: -9) local_rank: 1 (pid: 1410) of binary: /opt/torch/.venv/bin/python"
+    )
+    found = diagnose(
+        *QUIET, "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/app/train.py", line 41, in <module>',
+        "[rank0]:     dist.all_reduce(tensor)", gone,
+        "W1206 13:48:55.801000 909 torch/distributed/elastic/multiprocessing/api.py:908] Sending "
+        "process 1409 closing signal SIGTERM", killed,
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        killed,
+        "oom_host_killed",
+    )

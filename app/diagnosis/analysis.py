@@ -301,6 +301,8 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             e for e in failures
             if abs(e.line.number - first.line.number) <= INCIDENT_LINES and e is not first
             and (e.warning or not first.warning)
+            # (a peer gone beside the death that explains it is that death's consequence)
+            and (first.peer_gone or not e.peer_gone)
         ]  # fmt: skip
         best = first
         for candidate in incident:
