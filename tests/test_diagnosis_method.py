@@ -4518,3 +4518,22 @@ def test_a_peer_gone_beside_the_rank_s_death_that_explains_it_is_its_consequence
         killed,
         "oom_host_killed",
     )
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "========= Invalid __shared__ write of size 4 bytes",
+        "========= Invalid __global__ read of size 16 bytes",
+        "========= Out-of-range Shared or Local Address",
+    ],
+)
+def test_compute_sanitizer_s_report_of_a_bad_access_is_why_the_launch_failed(report: str) -> None:
+    found = diagnose(
+        "========= COMPUTE-SANITIZER", "config 1: 256 threads ok", report,
+        "=========     at row_sum+0x230", "=========     by thread (320,0,0) in block (8,0,0)",
+        "=========     Access to 0x900 is out of bounds", *TB,
+        "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorLaunchFailure: unspecified "
+        "launch failure", "========= ERROR SUMMARY: 1062 errors",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.error_class) == (True, report, "cuda_runtime")

@@ -158,6 +158,11 @@ def _any(*patterns: str) -> Alternatives:
 # Lines read both as failures (marking) and for their class, written once.
 PEER_WAIT_TIMEOUT = r"^DeepEP [\w ()-]+ timeout\b"  # an all-to-all's kernel waiting on a peer
 DISK_FULL = r"\bNo space left on device\b"
+# (its "========= " is peeled off like any prefix)
+COMPUTE_SANITIZER_FAULT = (
+    r"^(?:=+ +)?(?:Invalid __\w+__ (?:read|write|atomic)\b|(?:Out-of-range|Misaligned) Shared or "
+    r"Local Address\b)"
+)
 LIBRARY_NOT_FOUND = r"\bld(?:\.\w+)?: cannot find -l"  # "ld: cannot find -lcurand"
 DEVICE_ALLOCATION_REFUSED = r"\b[Dd]evice memory allocation of size \d+ failed"  # Vulkan's
 
@@ -332,6 +337,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
+        COMPUTE_SANITIZER_FAULT,
         r"\ban illegal instruction was encountered\b",  # CUDA's, not a host's SIGILL
         # cuBLAS refusing an argument ("On entry to SGEMM parameter number 10 had an illegal
         # value")
@@ -1092,6 +1098,8 @@ NATIVE_FAILURE = _any(
     r"^Error: ",  # command-line tools (Go's, Rust's)
     r"^error\[E\d{4}\]: ",  # rustc's, with its error code
     r"\bWindows fatal exception: ",  # faulthandler on Windows (a hardware exception's code)
+    # compute-sanitizer's memcheck on a kernel's bad access, before the launch error it causes
+    COMPUTE_SANITIZER_FAULT,
     # the NVIDIA Container Toolkit's CLI, under the runtime hook that ran it
     r"^nvidia-container-cli: [\w ]*error: ",
     # Docker's CLI, on a container it could not start ("docker: " when the client says it)

@@ -77,6 +77,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         # the cause under a Rust tool's error report (uv's "╰─▶ Because ...")
         "╰─▶".encode(),
         b", exiting",  # NVSHMEM's fatal exit
+        b"nvalid __", b"Shared or Local Address",  # compute-sanitizer's memcheck
     )
 ]  # fmt: skip
 
