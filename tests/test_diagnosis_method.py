@@ -4537,3 +4537,43 @@ def test_compute_sanitizer_s_report_of_a_bad_access_is_why_the_launch_failed(rep
         "launch failure", "========= ERROR SUMMARY: 1062 errors",
     )  # fmt: skip
     assert (found.crashed, found.root_cause, found.error_class) == (True, report, "cuda_runtime")
+
+
+NUMPY_ADVICE = [
+    "IMPORTANT: PLEASE READ THIS FOR ADVICE ON HOW TO SOLVE THIS ISSUE!", "",
+    "Importing the numpy C-extensions failed. This error can happen for",
+    "many reasons, often due to issues with your setup or how NumPy was", "installed.", "",
+    "We have compiled some common reasons and troubleshooting tips at:", "",
+    "    https://numpy.org/devdocs/user/troubleshooting-importerror.html", "",
+    "Please note and check the following:", "",
+    '  * The Python version is: Python3.10 from "/usr/bin/python3"',
+    '  * The NumPy version is: "1.21.5"', "",
+    "and make sure that they are the versions you expect.",
+    "Please carefully study the documentation linked above for further help.", "",
+]  # fmt: skip
+
+
+def test_numpy_s_import_error_is_said_by_its_original_error_below_its_advice() -> None:
+    original = "Original error was: No module named 'numpy.core._multiarray_umath'"
+    found = diagnose(*QUIET, *TB, "ImportError: ", "", *NUMPY_ADVICE, original)
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        original,
+        "import_or_version",
+    )
+    # (chained, the advice's misleading re-raise below it: the loader's words still say why)
+    original = (
+        "Original error was: /lib64/libstdc++.so.6: version `CXXABI_1.3.9' not found (required by"
+        " /env/lib/python3.9/site-packages/numpy/_core/_multiarray_umath.cpython-39.so)"
+    )
+    found = diagnose(
+        *NUMPY_ADVICE, original, "",
+        "The above exception was the direct cause of the following exception:", "", *TB,
+        "ImportError: Error importing numpy: you should not try to import numpy from",
+        "        its source directory; please exit the numpy source tree, and relaunch",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        original,
+        "import_or_version",
+    )

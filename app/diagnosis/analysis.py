@@ -113,6 +113,7 @@ MAX_CANDIDATES = 3
 _OUT_OF_MEMORY = re.compile(r"(?i)\bout of memory\b")
 _PEER_WAIT_TIMEOUT = re.compile(rules.PEER_WAIT_TIMEOUT)
 _NAMES_A_VALUE = re.compile(r"\d")
+_ORIGINAL_ERROR = re.compile(rules.ORIGINAL_ERROR)
 DETAIL_ENTRIES = 8  # how far below its exception the line after "Last error:" may be
 
 
@@ -255,18 +256,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             ):
                 first = following[0]
         first = _explained_by_chain(entries, first, position)
-        details = [
-            e for e in failures
-            if e.detail and _NAMES_A_VALUE.search(e.content)
-            and (
-                0 <= position[id(e)] - position[id(first)] <= DETAIL_ENTRIES
-                # another rank's copy of the same exception, its "Last error:" filled in
-                or any(
-                    other.content == first.content
-                    for other in entries[max(0, position[id(e)] - DETAIL_ENTRIES) : position[id(e)]]
-                )
-            )
-        ]  # fmt: skip
+        details = [e for e in failures if e.detail and _is_detail_of(e, first, entries, position)]
         if details and details[0].content not in first.content:
             # "Last error:" then the line an exception's summary was made of, unless that line
             # repeats the one already chosen (NCCL's WARN, first in time).
@@ -558,6 +548,24 @@ def _chain_end(entries: list[Entry], first: Entry, position: dict[int, int]) -> 
 
 _NO_MODULE = re.compile(r"\bNo module named '([\w-]+)")
 _INSTALL = re.compile(r"\binstall\b", re.IGNORECASE)
+
+
+def _is_detail_of(
+    detail: Entry, first: Entry, entries: list[Entry], position: dict[int, int]
+) -> bool:
+    """Whether a line marked as a detail ("Last error:"'s next line, numpy's "Original error
+    was: ...") says what the failure chosen so far summarised."""
+    if _ORIGINAL_ERROR.search(detail.content):
+        # (an exception's message may run long before it says why: numpy's advice)
+        return 0 <= detail.line.number - first.line.number <= FOLLOW_UP_LINES
+    if not _NAMES_A_VALUE.search(detail.content):
+        return False
+    at = position[id(detail)]
+    return 0 <= at - position[id(first)] <= DETAIL_ENTRIES or any(
+        # another rank's copy of the same exception, its "Last error:" filled in
+        other.content == first.content
+        for other in entries[max(0, at - DETAIL_ENTRIES) : at]
+    )
 
 
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:

@@ -654,7 +654,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bUnable to load any of \{[^}]*\.(?:so|dll|dylib)\b",
         r"\bCould not load library \S+\.(?:so|dll|dylib)\b",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
-        r"_OpNamespace.*has no attribute", r"GLIBC\w*_[\d.]+' not found",
+        r"_OpNamespace.*has no attribute", r"(?:GLIBC|CXXABI)\w*_[\d.]+' not found",
         # a module's API that another version of it has ("module 'numpy' has no attribute")
         r"\bmodule '[\w.]+' has no attribute\b",
         # pip's resolver on pinned versions that cannot go together
@@ -1340,7 +1340,9 @@ HEAP_CORRUPTED = _any(
     r"^double free or corruption\b",
     r"^corrupted size vs\. prev_size\b",
 )
-DETAIL_BELOW = _any(r"^The actor is dead because\b")
+# numpy's ImportError, whose advice (the source tree, the versions) hides the loader's words
+ORIGINAL_ERROR = r"^Original error was: "
+DETAIL_BELOW = _any(r"^The actor is dead because\b", ORIGINAL_ERROR)
 # "Last error:" then the line that says what it was (NCCL's last error, in a c10d exception).
 # Ascend's CANN the same: "EZ9999: Inner Error!", then the device's own words.
 # (llama.cpp's CANN backend puts its source location first: "ggml-cann.cpp:63: CANN error: ...")
