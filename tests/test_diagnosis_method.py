@@ -4577,3 +4577,26 @@ def test_numpy_s_import_error_is_said_by_its_original_error_below_its_advice() -
         original,
         "import_or_version",
     )
+
+
+def test_deepspeed_s_launcher_failing_in_its_ctrl_c_handler_was_stopped_by_the_operator() -> None:
+    handler = [
+        "[2023-05-30 20:29:14,854] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 19380",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.8/site-packages/deepspeed/launcher/runner.py", line 556, '
+        "in main",
+        "    result.wait()",
+        '  File "/opt/conda/lib/python3.8/subprocess.py", line 1764, in _try_wait',
+        "    (pid, sts) = os.waitpid(self.pid, wait_flags)",
+        '  File "/opt/conda/lib/python3.8/site-packages/deepspeed/launcher/runner.py", line 548, '
+        "in sigkill_handler",
+        "    result_kill = subprocess.Popen(kill_cmd, env=env)",
+        "NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope",
+    ]
+    steps = [f"iteration {n}/1000 | lm loss: 6.4{n}" for n in range(10)]
+    found = diagnose(*steps, *handler)
+    assert (found.crashed, found.root_cause) == (False, None)
+    # (a rank's own failure just before it: the launcher was tearing down because of it)
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    found = diagnose(*steps, *TB, oom, *handler)
+    assert (found.crashed, found.root_cause) == (True, oom)

@@ -406,6 +406,15 @@ STOPPED = (
         "'... CANCELLED AT 2026-04-28T15:07:03 ***', corpus case R130)",
     ),
     Fact(
+        # (registered for SIGINT only: it runs when the operator stops the launcher)
+        r"^NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope$",
+        ("deepspeed",),
+        "NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope",
+        "DeepSpeed's launcher (deepspeed/launcher/runner.py): its Ctrl-C handler, "
+        "sigkill_handler, raising on a name it set only for multi-node runs (DeepSpeed issue "
+        "3645); observed in corpus cases AV114 and AR409",
+    ),
+    Fact(
         r"^Received second interrupt, terminating immediately\.?$",
         ("llama.cpp",),
         "Received second interrupt, terminating immediately.",
