@@ -4600,3 +4600,22 @@ def test_deepspeed_s_launcher_failing_in_its_ctrl_c_handler_was_stopped_by_the_o
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
     found = diagnose(*steps, *TB, oom, *handler)
     assert (found.crashed, found.root_cause) == (True, oom)
+
+
+def test_a_run_launched_after_a_failure_is_the_story_not_the_try_before_it() -> None:
+    # (a pipeline whose first `llamafactory-cli train` died on its arguments, then a second
+    # one that trains on)
+    refused = "ValueError: Some keys are not used by the HfArgumentParser: ['booster']"
+    found = diagnose(
+        *TB, refused, "dataset_info.json already contains both entries, skipped.",
+        "[INFO|2026-04-06 21:32:29] llamafactory.hparams.parser:511 >> Process rank: 0, world "
+        "size: 1, device: cpu, distributed training: False, compute dtype: None",
+        *(f" {n}%|#2        | {n}/230 [05:36<41:19, 12.34s/it]" for n in range(1, 31)),
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (False, None)
+    # (the failure after the launch is the run's)
+    found = diagnose(
+        "[INFO|2026-04-06 21:32:29] llamafactory.hparams.parser:511 >> Process rank: 0, world "
+        "size: 1, device: cpu, distributed training: False, compute dtype: None", *TB, refused,
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, refused)

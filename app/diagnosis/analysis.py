@@ -785,11 +785,10 @@ def analyze(
         # A supervisor restarting the same crash again and again (a container's restart
         # policy): the run that just began is one more turn; the last one that ended tells.
         restarted = launches.pop()
-    if launches and (len(launches) > 1 or _fails_after(entries, launches[-1])):
+    if launches:
         # Several launches in one file: the story is the last one's; what failed before it
-        # belongs to a run that is over (and its readiness too). One launch the same, once
-        # something fails after it: what it lived through before starting (a container's
-        # banner) is not why it stopped.
+        # belongs to a run that is over (and its readiness too). One launch the same: what
+        # failed before it (a container's banner, a pipeline's first try) is not its story.
         last_launch = launches[-1]
         if len(launches) > 1:
             ready_lines = [r for r in ready_lines if not _before(r, last_launch.line, newest_first)]

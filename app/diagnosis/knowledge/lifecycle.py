@@ -40,6 +40,16 @@ LAUNCHES = (
         anchor="API server version",
     ),
     Launch(
+        r"\bllamafactory\.hparams\.parser:\d+ >> Process rank: \d+, world size: \d+",
+        ("llamafactory",),
+        "[INFO|2026-04-06 21:32:29] llamafactory.hparams.parser:511 >> Process rank: 0, world "
+        "size: 1, device: cpu, distributed training: False, compute dtype: None",
+        "LLaMA-Factory's argument parser once its arguments parsed, each rank at the start of a "
+        "run (a pipeline's second `llamafactory-cli train` after its first failed); observed in "
+        "corpus case AV405",
+        anchor=">> Process rank: ",
+    ),
+    Launch(
         r"\bStarted [A-Z][\w .-]*[Ss]ervice\.?$",
         ("systemd",),
         "Nov 15 21:48:43 host-1 systemd[1]: Started Ollama Service.",
