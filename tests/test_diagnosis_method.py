@@ -4621,3 +4621,21 @@ def test_a_run_launched_after_a_failure_is_the_story_not_the_try_before_it() -> 
         "size: 1, device: cpu, distributed training: False, compute dtype: None", *TB, refused,
     )  # fmt: skip
     assert (found.crashed, found.root_cause) == (True, refused)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "NotImplementedError: Unsloth cannot find any torch accelerator? You need a GPU.",
+        "NotImplementedError: Unsloth currently only works on NVIDIA GPUs and Intel GPUs.",
+        'wandb.errors.CommError: 401: {"errors":[{"message":"user is not logged in"}]}',
+        "botocore.exceptions.ClientError: An error occurred (ExpiredToken) when calling the "
+        "AssumeRole operation: The security token included in the request is expired",
+        "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)",
+        "RuntimeError: unable to open shared memory object </torch_1876_1515375867_728> in "
+        "read-write mode: Too many open files (24)",
+    ],
+)
+def test_the_class_names_the_host_s_accelerator_credentials_or_limits(line: str) -> None:
+    found = diagnose(*QUIET, *TB, line)
+    assert (found.root_cause, found.error_class) == (line, "config_or_args")

@@ -333,6 +333,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # registered (the Container Toolkit), or a registry that wants credentials
         r"\bError response from daemon: .*(?:could not select device driver|unknown or invalid "
         r"runtime name|unauthorized: |pull access denied)",
+        # a library that finds no accelerator it supports on this host (no GPU visible)
+        r"\bcannot find any (?:torch )?accelerator\b", r"\bonly works on NVIDIA\b",
+        r"\bYou need a GPU\b",
+        # credentials: none given, or expired; a path it may not write; the open-files limit
+        r"\bnot logged in\b", r"\bExpiredToken\b", r"\btoken\b.*\bis expired\b",
+        r"\bUnable to write to\b", r"\bToo many open files\b",
     )),
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
