@@ -4639,3 +4639,71 @@ def test_a_run_launched_after_a_failure_is_the_story_not_the_try_before_it() -> 
 def test_the_class_names_the_host_s_accelerator_credentials_or_limits(line: str) -> None:
     found = diagnose(*QUIET, *TB, line)
     assert (found.root_cause, found.error_class) == (line, "config_or_args")
+
+
+def test_a_binary_or_an_image_for_another_cpu_is_unsupported_arch() -> None:
+    exec_format = (
+        '{"msg":"exec container process `/opt/venv/bin/vllm`: Exec format error",'
+        '"level":"error","time":"2025-12-04T15:15:35.826445Z"}'
+    )
+    found = diagnose(
+        "WARNING: image platform (linux/amd64) does not match the expected platform "
+        "(linux/arm64)", exec_format,
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        exec_format,
+        "unsupported_arch",
+    )
+    no_image = (
+        "Error: choosing an image from manifest list docker://quay.io/modh/vllm:rhoai-2.18-cuda: "
+        'no image found in image index for architecture "arm64", variant "v8", OS "linux"'
+    )
+    assert diagnose(*QUIET, no_image).error_class == "unsupported_arch"
+
+
+def test_docker_s_daemon_refusing_a_start_mid_line_is_the_failure() -> None:
+    # (Docker Desktop's report, its newlines lost in the paste)
+    glued = (
+        "Container postgres-pgvector Starting Container ollama-server Starting Container "
+        "postgres-pgvector Started Error response from daemon: could not select device driver "
+        '"nvidia" with capabilities: [[gpu]]'
+    )
+    found = diagnose("Cannot start Docker Compose application. ", glued)
+    assert (found.crashed, found.root_cause, found.error_class) == (
+        True,
+        glued,
+        "config_or_args",
+    )
+
+
+def test_an_older_cann_record_with_its_tag_and_no_colon_is_the_failure() -> None:
+    record = (
+        "EZ9999  [InferShape] The k-axis of a(64) and b(9216) tensors must be the same"
+        "[FUNC:InferShape][FILE:matrix_calculation_ops.cc][LINE:1402]"
+    )
+    found = diagnose(
+        "Loading pipeline components...: 100%|##########| 6/6 [00:01<00:00,  3.86it/s]", record,
+        "        TraceBack (most recent call last):",
+        "        Failed to infer output shape[FUNC:BatchMatMulInferShape][FILE:"
+        "matrix_calculation_ops.cc][LINE:2455]",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, record)
+
+
+def test_pytest_s_long_report_of_a_frame_is_code_until_what_it_raised() -> None:
+    # (a CI console's clock before each line, too)
+    raised = "11:44:55  E           AttributeError: 'function' object has no attribute '<locals>'"
+    report = [
+        "/usr/lib/python3.12/contextlib.py:158: in __exit__", "    self.gen.throw(value)",
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ ",
+        "", "policy = <fiddle._src.experimental.serialization.DefaultPyrefPolicy object>",
+        "", "    def import_symbol(policy, module, symbol):",
+        '      """Returns the value obtained from importing `symbol` from `module`.', "",
+        "        Raises:", "          ModuleNotFoundError: If `module` can't be found.",
+        "          AttributeError: If `symbol` can't be accessed on `module`.", '        """',
+        "          for attr_name in symbol.split('.'):",
+        ">           value = getattr(value, attr_name)",
+    ]  # fmt: skip
+    found = diagnose(*(f"11:44:55  {line}" for line in report), raised)
+    assert (found.crashed, found.root_cause) == (True, raised)

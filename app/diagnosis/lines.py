@@ -24,6 +24,8 @@ _PREFIXES = [
     rf"(?:\s+-\s+[A-Z]+\s+-\s+[\w.]+:|\s+-\s+[\w.]+\s+-\s+{_SEVERITY}\s+-(?:\s+[\w.]+:\d+\s+-)?"
     rf"|\s+-\s+{_SEVERITY}\s+-(?=\s|$)"
     rf"|\s+{_SEVERITY}\b:?(?!\s+\d\d-\d\d\s))?\s+",
+    # a CI console's clock before each line and two spaces (Jenkins' timestamper: "11:44:55  ")
+    r"\d\d:\d\d:\d\d(?:[.,]\d+)? {2}",
     # a log collector's export: the epoch in milliseconds, a tab, then the line's own stamp;
     # a build tool's elapsed seconds and a tab ("1.4\tTraceback (most recent call last):")
     r"\d+(?:\.\d+)?\t",

@@ -81,6 +81,12 @@ _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 _OWN_ERROR_RECORD = re.compile(r"(?:ERROR|FATAL|CRITICAL): \S")
 # IPython's arrow at the source line a frame ran ("---> 12 raise RuntimeError(...)"): code
 _IPYTHON_SOURCE = re.compile(r"-+> ?\d+\s")
+# pytest's long report of a failing frame, after its separator ("_ _ _ _ ..." or "____ test_x
+# ____"): the frame's locals and its source (docstrings and all) until the "E   " lines that
+# say what was raised.
+_PYTEST_LONG_ENTRY = re.compile(r"^(?:_ ){10,}_?$|^_{3,} \S.* _{3,}$")
+_PYTEST_RAISED = re.compile(r"(?:^|\s)E {3,}$")  # (the prefix pytest puts before them)
+PYTEST_ENTRY_LINES = 400  # how far a long entry's source may run before its "E" lines
 ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
 NODE_DUMP_LINES = 200  # how far a parser's description of a failed node may run
@@ -156,9 +162,22 @@ def mark(entries: list[Entry]) -> None:
     warned_at: int | None = None  # the line of a Python warning's record, its source next
     quoting: Entry | None = None  # "... raised:", the exception it quotes on the next line
     raised_name: str | None = None  # IPython names the exception in its traceback's header
+    pytest_entry: int | None = None  # where pytest's long report of a frame began
     for index, entry in enumerate(entries):
         content = entry.content
         entry.level = levels[index]
+        if pytest_entry is not None:
+            if (
+                _PYTEST_RAISED.search(entry.prefix)
+                or rules.TRACEBACK in content  # (--tb=native: Python's own report instead)
+                or index - pytest_entry > PYTEST_ENTRY_LINES
+            ):
+                pytest_entry = None
+            else:
+                continue  # its locals and source: code, whatever words it holds
+        if _PYTEST_LONG_ENTRY.match(content):
+            pytest_entry = index
+            continue
         if _CXX_RAISED_FROM.match(content) and _bare_cxx_message(entries, index):
             entries[index - 1].strength = 3
         if quoting is not None and content:

@@ -158,6 +158,7 @@ def _any(*patterns: str) -> Alternatives:
 # Lines read both as failures (marking) and for their class, written once.
 PEER_WAIT_TIMEOUT = r"^DeepEP [\w ()-]+ timeout\b"  # an all-to-all's kernel waiting on a peer
 DISK_FULL = r"\bNo space left on device\b"
+EXEC_FORMAT = r"\b[Ee]xec format error\b"
 # (its "========= " is peeled off like any prefix)
 COMPUTE_SANITIZER_FAULT = (
     r"^(?:=+ +)?(?:Invalid __\w+__ (?:read|write|atomic)\b|(?:Out-of-range|Misaligned) Shared or "
@@ -471,6 +472,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
+        # a binary or an image built for another CPU (an amd64 image run on arm64)
+        EXEC_FORMAT,
+        r"\bno image found in image index for architecture\b",
         # a compiler's error naming the GPU it compiles for (code written for other targets)
         r"\berror: .*\b(?:gfx\d{2,4}[a-z]?|sm_\d{2,3}a?)\b",
         # xformers without a kernel for this GPU's capability and the inputs' dtype
@@ -994,7 +998,8 @@ ZSH_JOB = (
     r"^\[\d+\]\s+[+-]?\s*\d+ (?:segmentation fault|abort|killed|bus error"
     r"|illegal hardware instruction|floating point exception)\s"
 )
-CANN_RECORD = r"^E[A-Z0-9]\d{4}: (?!Inner Error!)\S"
+# (older CANN puts a tag after two spaces, no colon: "EZ9999  [InferShape] The k-axis of ...")
+CANN_RECORD = r"^E[A-Z0-9]\d{4}(?:: (?!Inner Error!)\S|\s{2,}\[\w+\] \S)"
 # pydantic's line for one refused input: v2's "[type=..., input_value=..., input_type=...]",
 # v1's "(type=value_error)" (with its context: "(type=value_error.const; given=a; ...)")
 VALIDATION_DETAIL = (
@@ -1106,10 +1111,12 @@ NATIVE_FAILURE = _any(
     r"\bWindows fatal exception: ",  # faulthandler on Windows (a hardware exception's code)
     # compute-sanitizer's memcheck on a kernel's bad access, before the launch error it causes
     COMPUTE_SANITIZER_FAULT,
+    # the kernel refusing a binary built for another CPU
+    EXEC_FORMAT,
     # the NVIDIA Container Toolkit's CLI, under the runtime hook that ran it
     r"^nvidia-container-cli: [\w ]*error: ",
-    # Docker's CLI, on a container it could not start ("docker: " when the client says it)
-    r"(?:^|docker: )Error response from daemon: ",
+    # Docker's CLI, on a container it could not start (after "docker: ", or a compose line)
+    r"\bError response from daemon: ",
     r"\bthread '[^']*'(?: \(\d+\))? panicked at\b",  # Rust's, with the thread's id or not
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom[-_]kill event",  # cluster managers
