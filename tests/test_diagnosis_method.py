@@ -4707,3 +4707,21 @@ def test_pytest_s_long_report_of_a_frame_is_code_until_what_it_raised() -> None:
     ]  # fmt: skip
     found = diagnose(*(f"11:44:55  {line}" for line in report), raised)
     assert (found.crashed, found.root_cause) == (True, raised)
+
+
+def test_the_lines_that_continue_a_served_request_s_exception_are_served_past_too() -> None:
+    npu = (
+        "copy_d2d_baseformat_opapi:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:89 NPU "
+        "function error: call aclnnInplaceCopy failed, error code is 561103"
+    )
+    found = diagnose(
+        "To see the GUI go to: http://0.0.0.0:8888", "got prompt",
+        f"!!! Exception during processing !!! {npu}",
+        "[ERROR] 2026-01-16-10:39:19 (PID:53, Device:0, RankID:-1) ERR00100 PTA call acl api "
+        "failed.", "Traceback (most recent call last):",
+        '  File "/ComfyUI/execution.py", line 516, in execute',
+        "    output_data = get_output_data(obj, input_data_all)", f"RuntimeError: {npu}",
+        "[ERROR] 2026-01-16-10:39:19 (PID:53, Device:0, RankID:-1) ERR00100 PTA call acl api "
+        "failed.", "", "", "Prompt executed in 192.66 seconds",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (False, None)

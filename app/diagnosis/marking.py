@@ -86,6 +86,7 @@ _IPYTHON_SOURCE = re.compile(r"-+> ?\d+\s")
 # say what was raised.
 _PYTEST_LONG_ENTRY = re.compile(r"^(?:_ ){10,}_?$|^_{3,} \S.* _{3,}$")
 _PYTEST_RAISED = re.compile(r"(?:^|\s)E {3,}$")  # (the prefix pytest puts before them)
+MESSAGE_LINES = 8  # how far an exception's message may run below its line
 PYTEST_ENTRY_LINES = 400  # how far a long entry's source may run before its "E" lines
 ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
@@ -453,6 +454,21 @@ def _frame_follows(entries: list[Entry], index: int) -> bool:
     )
 
 
+def _message_end(entries: list[Entry], raised_at: int) -> int:
+    """Past the last line of an exception's message: the lines right below it, up to a blank
+    line (torch_npu's "[ERROR] ... ERR00100 PTA call acl api failed." is its message's too)."""
+    end = raised_at + 1
+    while (
+        end < len(entries)
+        and end - raised_at <= MESSAGE_LINES
+        and entries[end].content
+        and entries[end].line.number == entries[end - 1].line.number + 1
+        and rules.TRACEBACK not in entries[end].content
+    ):
+        end += 1
+    return end
+
+
 def _details_and_recoveries(entries: list[Entry]) -> None:
     """The line after "Last error:" is what the exception above it summarised; an error a
     program says it lived through ("retrying", "falling back") is not why it stopped."""
@@ -536,7 +552,7 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                     if _engine_stepped(entries, index, chain, position):
                         refused.append(raised)
                     else:  # with the exception groups and wrappers it is printed in
-                        end = position[id(chain[-1])] + 1
+                        end = _message_end(entries, position[id(chain[-1])])
                         refused.extend(e for e in entries[index + 1 : end] if e.strength)
             elif _REQUEST_ANSWERED.search(entry.content) and (
                 (raised := _raised_just_above(entries, index)) is not None
