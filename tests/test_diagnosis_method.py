@@ -4725,3 +4725,18 @@ def test_the_lines_that_continue_a_served_request_s_exception_are_served_past_to
         "failed.", "", "", "Prompt executed in 192.66 seconds",
     )  # fmt: skip
     assert (found.crashed, found.root_cause) == (False, None)
+
+
+def test_huggingface_hub_s_ignored_cache_write_is_lived_through() -> None:
+    ignored = (
+        "Ignored error while writing commit hash to /Users/user/.cache/huggingface/hub/models--"
+        "llava-hf--llava-v1.6-vicuna-7b-hf/refs/main: [Errno 28] No space left on device: "
+        "'/Users/user/.cache/huggingface/hub/models--llava-hf--llava-v1.6-vicuna-7b-hf/refs/main'."
+    )
+    full = (
+        "RuntimeError: Data processing error: CAS service error : IO Error: No space left on "
+        "device (os error 28)"
+    )
+    assert diagnose(*QUIET, ignored, *QUIET).crashed is False
+    found = diagnose(*QUIET, ignored, "Fetching 4 files:  25%|##5       | 1/4", *TB, full)
+    assert (found.crashed, found.root_cause) == (True, full)

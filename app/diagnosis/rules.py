@@ -1367,6 +1367,7 @@ RECOVERED = _any(
     r"\b[Rr]etrying\b",
     r"\b[Ff]alling back\b",
     r"has been ignored",
+    r"^Ignored error while\b",  # huggingface_hub on a cache write it could do without
     r"will be launched without",
     r"\bcontinuing (?:without|with)\b",
     r"\bwill be ignored\b",  # llama.cpp with no usable GPU: "--gpu-layers option will be ignored"
