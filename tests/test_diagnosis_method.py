@@ -4740,3 +4740,19 @@ def test_huggingface_hub_s_ignored_cache_write_is_lived_through() -> None:
     assert diagnose(*QUIET, ignored, *QUIET).crashed is False
     found = diagnose(*QUIET, ignored, "Fetching 4 files:  25%|##5       | 1/4", *TB, full)
     assert (found.crashed, found.root_cause) == (True, full)
+
+
+def test_kubectl_s_refused_answer_is_the_failure_under_unittest_s_verdicts() -> None:
+    refused = (
+        'Error from server (BadRequest): container "ray-head" in pod "raycluster-head-hg67c" is '
+        "waiting to start: ContainerCreating"
+    )
+    found = diagnose(
+        "2023-06-12:14:21:56,768 INFO     [utils.py:163] Execute command: kubectl logs "
+        "-n=pod-security -l ray.io/node-type=head --tail=-1", refused, "ERROR", "", "=" * 70,
+        "ERROR: test_ray_cluster_with_security_context (__main__.PodSecurityTestCase)", "-" * 70,
+        *TB, "subprocess.CalledProcessError: Command 'kubectl logs -n=pod-security -l "
+        "ray.io/node-type=head --tail=-1' returned non-zero exit status 1.", "", "-" * 70,
+        "Ran 2 tests in 1189.059s", "", "FAILED (errors=1)",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, refused)

@@ -1113,6 +1113,8 @@ NATIVE_FAILURE = _any(
     COMPUTE_SANITIZER_FAULT,
     # the kernel refusing a binary built for another CPU
     EXEC_FORMAT,
+    # kubectl on an answer the API server refused ("Error from server (NotFound): ...")
+    r"^Error from server(?: \(\w+\))?: ",
     # the NVIDIA Container Toolkit's CLI, under the runtime hook that ran it
     r"^nvidia-container-cli: [\w ]*error: ",
     # Docker's CLI, on a container it could not start (after "docker: ", or a compose line)

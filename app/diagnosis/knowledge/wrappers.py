@@ -94,6 +94,16 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
+        # (verbose mode's verdict on a test, on a line of its own after the test's output)
+        r"^(?:ERROR|FAIL)$",
+        ("python",),
+        "ERROR",
+        "Python's unittest in verbose mode: a test's verdict after its name ('... ERROR'), on a "
+        "line of its own when the test printed; its traceback follows in the summary; observed "
+        "in corpus case AX605",
+        strong=True,
+    ),
+    Wrapper(
         # (a class's or a module's set-up failing too: "ERROR: setUpClass (__main__.TestX)")
         r"^\s*(?:ERROR|FAIL): (?:test\w*|set[Uu]p\w*|tear[Dd]own\w*) \([\w.]+\)",
         ("python",),
