@@ -4756,3 +4756,22 @@ def test_kubectl_s_refused_answer_is_the_failure_under_unittest_s_verdicts() -> 
         "Ran 2 tests in 1189.059s", "", "FAILED (errors=1)",
     )  # fmt: skip
     assert (found.crashed, found.root_cause) == (True, refused)
+
+
+def test_spdlog_s_lower_case_levels_are_read_as_severities() -> None:
+    error = (
+        "[2025-11-04 18:57:17.319] [error] </sdk/runtime/src/comm/socket_library.c:39> "
+        "Connection failed with server: No such file or directory"
+    )
+    found = diagnose(
+        *QUIET, error,
+        "[2025-11-04 18:57:17.324394] 2720:2720 [warning] TXEManagerInterface "
+        "TxeManagerInterface.cpp:102: Failed to initialize socket [socket '/opt/tsi/sock_fd/"
+        "rsm_svr_socket', status: FAILED_TO_SEND_REQUEST (-3)]",
+        "[2025-11-04 18:57:17.326292] 2720:2720 [critical] TsavRT-0.4.5 TsavRT.h:298: Failed "
+        "to setup shared memory",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, error)
+    # (a warning alone is lived through)
+    warned = "[2025-11-04 18:57:17.324394] 2720:2720 [warning] Failed to get addresses"
+    assert diagnose(*QUIET, warned, *QUIET).crashed is False

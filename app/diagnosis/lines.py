@@ -105,6 +105,9 @@ _PREFIXES = [
     r"(?=\((?:[\w.-]+(?: [\w.=-]+)* )?pid=\d|\[rank\d+\]:|[A-Z]{4,7}\s+\d\d-\d\d\s)",
     # LocalAI relaying a backend's output: "8:59PM DBG GRPC(model-127.0.0.1:45725): stderr "
     r"(?:\d{1,2}:)?\d\d[AP]M\s+[A-Z]{3}\s+GRPC\([^)]*\):\s+std(?:err|out)\s",
+    # spdlog's level, lower case, after its time (peeled above) and a thread's "pid:tid":
+    # "[2025-11-04 18:57:17.324394] 2720:2720 [warning] "
+    r"(?:\d+:\d+ )?\[(?:trace|debug|info|warning|error|critical)\]\s",
     # loguru style: "[ERROR    | TRT-LLM            ]: "
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*\|[^\]]*\]:\s?",
 ]
