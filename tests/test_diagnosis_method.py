@@ -4775,3 +4775,15 @@ def test_spdlog_s_lower_case_levels_are_read_as_severities() -> None:
     # (a warning alone is lived through)
     warned = "[2025-11-04 18:57:17.324394] 2720:2720 [warning] Failed to get addresses"
     assert diagnose(*QUIET, warned, *QUIET).crashed is False
+
+
+def test_a_generation_llama_cpp_timed_to_its_end_finished_the_work() -> None:
+    # (a notebook whose download failed, then a local model's generation that completed)
+    found = diagnose(
+        *TB, "ConnectError: [Errno 101] Network is unreachable", "",
+        "llama_model_loader: loaded meta data with 22 key-value pairs and 291 tensors",
+        "llama_perf_context_print:        eval time =   31783.75 ms /  2039 runs   (   15.59 ms "
+        "per token,    64.15 tokens per second)",
+        "llama_perf_context_print:       total time =   36478.29 ms /  2047 tokens",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (False, None)

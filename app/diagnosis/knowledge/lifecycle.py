@@ -589,6 +589,14 @@ FINISHED = (
         "the run counted and went past; observed in corpus case AI031",
     ),
     Fact(
+        r"\bllama_(?:perf_context_print|print_timings):\s+total time =",
+        ("llama.cpp", "llama-cpp-python"),
+        "llama_perf_context_print:       total time =   36478.29 ms /  2047 tokens",
+        "llama.cpp's context (src/llama-context.cpp, llama_perf_context_print; before 2024 "
+        "llama_print_timings) timing a generation it completed, as its CLI and llama-cpp-python "
+        "print at the end; observed in corpus case AX007",
+    ),
+    Fact(
         r"\bTraining completed\. Do not forget to share your model",
         ("transformers",),
         "Training completed. Do not forget to share your model on huggingface.co/models =)",
