@@ -4787,3 +4787,13 @@ def test_a_generation_llama_cpp_timed_to_its_end_finished_the_work() -> None:
         "llama_perf_context_print:       total time =   36478.29 ms /  2047 tokens",
     )  # fmt: skip
     assert (found.crashed, found.root_cause) == (False, None)
+
+
+def test_a_help_text_listing_the_log_levels_is_no_failure() -> None:
+    found = diagnose(
+        "Usage: xinference [OPTIONS] COMMAND [ARGS]...", "Options:",
+        "  --log-level TEXT    Set the logger level. Options listed from most log to",
+        "                      least log are: DEBUG > INFO > WARNING > ERROR > CRITICAL",
+        "                      (Default level is INFO)", *QUIET,
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.candidates) == (False, None, [])

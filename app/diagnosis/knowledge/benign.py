@@ -16,6 +16,17 @@ class Benign(Fact):
 
 BENIGN = (
     Benign(
+        # (three or more severity names in a row, ordered: a help text's or a doc's list)
+        r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL)(?:\s*[>,<|/]\s*"
+        r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL)\b){2,}",
+        ("python",),
+        "                      least log are: DEBUG > INFO > WARNING > ERROR > CRITICAL",
+        "a command's help text listing the levels of its --log-level option (click's, "
+        "Xinference's 'Options listed from most log to least log are: ...'), printed when its "
+        "usage is shown; observed in corpus case AX003",
+        hard=True,
+    ),
+    Benign(
         r"\bSimplifiedTraceback: For simplicity, JAX has removed its internal frames\b",
         ("jax",),
         "jax.errors.SimplifiedTraceback: For simplicity, JAX has removed its internal frames "
