@@ -4797,3 +4797,25 @@ def test_a_help_text_listing_the_log_levels_is_no_failure() -> None:
         "                      (Default level is INFO)", *QUIET,
     )  # fmt: skip
     assert (found.crashed, found.root_cause, found.candidates) == (False, None, [])
+
+
+def test_a_cancelled_task_as_the_last_word_is_a_stop_not_a_crash() -> None:
+    cancelled = [
+        "CancelledError                            Traceback (most recent call last)",
+        "Cell In[3], line 40", "---> 40 await asyncio.gather(run_ollama(), run_ngrok())",
+        "CancelledError: ",
+    ]  # fmt: skip
+    served = '[GIN] 2023/12/21 - 06:48:36 | 200 | 54.116342309s | 127.0.0.1 | POST "/api/pull"'
+    found = diagnose(*QUIET, served, *cancelled)
+    assert (found.crashed, found.root_cause) == (False, None)
+    # (a wait cancelled, then its own timeout raised from it: the timeout is the failure)
+    timeout = "asyncio.exceptions.TimeoutError"
+    found = diagnose(
+        *QUIET, *TB, "asyncio.exceptions.CancelledError", "",
+        "During handling of the above exception, another exception occurred:", "", *TB, timeout,
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, timeout)
+    # (and one just after another failure is that failure's doing)
+    failure = "AssertionError: the batch is empty"
+    found = diagnose(*QUIET, *TB, failure, "", *TB, "asyncio.exceptions.CancelledError")
+    assert (found.crashed, found.root_cause) == (True, failure)

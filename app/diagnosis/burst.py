@@ -1,6 +1,7 @@
 """The end of a log: its last burst (the final lines after the last sign of normal progress),
 the error shapes that must never be passed over there, and an operator's or a scheduler's stop."""
 
+import bisect
 import re
 
 from app.diagnosis import rules
@@ -47,6 +48,10 @@ FATAL_SHAPE = rules.Alternatives(
 _OOM = re.compile(r"\bout of memory\b")
 _STOPPED = rules.Alternatives(tuple(row.pattern for row in STOPPED))
 _BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt:?\s*$")
+# A task cancelled: a stop only where it is the last word (a cancelled wait raises its own
+# error after it, chained: "During handling ... TimeoutError").
+CANCELLED_LOOKBACK = 500  # lines before a cancellation where a failure would explain it
+_CANCELLED = re.compile(r"^(?:asyncio\.(?:exceptions\.)?)?CancelledError\b")
 _THREAD_DIED = re.compile(r"^Exception in thread \S")  # threading's excepthook header
 
 
@@ -100,7 +105,15 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
     """The line where an operator or a scheduler stopped the process, when it is in the last
     burst (or only wrappers follow it) and no failure came just before it (a launcher
     stopping the other ranks after one failed stops them because of that failure)."""
-    stops = [e for e in entries if _STOPPED.search(e.content)]
+    failed_at = sorted(
+        e.line.number for e in entries
+        if e.strength >= 2 and not e.noise and not _CANCELLED.match(e.content)
+    )  # fmt: skip
+    stops = [
+        e for e in entries
+        if _STOPPED.search(e.content)
+        and not (_CANCELLED.match(e.content) and _cancelled_by_a_failure(failed_at, e))
+    ]  # fmt: skip
     stop = next((e for e in stops if e.line.number >= start), None)
     if stop is None and stops and not _fails_after(entries, stops[-1]):
         # Earlier, where nothing after it failed but wrappers saying that it did (vLLM's API
@@ -127,6 +140,15 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
         ):
             return None
     return stop
+
+
+def _cancelled_by_a_failure(failed_at: list[int], cancelled: Entry) -> bool:
+    """A cancellation near another failure is that failure's doing (the tasks it ended), and
+    one followed by any error raised that error (a wait's timeout, chained). `failed_at`: the
+    other failures' lines, sorted."""
+    at = cancelled.line.number
+    first_near = bisect.bisect_left(failed_at, at - CANCELLED_LOOKBACK)
+    return first_near < len(failed_at)
 
 
 def _in_a_thread(entries: list[Entry], entry: Entry) -> bool:

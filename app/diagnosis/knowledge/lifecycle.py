@@ -425,6 +425,16 @@ STOPPED = (
         "3645); observed in corpus cases AV114 and AR409",
     ),
     Fact(
+        # (bare, or anyio's word for the scope that cancelled it: no failure of its own)
+        r"^(?:asyncio\.(?:exceptions\.)?)?CancelledError:?\s*$"
+        r"|\bCancelledError: Cancelled by cancel scope [0-9a-f]+$",
+        ("python",),
+        "CancelledError: ",
+        "asyncio (and anyio's cancel scopes) ending a task it was told to cancel: an interrupted "
+        "notebook cell's awaited work, a server's tasks on the way down; observed in corpus "
+        "cases AX113 and AQ302",
+    ),
+    Fact(
         r"^Received second interrupt, terminating immediately\.?$",
         ("llama.cpp",),
         "Received second interrupt, terminating immediately.",
