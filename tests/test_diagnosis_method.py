@@ -4819,3 +4819,19 @@ def test_a_cancelled_task_as_the_last_word_is_a_stop_not_a_crash() -> None:
     failure = "AssertionError: the batch is empty"
     found = diagnose(*QUIET, *TB, failure, "", *TB, "asyncio.exceptions.CancelledError")
     assert (found.crashed, found.root_cause) == (True, failure)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "EZ1001: [PID: 55172] 2025-09-13-05:28:15.526.256 tensor 0 not implemented for "
+        "DT_UINT64, should be in dtype support list [DT_FLOAT,DT_INT32,DT_INT64,DT_FLOAT16].",
+        "E60108: 2024-09-09-06:13:16.140.829 In op[conv3d_backprop_input], [prebuild failed, not "
+        "support input size's shape [-1] and [-2]]",
+    ],
+)
+def test_an_ascend_operator_without_a_kernel_for_the_dtype_or_shape_is_unsupported_arch(
+    record: str,
+) -> None:
+    found = diagnose(*QUIET, record)
+    assert (found.root_cause, found.error_class) == (record, "unsupported_arch")

@@ -474,6 +474,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"no kernel image is available", r"No supported CUDA architectures",
         # a binary or an image built for another CPU (an amd64 image run on arm64)
         EXEC_FORMAT,
+        # Ascend's operators without a kernel for a dtype or a shape on this NPU
+        r"\bshould be in dtype support list\b", r"\bprebuild failed, not support\b",
         r"\bno image found in image index for architecture\b",
         # a compiler's error naming the GPU it compiles for (code written for other targets)
         r"\berror: .*\b(?:gfx\d{2,4}[a-z]?|sm_\d{2,3}a?)\b",

@@ -92,6 +92,8 @@ _SEVERITY_ANCHORS = (
     rb"\d\.\d\d\.\d{3}\.\d{3} [EF] ",
     # the HIP runtime's error records (":1:rocdevice.cpp  :3434: 38724 us: ", ":0:" a guarantee)
     rb":[01]:[\w./-]+\s*:\s*\d+\s*:\s*\d+ us:",
+    # Ascend CANN's error records ("EZ1001: [PID: 55172] ...", "EZ9999  [InferShape] ...")
+    rb"\bE[A-Z0-9]\d{4}(?:: |  \[)",
 )
 
 _ANCHOR_ID, _READY_ID, _FIGURE_ID, _CUSTOM_READY_ID = 0, 1000, 3000, 4000
