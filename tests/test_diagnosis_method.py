@@ -4835,3 +4835,19 @@ def test_an_ascend_operator_without_a_kernel_for_the_dtype_or_shape_is_unsupport
 ) -> None:
     found = diagnose(*QUIET, record)
     assert (found.root_cause, found.error_class) == (record, "unsupported_arch")
+
+
+@pytest.mark.parametrize(
+    "line,error_class",
+    [
+        ("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have "
+         "enough GPU RAM to fit the quantized model.", "oom_gpu"),
+        ("RuntimeError: aclnnGeGluV3 or aclnnGeGluV3GetWorkspaceSize not in libopapi.so, or "
+         "libopapi.sonot found.", "import_or_version"),
+    ],
+)  # fmt: skip
+def test_the_class_names_a_model_too_big_for_the_card_or_a_library_too_old(
+    line: str, error_class: str
+) -> None:
+    found = diagnose(*QUIET, *TB, line)
+    assert (found.root_cause, found.error_class) == (line, error_class)

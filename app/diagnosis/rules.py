@@ -201,6 +201,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         DEVICE_ALLOCATION_REFUSED, r"\bErrorOutOfDeviceMemory\b",
         # too little free on the device for what it was told to take (others hold the rest)
         r"\b[Ff]ree (?:GPU |device )?memory\b.*\bis less than\b",
+        # a quantized model that does not fit the card, so parts of it went to the CPU or disk
+        r"\bMake sure you have enough GPU RAM to fit\b",
         # too little left for what a warm-up or a batch needs ("Not enough memory to handle
         # 4096 prefill tokens", TGI's)
         r"\bNot enough (?:GPU |device )?memory to (?:handle|run|fit|serve)\b",
@@ -667,6 +669,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCould not load library \S+\.(?:so|dll|dylib)\b",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
         r"_OpNamespace.*has no attribute", r"(?:GLIBC|CXXABI)\w*_[\d.]+' not found",
+        r"\bnot in lib\w+\.so\b",  # a symbol the installed library lacks (Ascend's opapi)
         # a module's API that another version of it has ("module 'numpy' has no attribute")
         r"\bmodule '[\w.]+' has no attribute\b",
         # pip's resolver on pinned versions that cannot go together
