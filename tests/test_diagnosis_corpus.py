@@ -136,6 +136,20 @@ def test_every_case_has_a_source_and_a_split_by_thread() -> None:
     assert min(sizes) >= 0.4 * sum(sizes), sizes
 
 
+def test_every_root_cause_is_a_line_of_its_log_that_says_something() -> None:
+    # (a traceback's caret line or a separator once slipped into a label as its root cause)
+    for case in load_cases():
+        root = case["root_cause"]
+        if root is None:
+            continue
+        assert re.search(r"[^\W\d_]{2}", root), case["id"]  # (a word, in any script)
+        if case.get("root_cause_match", "full_line") == "full_line":
+            text = corpus_log(case["id"]).decode(errors="replace")
+            lines = {line.rstrip("\r") for line in text.split("\n")}
+            segments = {line.rsplit("\r", 1)[-1] for line in lines}
+            assert root.rstrip("\r") in lines | segments, case["id"]
+
+
 def test_each_log_is_stored_one_way_and_large_ones_compressed() -> None:
     plain = {path.name.removesuffix(".log"): path for path in CORPUS_CASES.glob("*.log")}
     packed = {path.name.removesuffix(".log.gz"): path for path in CORPUS_CASES.glob("*.log.gz")}
