@@ -254,6 +254,24 @@ def _each_line(log: bytes, prefix: Callable[[int], bytes]) -> bytes:
     return b"\n".join(prefix(number) + line for number, line in enumerate(log.split(b"\n")))
 
 
+_ESCAPE = re.compile(rb"(\x1b\[[0-9;?]*[ -/]*[@-~])")
+
+
+def _coloured(log: bytes) -> bytes:
+    """Levels and exception names coloured, as a viewer colours text: between the escapes a
+    log already holds (IPython's), never inside one ("\x1b[0;31mValueError")."""
+    pieces = _ESCAPE.split(log)
+    pieces[::2] = [
+        re.sub(
+            rb"\b(ERROR|WARNING|INFO|Traceback|\w+Error)\b",
+            lambda m: b"\x1b[1;31m" + m[1] + b"\x1b[0m",
+            text,
+        )
+        for text in pieces[::2]
+    ]
+    return b"".join(pieces)
+
+
 def _stamp(number: int) -> bytes:
     return b"2026-02-27T13:%02d:%02d.%03d" % (
         number // 60000 % 60,
@@ -265,11 +283,7 @@ def _stamp(number: int) -> bytes:
 # The same logs as other tools show them: the engine must not depend on how they came.
 VIEWS: dict[str, Callable[[bytes], bytes]] = {
     "crlf": lambda log: log.replace(b"\n", b"\r\n"),
-    "ansi colours": lambda log: re.sub(
-        rb"\b(ERROR|WARNING|INFO|Traceback|\w+Error)\b",
-        lambda m: b"\x1b[1;31m" + m[1] + b"\x1b[0m",
-        log,
-    ),
+    "ansi colours": lambda log: _coloured(log),
     "docker compose": lambda log: _each_line(log, lambda _: b"sglang-1  | "),
     "kubectl --timestamps": lambda log: _each_line(log, lambda n: _stamp(n) + b"123456Z "),
     "journalctl": lambda log: _each_line(

@@ -4851,3 +4851,18 @@ def test_the_class_names_a_model_too_big_for_the_card_or_a_library_too_old(
 ) -> None:
     found = diagnose(*QUIET, *TB, line)
     assert (found.root_cause, found.error_class) == (line, error_class)
+
+
+def test_a_viewer_s_error_stamp_on_every_line_stays_its_stamp_beside_a_logger_s_warning() -> None:
+    # (a cloud viewer stamping E on each line, newest first, over llama.cpp's SYCL warnings)
+    lines = [
+        *["get_memory_info: [warning] ext_intel_free_memory is not supported (export/set "
+          "ZES_ENABLE_SYSMAN=1 to support), use total memory as free memory"] * 4,
+        *(f"llama_new_context_with_model:      SYCL{n} compute buffer size =   296.00 MiB"
+          for n in range(4)),
+        "llama_new_context_with_model: graph nodes  = 1030",
+        "llama_new_context_with_model: graph splits = 5", "Segmentation fault (core dumped)",
+    ]  # fmt: skip
+    stamped = [f"E 2026-02-27T13:00:00.{n:03d}Z {line}" for n, line in enumerate(lines)]
+    found = diagnose(*reversed(stamped))
+    assert found.root_cause == stamped[-1]

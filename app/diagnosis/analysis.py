@@ -21,7 +21,7 @@ from app.diagnosis.knowledge.lifecycle import (
 )
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import host_prefix, strip_prefixes
-from app.diagnosis.marking import IPYTHON_HEADER, LIVED_THROUGH, LOOP_RAN_ON, mark
+from app.diagnosis.marking import IPYTHON_HEADER, LIVED_THROUGH, LOOP_RAN_ON, mark, stamped_errors
 from app.diagnosis.scanner import AFTER, Line
 
 EXCERPT_BEFORE = 30
@@ -383,8 +383,10 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
     """What the same logger said just before a wrapper ("Worker proc VllmWorker-3 died
     unexpectedly", then "EngineCore encountered a fatal error."): the wrapper reports that."""
     wrapper = entries[index]
-    if all(e.level == "error" for e in entries if e.content):
-        return None  # every line stamped alike: a viewer's stamp, not the logger's word
+    if all(stamped_errors(e) for e in entries if e.content):
+        # every line stamped alike: a viewer's stamp, not the logger's word (a logger's own
+        # "[warning]" after it does not make it the logger's)
+        return None
     for entry in reversed(entries[max(0, index - INCIDENT_LINES) : index]):
         if entry.noise or entry.in_traceback is not None:
             return None

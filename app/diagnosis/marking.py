@@ -130,7 +130,7 @@ def mark(entries: list[Entry]) -> None:
     levels = [_level(entry) for entry in entries]
     # A log viewer that stamps ERROR on every line says nothing by it; a logger's own
     # severity inside that stamp still does.
-    error_stamps = [_error_stamps(entry) for entry in entries]
+    error_stamps = [stamped_errors(entry) for entry in entries]
     # Counted by physical line: a log that lost its newlines is one stamped line.
     by_line: dict[int, int] = {}
     for entry, stamps in zip(entries, error_stamps, strict=True):
@@ -739,7 +739,7 @@ def _goes_on_after(entries: list[Entry], index: int) -> bool:
     return len(list(itertools.islice(ordinary, 2))) == 2
 
 
-def _error_stamps(entry: Entry) -> int:
+def stamped_errors(entry: Entry) -> int:
     """How many error severities the line's prefix carries (a viewer's and a logger's)."""
     return len(_ERROR_LEVEL.findall(entry.prefix)) + (_logfmt_level(entry) == "error")
 
