@@ -4866,3 +4866,20 @@ def test_a_viewer_s_error_stamp_on_every_line_stays_its_stamp_beside_a_logger_s_
     stamped = [f"E 2026-02-27T13:00:00.{n:03d}Z {line}" for n, line in enumerate(lines)]
     found = diagnose(*reversed(stamped))
     assert found.root_cause == stamped[-1]
+
+
+def test_a_test_s_header_is_pytest_s_only_under_its_failures_section() -> None:
+    oom = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    banner = "__________ Training __________"
+    # (a program's own banner hides nothing after it)
+    found = diagnose(*QUIET, banner, "step 1/100 loss 2.3", oom, "Exiting.")
+    assert (found.crashed, found.root_cause) == (True, oom)
+    # (under FAILURES, a test's report is code until what it raised)
+    raised = "E       AssertionError: tolerance exceeded"
+    found = diagnose(
+        "=================================== FAILURES ===================================",
+        "_________________________________ test_gemm _________________________________", "",
+        "    def test_gemm():", '        """Raises:', "        ValueError: on a bad shape", '"""',
+        ">       assert err < 1e-3", raised, "", "tests/test_gemm.py:12: AssertionError",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, raised)

@@ -85,7 +85,9 @@ _IPYTHON_SOURCE = re.compile(r"-+> ?\d+\s")
 # pytest's long report of a failing frame, after its separator ("_ _ _ _ ..." or "____ test_x
 # ____"): the frame's locals and its source (docstrings and all) until the "E   " lines that
 # say what was raised.
-_PYTEST_LONG_ENTRY = re.compile(r"^(?:_ ){10,}_?$|^_{3,} \S.* _{3,}$")
+_PYTEST_LONG_ENTRY = re.compile(r"^(?:_ ){10,}_?$")
+_PYTEST_TEST_HEADER = re.compile(r"^_{3,} \S.* _{3,}$")  # (only under pytest's FAILURES)
+_PYTEST_FAILURES = re.compile(r"^={3,} (?:FAILURES|ERRORS) ={3,}$")
 _PYTEST_RAISED = re.compile(r"(?:^|\s)E {3,}$")  # (the prefix pytest puts before them)
 MESSAGE_LINES = 8  # how far an exception's message may run below its line
 PYTEST_ENTRY_LINES = 400  # how far a long entry's source may run before its "E" lines
@@ -165,6 +167,7 @@ def mark(entries: list[Entry]) -> None:
     quoting: Entry | None = None  # "... raised:", the exception it quotes on the next line
     raised_name: str | None = None  # IPython names the exception in its traceback's header
     pytest_entry: int | None = None  # where pytest's long report of a frame began
+    pytest_failures = False  # pytest's FAILURES or ERRORS section seen
     for index, entry in enumerate(entries):
         content = entry.content
         entry.level = levels[index]
@@ -177,7 +180,10 @@ def mark(entries: list[Entry]) -> None:
                 pytest_entry = None
             else:
                 continue  # its locals and source: code, whatever words it holds
-        if _PYTEST_LONG_ENTRY.match(content):
+        pytest_failures = pytest_failures or _PYTEST_FAILURES.match(content) is not None
+        if _PYTEST_LONG_ENTRY.match(content) or (
+            pytest_failures and _PYTEST_TEST_HEADER.match(content)
+        ):
             pytest_entry = index
             continue
         if _CXX_RAISED_FROM.match(content) and _bare_cxx_message(entries, index):
