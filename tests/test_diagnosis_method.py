@@ -4883,3 +4883,12 @@ def test_a_test_s_header_is_pytest_s_only_under_its_failures_section() -> None:
         ">       assert err < 1e-3", raised, "", "tests/test_gemm.py:12: AssertionError",
     )  # fmt: skip
     assert (found.crashed, found.root_cause) == (True, raised)
+
+
+def test_a_crash_right_below_a_served_request_s_exception_is_no_part_of_its_message() -> None:
+    segfault = "Segmentation fault (core dumped)"
+    found = diagnose(
+        "To see the GUI go to: http://0.0.0.0:8888", "got prompt",
+        "!!! Exception during processing !!! bad input", *TB, "ValueError: bad input", segfault,
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (True, segfault)

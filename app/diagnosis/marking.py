@@ -463,14 +463,17 @@ def _frame_follows(entries: list[Entry], index: int) -> bool:
 
 def _message_end(entries: list[Entry], raised_at: int) -> int:
     """Past the last line of an exception's message: the lines right below it, up to a blank
-    line (torch_npu's "[ERROR] ... ERR00100 PTA call acl api failed." is its message's too)."""
+    line (torch_npu's "[ERROR] ... ERR00100 PTA call acl api failed." is its message's too),
+    a traceback, or a failure of its own (another exception, a native crash)."""
     end = raised_at + 1
     while (
         end < len(entries)
         and end - raised_at <= MESSAGE_LINES
-        and entries[end].content
+        and (said := entries[end].content)
         and entries[end].line.number == entries[end - 1].line.number + 1
-        and rules.TRACEBACK not in entries[end].content
+        and rules.TRACEBACK not in said
+        and not rules.EXCEPTION_LINE.match(said)
+        and not rules.NATIVE_FAILURE.search(said)
     ):
         end += 1
     return end
