@@ -232,7 +232,8 @@ def test_newest_first_cloud_viewer_logs_are_read_in_time_order() -> None:
             "model_loading",
         ),
         ("sglang-server exited with code 137", "oom_host_killed"),
-        ("error: the following arguments are required: --model-path", "other"),
+        # a required flag left out is a wrong flag (PRODUCT.md), not "other" as it was first read
+        ("error: the following arguments are required: --model-path", "config_or_args"),
     ],
 )
 def test_each_failure_maps_to_its_class(line: str, error_class: str) -> None:

@@ -912,6 +912,21 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "protected_size=0", "other"),
         ("ValueError: Attempted to assign 256 + 74 = 330 multimodal tokens to 332 placeholders",
          "other"),
+        # the fifty-sixth round's, from the fifty-fifth round's fresh part folded into tuning
+        ("RuntimeError: You can't move a model that has some modules offloaded to cpu or disk.",
+         "oom_gpu"),
+        ("RuntimeError: No GPU found. A GPU is needed for quantization.", "config_or_args"),
+        ("libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] "
+         "Command buffer execution failed: Internal Error (0000000e:Internal Error)",
+         "cuda_runtime"),
+        ("-[_MTLCommandBuffer addCompletedHandler:]:1011: failed assertion `Completed handler "
+         "provided after commit call'", "cuda_runtime"),
+        ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install "
+         "root.", "import_or_version"),
+        ("ValueError: Failed to find a kernel that can implement the WNA16 linear layer. Reasons: ",
+         "unsupported_arch"),
+        ("bench: error: the following arguments are required: --base-url", "config_or_args"),
+        ("ValueError: Missing parameters: lm_head.biases lm_head.scales.", "model_loading"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

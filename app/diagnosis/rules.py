@@ -203,6 +203,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b[Ff]ree (?:GPU |device )?memory\b.*\bis less than\b",
         # a quantized model that does not fit the card, so parts of it went to the CPU or disk
         r"\bMake sure you have enough GPU RAM to fit\b",
+        r"\bsome modules offloaded to (?:the )?(?:cpu|disk)\b",  # accelerate's, for the same
         # too little left for what a warm-up or a batch needs ("Not enough memory to handle
         # 4096 prefill tokens", TGI's)
         r"\bNot enough (?:GPU |device )?memory to (?:handle|run|fit|serve)\b",
@@ -338,7 +339,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"runtime name|unauthorized: |pull access denied)",
         # a library that finds no accelerator it supports on this host (no GPU visible)
         r"\bcannot find any (?:torch )?accelerator\b", r"\bonly works on NVIDIA\b",
-        r"\bYou need a GPU\b",
+        r"\bYou need a GPU\b", r"\bNo GPU found\b",
         # credentials: none given, or expired; a path it may not write; the open-files limit
         r"\bnot logged in\b", r"\bExpiredToken\b", r"\btoken\b.*\bis expired\b",
         r"\bUnable to write to\b", r"\bToo many open files\b",
@@ -370,6 +371,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bdevice lost\b", r"\bErrorDeviceLost\b",
         # Metal's command buffer failing on a GPU fault or hang (its out of memory is oom_gpu's)
         r"\bkIOGPUCommandBufferCallbackError(?!OutOfMemory)\w+",
+        r"\[METAL\] Command buffer execution failed: (?!Insufficient Memory)",
+        r"-\[_?MTLCommandBuffer\b.*\bfailed assertion\b",  # Metal's API validation
         # Level Zero's errors but running out (oom_gpu's, above): "UR_RESULT_ERROR_DEVICE_LOST"
         r"\bUR_RESULT_ERROR_(?!OUT_OF_)\w+",
         r"\bSegmentation fault from GPU\b",  # Intel's driver on a kernel's page fault
@@ -442,7 +445,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a custom op called with another version's schema
         r"\bexpected at most \d+ argument\(s\) but received \d+ argument\(s\)",
         # a JIT build with no compiler to run ("Could not find nvcc and default cuda_home=...")
-        r"\bCould not find nvcc\b",
+        r"\bCould not find nvcc\b", r"\bCUDA_HOME environment variable is not set\b",
         r"\b(?:can't|cannot|could not|unable to) find (?:a |the )?"
         r"(?:Rust|C\+\+|C|CUDA|HIP) compiler\b",
         # Windows' loader on a library or one of its dependencies (ctypes' words)
@@ -484,6 +487,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # xformers without a kernel for this GPU's capability and the inputs' dtype
         r"\bNo operator found for `memory_efficient_attention\w*`",
         r"\bno device code compatible with CUDA arch\b",
+        # vLLM's choice among its kernels, each refusing this GPU's capability
+        r"\b[Ff]ailed to find a kernel that can implement\b",
         # Triton's bundled ptxas failing to generate code for this GPU
         r"\bPTXAS error\b", r"\bPTX codegen error\b",
         r"\b[sS][mM][_ ]?\d{2,3}a?\b.*not (?:be )?supported",
@@ -771,9 +776,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bEOF while parsing an? (?:object|list|string|value) at line \d+ column \d+",
         # a state dict whose keys or shapes are not the model's (PyTorch's load_state_dict)
         r"\bError\(s\) in loading state_dict\b", r"\bcannot find tensor \S",
+        r"\bMissing parameters: \S",  # MLX's strict load_weights
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments|ambiguous option)", r"unrecognized arguments",
+        r"\berror: the following arguments are required\b",
         r"invalid choice",
         r"\bargparse\.Argument(?:Type)?Error\b",
         r"\b(?:unrecognized|unknown|invalid) option\b",  # getopt's
