@@ -4907,3 +4907,24 @@ def test_a_crash_right_below_a_served_request_s_exception_is_no_part_of_its_mess
         "!!! Exception during processing !!! bad input", *TB, "ValueError: bad input", segfault,
     )  # fmt: skip
     assert (found.crashed, found.root_cause) == (True, segfault)
+
+
+def test_a_ray_serve_replica_s_failed_call_is_that_call_s_and_the_replica_serves_on() -> None:
+    replica = "(ServeReplica:default:Classifier pid=5184) "
+    stamp = "2024-07-17 22:18:18,089 default_Classifier h79g9wc1 f2ea4f7e-a66e / replica.py"
+    lines = [
+        f"{replica}INFO {stamp}:373 - __CALL__ OK 84.2ms",
+        f"{replica}ERROR {stamp}:359 - Request failed:",
+        # Ray's report of a task's exception: its header is the task, not "Traceback"
+        f"{replica}ray::ServeReplica:default:Classifier.handle_request() (pid=5184, ip=10.0.0.1)",
+        f'{replica}  File "/srv/ray/serve/_private/replica.py", line 1132, in call_user_method',
+        f"{replica}    await self._call_func_or_gen(",
+        f'{replica}  File "/srv/app.py", line 17, in __call__',
+        f"{replica}KeyError: 'text'",
+        f"{replica}INFO {stamp}:373 - __CALL__ ERROR 9.8ms",
+    ]
+    found = diagnose(*lines)
+    assert found.crashed is False and found.root_cause is None
+    # The same exception with no handler's word on it is the replica's own failure.
+    found = diagnose(*lines[2:7])
+    assert found.crashed is True and found.root_cause == lines[6]

@@ -245,7 +245,7 @@ def mark(entries: list[Entry]) -> None:
             chain_pending = True
             entry.noise = True
             continue
-        if rules.TRACEBACK in content:
+        if rules.TRACEBACK in content or rules.RAY_TASK_HEADER.match(content):
             traceback_start, framed, logging_raised = index, False, False
             entry.in_traceback = index
             entry.strength = 1
@@ -539,7 +539,9 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             # (a handler that answers with the exception may print what it knows first:
             # ComfyUI's memory summary between its word and the traceback)
             reach = 12 if _REQUEST_ANSWERED.search(entry.content) else 3
-            if any(rules.TRACEBACK in e.content for e in entries[index + 1 : index + reach]):
+            below = entries[index + 1 : index + reach]
+            if any(rules.TRACEBACK in e.content or rules.RAY_TASK_HEADER.match(e.content)
+                   for e in below):  # fmt: skip
                 # the failed handler's traceback below it (Uvicorn's "Exception in ASGI
                 # application"): its exception is that request's, once the server is seen
                 # going on after it

@@ -1446,6 +1446,9 @@ LAUNCH = Alternatives(tuple(launch.pattern for launch in lifecycle.LAUNCHES))
 
 LOGGING_ERROR = "--- Logging error ---"
 TRACEBACK = "Traceback (most recent call last)"
+# Ray's report of a task's exception heads its frames instead ("ray::Actor.method() (pid=5184,
+# ip=10.0.0.1)")
+RAY_TASK_HEADER = re.compile(r"^ray::[\w:.<>-]+\(\) \(pid=\d+, ip=")
 CHAINED = re.compile(
     r"During handling of the above exception|The above exception was the direct cause"
 )

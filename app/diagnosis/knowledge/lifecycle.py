@@ -706,6 +706,16 @@ REQUEST_ANSWERED = (
         "capture of the streams reorders them), and answering it with a 500; observed in "
         "corpus cases S057, AJ003",
     ),
+    Fact(
+        r"\breplica\.py:\d+ - Request failed:?\s*$",
+        ("ray",),
+        "(ServeReplica:default:SentimentAnalysisDeployment pid=5184) ERROR 2024-07-17 "
+        "22:18:18,089 default_SentimentAnalysisDeployment h79g9wc1 "
+        "f2ea4f7e-a66e-47dc-87b2-739b5768b6bb / replica.py:359 - Request failed:",
+        "Ray Serve's replica (ray/serve/_private/replica.py) logging the exception its "
+        "deployment raised for one call, then that call's access line ('__CALL__ ERROR 9.8ms') "
+        "and the next call; observed in corpus case AY101",
+    ),
 )
 
 # A client's request refused for what it asked: the server answers it and serves on, so such
