@@ -4928,3 +4928,23 @@ def test_a_ray_serve_replica_s_failed_call_is_that_call_s_and_the_replica_serves
     # The same exception with no handler's word on it is the replica's own failure.
     found = diagnose(*lines[2:7])
     assert found.crashed is True and found.root_cause == lines[6]
+
+
+def test_a_job_s_last_word_that_it_completed_means_it_lived_through_what_failed_before() -> None:
+    worker_failed = [
+        *TB,
+        "OSError: [Errno 12] Cannot allocate memory: '/srv/nnunet/training/dataloading'",
+    ]
+    for done in (
+        "2025-10-28 02:04:39.679008: Validation complete",
+        "Process 2: Training complete!",
+        "[2025-08-29 18:32:00] [620cab28] COMPLETED  : Your job has been completed.",
+    ):
+        found = diagnose(*QUIET, *worker_failed, done)
+        assert found.crashed is False and found.root_cause is None, done
+    # Not its last word: the failure after it is why it stopped.
+    found = diagnose(*QUIET, "Training complete!", *worker_failed)
+    assert found.crashed is True and found.root_cause == worker_failed[-1]
+    # A line that goes on past the word is no end ("training done, starting the evaluation").
+    found = diagnose(*QUIET, *worker_failed, "Training done, starting the evaluation")
+    assert found.crashed is True and found.root_cause == worker_failed[-1]

@@ -607,6 +607,17 @@ FINISHED = (
         "print at the end; observed in corpus case AX007",
     ),
     Fact(
+        # (its last words: a failure after it is read first, and a line that goes on past
+        # "complete" is not one)
+        r"\b(?:[Tt]raining|[Vv]alidation|[Ee]valuation|[Jj]ob|[Rr]un)\b[^.\n]{0,40}"
+        r"\b(?:complete[d]?|done|finished)\b[.!]*[ \t\r]*$",
+        ("any",),
+        "2025-10-28 02:04:39.679008: Validation complete",
+        "a job's own word that its training, validation, evaluation or run completed, where "
+        "nothing failed after it (a worker's exception it printed before is one it lived "
+        "through); observed in corpus case AY003",
+    ),
+    Fact(
         r"\bTraining completed\. Do not forget to share your model",
         ("transformers",),
         "Training completed. Do not forget to share your model on huggingface.co/models =)",
