@@ -4948,3 +4948,20 @@ def test_a_job_s_last_word_that_it_completed_means_it_lived_through_what_failed_
     # A line that goes on past the word is no end ("training done, starting the evaluation").
     found = diagnose(*QUIET, *worker_failed, "Training done, starting the evaluation")
     assert found.crashed is True and found.root_cause == worker_failed[-1]
+
+
+def test_a_handler_relaying_an_error_record_whole_is_explained_by_that_record() -> None:
+    said = "ERROR:root:Model type qwen3_vl_moe not supported."
+    relayed = (
+        "2025-10-10 11:22:53 | ERROR    | __main__:lifespan:147 | Failed to initialize MLX "
+        "handler: Error loading model: Model type qwen3_vl_moe not supported."
+    )
+    found = diagnose(*QUIET, said, relayed)
+    assert found.root_cause == said and found.error_class == "import_or_version"
+    # A record that only shares some words with an earlier one relays nothing.
+    other = "ERROR:root:Model type qwen3_vl_moe loaded with warnings."
+    assert diagnose(*QUIET, other, relayed).root_cause == relayed
+    # An exception raised with a record's words is the failure that record announced.
+    record = "[E1201 11:32:59.6 socket.cpp:1028] [c10d] The client socket has timed out after 20s"
+    raised = "torch.distributed.DistNetworkError: The client socket has timed out after 20s"
+    assert diagnose(*QUIET, record, *TB, raised).root_cause == raised

@@ -1120,16 +1120,35 @@ def _quoted_first(entries: list[Entry], root: Entry) -> Entry | None:
     """Records quoting one exception ("Failed to create instance: TypeError: ...", logged
     after the stub's own "Failed to initialize Python stub: TypeError: ..." at INFO): the first
     in time, whatever severity its logger gave it."""
-    quoted = _QUOTED_RAISE.search(root.content)
-    if quoted is None or quoted.start() == 0 or len(quoted[1]) < RAISED_MESSAGE_CHARS:
-        return None
-    said = quoted[0].strip(""" "':""")
     index = entries.index(root)
-    earlier = [
+    before = [
         e for e in entries[max(0, index - QUOTED_FIRST_LINES) : index]
-        if e.content.find(said) > 0 and root.line.number - e.line.number <= QUOTED_FIRST_LINES
+        if root.line.number - e.line.number <= QUOTED_FIRST_LINES
     ]  # fmt: skip
-    return earlier[0] if earlier else None
+    quoted = _QUOTED_RAISE.search(root.content)
+    if quoted is not None and quoted.start() > 0 and len(quoted[1]) >= RAISED_MESSAGE_CHARS:
+        said = quoted[0].strip(""" "':""")
+        earlier = [e for e in before if e.content.find(said) > 0]
+        if earlier:
+            return earlier[0]
+    # A handler relaying an error record whole ("Failed to initialize MLX handler: Error
+    # loading model: Model type x not supported." after "ERROR:root:Model type x not
+    # supported."): the record it relays said it first. (An exception raised with a record's
+    # words is the failure that record announced.)
+    if rules.EXCEPTION_LINE.match(root.content):
+        return None
+    relayed = [
+        e for e in before
+        if e.strength >= 2
+        and len(message := _BASIC_LOGGING.sub("", e.content)) >= RAISED_MESSAGE_CHARS
+        and root.content.endswith(message)
+        and len(root.content) > len(message)
+    ]  # fmt: skip
+    return relayed[0] if relayed else None
+
+
+# Python's logging in its basic format ("ERROR:root:"), before the message
+_BASIC_LOGGING = re.compile(r"^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]*:")
 
 
 _EXIT_SUMMARY = re.compile(r"^Error: \S")

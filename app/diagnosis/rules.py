@@ -706,6 +706,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"not compiled with CUDA", r"cannot open shared object file",
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
         r"Model architectures? \[.*\] (?:are|is) not supported",
+        r"\b[Mm]odel type \S+ (?:is )?not supported\b",  # (mlx-lm's, mlx-vlm's: no such module)
         r"unsupported toolchain", r"PTX was compiled with",
         # a JIT helper or an extension that fails to build
         r"\b(?:gcc|g\+\+|cc1plus|c\+\+|clang|nvcc|ninja|cmake)\b"
