@@ -4965,3 +4965,21 @@ def test_a_handler_relaying_an_error_record_whole_is_explained_by_that_record() 
     record = "[E1201 11:32:59.6 socket.cpp:1028] [c10d] The client socket has timed out after 20s"
     raised = "torch.distributed.DistNetworkError: The client socket has timed out after 20s"
     assert diagnose(*QUIET, record, *TB, raised).root_cause == raised
+
+
+def test_advice_for_an_error_not_met_and_a_fallback_taken_are_no_failure() -> None:
+    advice = (
+        "If you get `CUDA error: invalid device function` errors, the above might be the cause "
+        "and the solution is to make sure only one libcudart.so in the paths we search."
+    )
+    found = diagnose(*QUIET, advice, *QUIET)
+    assert found.crashed is not True and found.root_cause is None
+    failed = (
+        "ERROR Quantization: Module `linear_attn.out_proj` -> Hessian remained non "
+        "positive-definite after diagonal floor attempts. Last `damp_percent` tried = 1.00000."
+    )
+    fell_back = "INFO  | gptq | 0 | linear_attn.out_proj | 4096, 4096 | rtn fallback | 468028 |"
+    found = diagnose(*QUIET, failed, fell_back)
+    assert found.crashed is False and found.root_cause is None
+    # Without the fallback the error is where it stopped.
+    assert diagnose(*QUIET, failed).root_cause == failed

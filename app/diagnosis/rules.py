@@ -1381,6 +1381,7 @@ LAST_ERROR = re.compile(
 RECOVERED = _any(
     r"\b[Rr]etrying\b",
     r"\b[Ff]alling back\b",
+    r"\|\s*\w+ fallback\s*\|",  # a fallback taken, as a progress table says (GPTQModel's)
     r"has been ignored",
     r"^Ignored error while\b",  # huggingface_hub on a cache write it could do without
     r"will be launched without",

@@ -333,6 +333,16 @@ BENIGN = (
     ),
     # Advice printed around a real error, which is never the error itself.
     Benign(
+        r"^If you (?:get|see|encounter|run into|are seeing|hit) ",
+        ("bitsandbytes", "any"),
+        "If you get `CUDA error: invalid device function` errors, the above might be the cause "
+        "and the solution is to make sure only one ['libcudart.so', 'libcudart.so.11.0', "
+        "'libcudart.so.12.0'] in the paths that we search based on your env.",
+        "advice for an error the program has not met ('If you get ... errors, ...'): "
+        "bitsandbytes' CUDA setup (cuda_setup/main.py) on finding several CUDA runtimes; "
+        "observed in corpus case AZ403",
+    ),
+    Benign(
         r"CUDA kernel errors might be asynchronously reported",
         ("pytorch",),
         "CUDA kernel errors might be asynchronously reported at some other API call, so the "
