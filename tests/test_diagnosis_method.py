@@ -4983,3 +4983,11 @@ def test_advice_for_an_error_not_met_and_a_fallback_taken_are_no_failure() -> No
     assert found.crashed is False and found.root_cause is None
     # Without the fallback the error is where it stopped.
     assert diagnose(*QUIET, failed).root_cause == failed
+
+
+def test_a_ci_console_s_control_strings_before_each_line_are_not_its_text() -> None:
+    # Buildkite's raw log stamps each line with an APC string ("\x1b_bk;t=<ms>\x07")
+    stamped = [f"\x1b_bk;t=17781409953{n:02}\x07{line}" for n, line in enumerate([*QUIET, *TB])]
+    failure = "ValueError: Actor with name 'vllm_Worker_1' already exists in the namespace ns"
+    found = diagnose(*stamped, f"\x1b_bk;t=1778140995399\x07\x1b[0;36m{failure}\x1b[0m")
+    assert found.root_cause == failure and found.crashed is True

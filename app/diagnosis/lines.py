@@ -3,7 +3,11 @@ and the prefixes that loggers, launchers and log viewers put in front of it peel
 
 import re
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# (control strings too: an OSC's, and an APC's such as Buildkite's "\x1b_bk;t=1778140995379\x07"
+# timestamp before each line)
+ANSI = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[\]_P^X][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+)
 # The same colour codes pasted as text ("^[[31mERROR^[[0m"), as a terminal copy shows them.
 CARET_ANSI = re.compile(r"\^\[\[[0-9;]*m|#033\[[0-9;]*m")  # (rsyslog escapes it as "#033[")
 
