@@ -4991,3 +4991,25 @@ def test_a_ci_console_s_control_strings_before_each_line_are_not_its_text() -> N
     failure = "ValueError: Actor with name 'vllm_Worker_1' already exists in the namespace ns"
     found = diagnose(*stamped, f"\x1b_bk;t=1778140995399\x07\x1b[0;36m{failure}\x1b[0m")
     assert found.root_cause == failure and found.crashed is True
+
+
+def test_oneccl_s_error_record_is_a_collective_failure_and_its_uncaught_exception_the_death() -> (
+    None
+):
+    record = (
+        "2024:01:23-00:02:21:(122510) |CCL_ERROR| global.cpp:150 getenv_local_coord: condition "
+        "global_data::env().ze_ipc_exchange == ccl::ze::ipc_exchange_mode::sockets failed"
+    )
+    # Corpus case AZ601: every rank's record, its message going on below it, then each rank
+    # raises it uncaught.
+    found = diagnose_bytes(corpus_log("AZ601"))
+    assert found.root_cause == record and found.error_class == "nccl_comm"
+    assert found.crashed is True and "uncaught exception" in found.crashed_reason
+    out_of_memory = (
+        "2024:05:29-19:16:18:(202165) |CCL_ERROR| worker.cpp:338 ccl_worker_func: worker 0 "
+        "caught internal exception: oneCCL: ze_call.cpp:28 do_call: EXCEPTION: ze error at "
+        "zeCommandQueueExecuteCommandLists, code: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
+    )
+    aborted = "terminate called after throwing an instance of 'ccl::v1::exception'"
+    found = diagnose(*QUIET, out_of_memory, aborted)
+    assert found.root_cause == out_of_memory and found.error_class == "oom_gpu"

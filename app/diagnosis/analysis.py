@@ -1382,6 +1382,18 @@ def _crashed(entries: list[Entry], root: Entry, unseen_after: int) -> tuple[bool
     if died is not None:
         shell = died.line.number
         return True, f"an error-severity line at {where}, then its shell saw it die (line {shell})"
+    raised = next(
+        (e for e in reversed(later)
+         if e.strength == 3 and not e.noise and e.in_traceback is not None),
+        None,
+    )  # fmt: skip
+    if raised is not None and not _went_on(entries[entries.index(raised) + 1 :], raised):
+        # (the record, then the exception it announced, uncaught where the log ends)
+        failed = raised.line.number
+        return (
+            True,
+            f"an error-severity line at {where}, then an uncaught exception (line {failed})",
+        )
     if len(_went_on(later, root)) + unseen_after >= WENT_ON_LINES:
         return None, (
             f"an error-severity line at {where}, then the process went on logging: "

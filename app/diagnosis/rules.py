@@ -193,6 +193,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bcudaErrorMemoryAllocation\b",
         # Level Zero's, Metal's and TensorRT's words for a device out of memory
         r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
+        r"\bZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b",
         r"\bError Code \d+: OutOfMemory\b",
         # PyTorch's allocator asking NVML why a cudaMalloc failed, and failing to ask
         r"\bNVML_SUCCESS == r INTERNAL ASSERT FAILED\b.*CUDACachingAllocator",
@@ -399,6 +400,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # HCCL, Ascend's collective library: its functions, communicators and tasks failing
         r"\bHCCL function error\b", r"\bHCCL\b.*\bComm\w*\b.*\b(?:ERROR|errNo)",
         r"\bhccl\b.*\btask timeout\b",
+        # oneCCL, Intel's collective library (torch-ccl, its XPU backend)
+        r"\|CCL_ERROR\|", r"\boneCCL: ",
         r"\bcustom_all_reduce\.cuh?:\d+",
         # DDP's check that every rank holds the same parameters
         r"\bappears not to match sizes of the same param in process\b",
@@ -960,6 +963,8 @@ TAGGED_ERROR = re.compile(
     r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|ERROR|CRITICAL|(?P<fatal>F|FATAL))\](?:\[[^\]\s]*\])*\s"
     # a library's own tag, then a severity that is itself the failure ("[sgl_kernel] CRITICAL: ")
     r"|(?:\[[\w .-]+\]\s*){1,3}(?:CRITICAL|FATAL):\s"
+    # oneCCL's ("2024:01:23-00:02:21:(122510) |CCL_ERROR| global.cpp:150 ...")
+    r"|(?:\d{4}:\d\d:\d\d-\d\d:\d\d:\d\d:\(\d+\) )?\|CCL_ERROR\|\s"
 )
 # A program's own word that a step failed, with the reason ("Error running job: .to() does not
 # accept copy argument", "Error during benchmark: CUDA error: ..."): a logged error.
