@@ -5013,3 +5013,20 @@ def test_oneccl_s_error_record_is_a_collective_failure_and_its_uncaught_exceptio
     aborted = "terminate called after throwing an instance of 'ccl::v1::exception'"
     found = diagnose(*QUIET, out_of_memory, aborted)
     assert found.root_cause == out_of_memory and found.error_class == "oom_gpu"
+
+
+def test_a_test_s_own_exception_in_pytest_s_summary_outranks_tests_that_died_of_another() -> None:
+    def failed(test: str, said: str) -> str:
+        return f"[2026-07-13T19:39:36Z] FAILED v1/engine/{test} - RuntimeError: {said}"
+
+    dead = "Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+    own = failed(
+        "test_engine_core.py::test_engine_core",
+        "CUDA driver initialization failed, you might not have a CUDA gpu.",
+    )
+    others = [failed(f"test_async_llm.py::test_load[{n}]", dead) for n in range(3)]
+    found = diagnose(*QUIET, *others, own, *others)
+    assert found.root_cause == own and found.crashed is True
+    # Only tests that died of another process: that process's error is not in the log.
+    found = diagnose(*QUIET, *others)
+    assert found.root_cause is None and "another process failed" in found.crashed_reason

@@ -308,11 +308,22 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         said = _reason_below(entries, wrapper, position[id(wrapper)])
         if said is not None:
             return said
+    wrappers = [e for e in entries if e.strength == 1 and not e.noise]
     if _another_process_failed(entries) is not None:
-        return None  # its error is that process's to print: none of these lines is the cause
+        # Its error is that process's to print: none of these lines is the cause, but for a
+        # test's summary quoting an exception of its own among tests that died of another
+        # process (pytest's "FAILED t.py::test - RuntimeError: CUDA driver initialization
+        # failed" beside "... - RuntimeError: Engine core initialization failed. See root
+        # cause above").
+        own = [
+            e for e in wrappers
+            if _TEST_SUMMARY_QUOTING.search(e.content)
+            and not rules.ANOTHER_PROCESS_FAILED.search(e.content)
+            and not rules.POINTS_ELSEWHERE.search(e.content)
+        ]  # fmt: skip
+        return own[0] if own else None
     # Only wrappers: the weakest one that still says something ("exits with return code = -9"),
     # else a wrapper that points elsewhere, for the log holds nothing better.
-    wrappers = [e for e in entries if e.strength == 1 and not e.noise]
     # one that quotes the error it reports ("Worker failed with error 'Encoder cache miss
     # ...'") says most of all, though it points to a traceback the log does not hold
     quoting = [e for e in wrappers if rules.QUOTES_ERROR.search(e.content)]
@@ -326,6 +337,10 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
         or _logged_just_before(entries, position[id(chosen[0])])
         or chosen[0]
     )
+
+
+# pytest's short summary of a test with the exception it raised
+_TEST_SUMMARY_QUOTING = re.compile(r"^(?:FAILED|ERROR) \S+ - (?:[\w.]+\.)?[A-Z]\w*: \S")
 
 
 def _relayed_at_debug(entries: list[Entry], index: int) -> Entry | None:
