@@ -927,6 +927,13 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "unsupported_arch"),
         ("bench: error: the following arguments are required: --base-url", "config_or_args"),
         ("ValueError: Missing parameters: lm_head.biases lm_head.scales.", "model_loading"),
+        # the fifty-seventh round's, from the fifty-sixth round's fresh part
+        ("2025-06-13T15:23:17.4498591Z LLVM ERROR: out of memory", "oom_host_killed"),
+        ("ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+         "config_or_args"),
+        ("1.717 ERROR: Could not find a version that satisfies the requirement "
+         "torch==2.6.0.dev20241113+rocm6.2 (from versions: 2.5.1, 2.6.0)", "import_or_version"),
+        ("jinja2.exceptions.TemplateError: System role not supported", "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

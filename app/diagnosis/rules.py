@@ -235,6 +235,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bDataLoader worker \(pid \d+\) is killed by signal: (?:Bus error|Killed)",
         r"\binsufficient shared memory \(shm\)",
         r"\bunable to allocate shared memory\(shm\)",  # torch's own words for a full /dev/shm
+        r"\bLLVM ERROR: out of memory\b",  # a compiler's host allocation (before LLVM's others)
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -328,7 +329,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bKeyError: '[A-Z][A-Z0-9]*_[A-Z0-9_]+'$",
         # inputs of two dtypes the code was given, a chat template that does not parse, and
         # torch.compile's recompile limit under fullgraph (its settings, or the shapes fed)
-        r"\b(?:to|must) have the same dtype\b", r"\bTemplateSyntaxError\b",
+        r"\b(?:to|must) have the same dtype\b", r"\bTemplate(?:Syntax)?Error\b",
         r"\b[Rr]ecompile(?:_| )limit (?:exceeded|reached)\b",
         # the driver's library not visible (a container started without its GPUs)
         r"\blibcuda\.so(?:\.\d+)?: cannot open shared object file",
@@ -340,7 +341,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"runtime name|unauthorized: |pull access denied)",
         # a library that finds no accelerator it supports on this host (no GPU visible)
         r"\bcannot find any (?:torch )?accelerator\b", r"\bonly works on NVIDIA\b",
-        r"\bYou need a GPU\b", r"\bNo GPU found\b",
+        r"\bYou need a GPU\b", r"\b[Nn]o GPUs? (?:were |was )?(?:found|available|detected)\b",
         # credentials: none given, or expired; a path it may not write; the open-files limit
         r"\bnot logged in\b", r"\bExpiredToken\b", r"\btoken\b.*\bis expired\b",
         r"\bUnable to write to\b", r"\bToo many open files\b",
@@ -441,6 +442,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNinja is required to load C\+\+ extensions\b",
         # pip unable to build a dependency's wheel (its compiler, its system libraries)
         r"\bCould not build wheels for\b", r"\bFailed to build installable wheels\b",
+        # pip finding no release of a pinned version for this platform or index
+        r"\bCould not find a version that satisfies the requirement\b",
+        r"\bNo matching distribution found for\b",
         # a resolver's proof that the requirements cannot all be met (uv's, PubGrub's)
         r"\bwe can conclude that\b.*\b(?:cannot be used|are unsatisfiable)\b",
         r"^error\[E0432\]: unresolved import\b",  # rustc on a crate version without the item
