@@ -5037,3 +5037,16 @@ def test_a_test_s_own_exception_in_pytest_s_summary_outranks_tests_that_died_of_
     # Only tests that died of another process: that process's error is not in the log.
     found = diagnose(*QUIET, *others)
     assert found.root_cause is None and "another process failed" in found.crashed_reason
+
+
+def test_a_lead_in_to_likely_reasons_is_advice_not_the_error_it_explains() -> None:
+    died = "[ERROR] llama-server process has terminated with exit code: -1073740791"
+    found = diagnose(
+        *QUIET,
+        died,
+        "[ERROR] This usually means:",
+        "  - Missing required drivers or dependencies",
+        "  - Incompatible model file",
+        "[Router] Retry also failed: llama-server failed to start",
+    )
+    assert found.root_cause == died and found.crashed is True

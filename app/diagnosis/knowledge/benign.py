@@ -333,6 +333,13 @@ BENIGN = (
     ),
     # Advice printed around a real error, which is never the error itself.
     Benign(
+        r"(?:^|\] )This (?:usually|typically|often|probably) (?:means|indicates)\b[^.]*:\s*$",
+        ("lemonade", "any"),
+        "[ERROR] This usually means:",
+        "a program's lead-in to its list of likely reasons, under the error it explains "
+        "(Lemonade's router after its llama-server child died); observed in corpus case AZ305",
+    ),
+    Benign(
         r"^If you (?:get|see|encounter|run into|are seeing|hit) ",
         ("bitsandbytes", "any"),
         "If you get `CUDA error: invalid device function` errors, the above might be the cause "
