@@ -934,6 +934,10 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("1.717 ERROR: Could not find a version that satisfies the requirement "
          "torch==2.6.0.dev20241113+rocm6.2 (from versions: 2.5.1, 2.6.0)", "import_or_version"),
         ("jinja2.exceptions.TemplateError: System role not supported", "config_or_args"),
+        ("FileNotFoundError: unsloth/qwen3-1.7b-instruct-bnb-4bit/*.json (repository not found)",
+         "model_loading"),
+        ("ValueError: There should be exactly one `quant_state` item with ending from "
+         "['bitsandbytes__fp4', 'bitsandbytes__nf4'].", "model_loading"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

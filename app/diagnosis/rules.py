@@ -785,6 +785,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a state dict whose keys or shapes are not the model's (PyTorch's load_state_dict)
         r"\bError\(s\) in loading state_dict\b", r"\bcannot find tensor \S",
         r"\bMissing parameters: \S",  # MLX's strict load_weights
+        # a 4-bit checkpoint saved without bitsandbytes' quantization state for a weight
+        r"\bbitsandbytes__(?:\*|fp4|nf4)\b",
     )),
     ("config_or_args", _any(
         r"error: (?:argument|unrecognized arguments|ambiguous option)", r"unrecognized arguments",
@@ -851,7 +853,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"load_weights", r"params_dict\[", r"\.(?:weight|bias|input_scale|weight_scale)'",
         r"'model\.layers\.", r"safetensors", r"[Ee]rror loading model", r"\bmodel loading error\b",
         r"does not appear to have a file",
-        r"not a valid model identifier", r"Repository ?Not ?Found", r"HFValidationError",
+        r"not a valid model identifier", r"[Rr]epository ?[Nn]ot ?[Ff]ound", r"HFValidationError",
         r"GatedRepoError", r"gated repo", r"EntryNotFound", r"config\.json", r"checkpoint",
         r"Cannot find model", r"model weights",
         # a model file its runtime cannot parse (ONNX Runtime under Triton)
