@@ -5054,3 +5054,10 @@ def test_a_lead_in_to_likely_reasons_is_advice_not_the_error_it_explains() -> No
         "[Router] Retry also failed: llama-server failed to start",
     )
     assert found.root_cause == died and found.crashed is True
+
+
+def test_a_banner_that_says_error_heads_a_report_and_is_not_the_failure() -> None:
+    # Corpus case BA203: bitsandbytes' setup report under "=====ERROR=====" banners, then the
+    # RuntimeError it raises, its message on the indented line below
+    found = diagnose_bytes(corpus_log("BA203"))
+    assert found.crashed is True and "=====ERROR=====" not in (found.root_cause or "")

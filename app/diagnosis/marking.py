@@ -77,7 +77,8 @@ _RAISE_STATEMENT = re.compile(r"raise [\w.]+(?:\(.*)?$")
 # A heading with no message of its own ("Error:", its message on the lines below it, as a
 # wrapper library prints an exception it caught and retries after; pip's "ERROR: Exception:"
 # over the traceback of its own crash).
-_HEADING = re.compile(r"(?:ERROR: )?(?:Error|ERROR|Exception):\s*$")
+# (a banner too: bitsandbytes' "=====ERROR=====" over the setup report it heads)
+_HEADING = re.compile(r"(?:ERROR: )?(?:Error|ERROR|Exception):\s*$|={3,}\s*(?:ERROR|Error)\s*={3,}")
 _TRACEBACK_FRAME = re.compile(r'File "[^"]+", line \d+, in ')
 _OWN_ERROR_RECORD = re.compile(r"(?:ERROR|FATAL|CRITICAL): \S")
 # IPython's arrow at the source line a frame ran ("---> 12 raise RuntimeError(...)"): code
