@@ -5061,3 +5061,18 @@ def test_a_banner_that_says_error_heads_a_report_and_is_not_the_failure() -> Non
     # RuntimeError it raises, its message on the indented line below
     found = diagnose_bytes(corpus_log("BA203"))
     assert found.crashed is True and "=====ERROR=====" not in (found.root_cause or "")
+
+
+def test_an_exception_that_introduces_the_error_it_wraps_is_said_by_the_line_below() -> None:
+    wrapped = (
+        "RuntimeError: Failed to import diffusers.pipelines.auto_pipeline because of the "
+        "following error (look up to see its traceback):"
+    )
+    said = "No module named 'torch._C._distributed_c10d'; 'torch._C' is not a package"
+    # (the reporter cut the traceback above it, where that error was raised first)
+    found = diagnose(*QUIET, *TB, "...", wrapped, said)
+    assert found.root_cause == said and found.error_class == "import_or_version"
+    # A message that introduces nothing keeps its own line.
+    plain = "RuntimeError: Error(s) in loading state_dict for PeftModelForCausalLM:"
+    found = diagnose(*QUIET, *TB, plain, "\tMissing key(s) in state_dict: 'lm_head.weight'.")
+    assert found.root_cause == plain

@@ -867,6 +867,7 @@ def analyze(
     if root is not None:
         root = (
             _said_below(entries, root)
+            or _introduced_below(entries, root)
             or _quoted_first(entries, root)
             or _summarised_at_exit(entries, root)
             or _raised_below(entries, root)
@@ -1081,6 +1082,32 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
             entry.strength = max(entry.strength, 3)
             return entry
     return None
+
+
+# An exception whose message ends by introducing the error it wraps on the next line
+# ("RuntimeError: Failed to import x because of the following error (look up to see its
+# traceback):", transformers' lazy import)
+_INTRODUCES_ERROR = re.compile(r"\bthe following error\b[^:]*:\s*$")
+
+
+def _introduced_below(entries: list[Entry], root: Entry) -> Entry | None:
+    """The line right below an exception that introduces it: the error it wraps, said there
+    even where the traceback above that told it was cut."""
+    if not rules.EXCEPTION_LINE.match(root.content) or not _INTRODUCES_ERROR.search(root.content):
+        return None
+    index = entries.index(root)
+    if index + 1 >= len(entries):
+        return None
+    said = entries[index + 1]
+    if (
+        said.line.number != root.line.number + 1
+        or not re.search(r"[^\W\d_]{2}", said.content)
+        or rules.FRAME.search(said.content)
+        or rules.TRACEBACK in said.content
+    ):
+        return None
+    said.strength = max(said.strength, 3)
+    return said
 
 
 def _reason_below(entries: list[Entry], root: Entry, at: int | None = None) -> Entry | None:
