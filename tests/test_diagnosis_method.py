@@ -2162,6 +2162,36 @@ def test_buildkit_s_terminal_view_yields_to_the_failed_step_s_own_output() -> No
     assert found.root_cause == failed and found.error_class == "config_or_args"
 
 
+def test_llama_server_s_router_relays_a_model_s_server_with_its_process_id_first() -> None:
+    missing = (
+        "[47995] 0.00.023.592 E gguf_init_from_file: failed to open GGUF file "
+        "'/models/mtp-Q8_0.gguf' (No such file or directory)"
+    )
+    found = diagnose(
+        "0.00.035.881 I srv  llama_server: listening on http://0.0.0.0:9393",
+        "[47995] 0.00.022.164 I srv          init: The UI is disabled", missing,
+        "[47995] 0.00.023.697 E llama_model_load: error loading model: llama_model_loader: "
+        "failed to load model from /models/mtp-Q8_0.gguf",
+        "[47995] 0.00.023.704 E llama_model_load_from_file_impl: failed to load model",
+        "[47995] 0.02.001.935 E srv  llama_server: exiting due to model loading error",
+    )  # fmt: skip
+    assert found.root_cause == missing and found.error_class == "config_or_args"
+
+
+def test_a_caller_s_check_on_an_nccl_call_outranks_the_abort_that_follows_it() -> None:
+    failed = "ggml_cuda_op_reduce: ncclAllReduce failed with status 1"
+    found = diagnose(
+        "ggml_cuda_init: found 2 CUDA devices:", failed,
+        "=============================== NCCL main communicator initialized",
+        "| model                          |       size |     params | backend    | ngl |",
+        "| ------------------------------ | ---------: | ---------: | ---------- | --: |",
+        "/root/ik_llama.cpp/ggml/src/ggml-cuda/reduce.cu:169: Fatal error",
+        "[New LWP 52985]",
+    )  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "nccl_comm"
+    assert found.crashed is True
+
+
 def test_localai_s_relay_prefix_is_peeled_and_enomem_is_host_memory() -> None:
     relay = "8:59PM DBG GRPC(c0c3c83d0ec3-127.0.0.1:45725): stderr "
     refused = relay + "oneapi::mkl::oneapi::mkl::blas::gemm: cannot allocate memory on host"
@@ -2279,6 +2309,25 @@ def test_a_command_line_program_s_last_error_yields_to_the_record_it_sums_up() -
     # alone, it is the failure
     found = diagnose(*QUIET, "Error: listen tcp 127.0.0.1:11434: bind: address already in use")
     assert found.root_cause == "Error: listen tcp 127.0.0.1:11434: bind: address already in use"
+
+
+def test_a_rust_program_s_error_yields_to_the_last_of_the_causes_it_lists() -> None:
+    cause = (
+        "    Could not start backend: cannot find tensor encoder.layer.0.mlp.gated_layers.weight"
+    )
+    found = diagnose(*QUIET, "Error: Could not create backend", "", "Caused by:", cause)
+    assert found.root_cause == cause and found.error_class == "model_loading"
+    # numbered, outermost first: the last is where it started
+    deepest = "    1: No such file or directory (os error 2)"
+    found = diagnose(*QUIET, "Error: failed to read config", "Caused by:",
+                     "    0: reading /models/x/config.json", deepest)  # fmt: skip
+    assert found.root_cause == deepest and found.crashed is True
+    # logged whole before its causes, that record is the line to read
+    logged = "ERROR dynamo_runtime::worker: Application shutdown with error: Failed to connect"
+    found = diagnose(*QUIET, logged, "", "Caused by:", "    0: creating primary lease",
+                     "Error: Failed to connect", "", "Caused by:",
+                     "    0: creating primary lease")  # fmt: skip
+    assert found.root_cause in (logged, "Error: Failed to connect")
 
 
 def test_glog_s_prefix_with_the_year_carries_its_severity() -> None:
@@ -3173,6 +3222,23 @@ def test_a_build_s_elapsed_seconds_with_two_decimals_are_peeled() -> None:
     )  # fmt: skip
     assert found.root_cause == failed and found.error_class == "import_or_version"
     assert found.crashed is True
+
+
+def test_a_build_s_elapsed_seconds_before_a_subprocess_s_indented_output_are_peeled() -> None:
+    # pip indents its build backend's output under BuildKit's seconds ("24.95   error: ...")
+    failed = "24.95   error: can't find Rust compiler"
+    found = diagnose(
+        "24.95   running build_ext", "24.95   running build_rust", failed, "24.95 ",
+        "24.97   error: subprocess-exited-with-error",
+        "24.97   \u00d7 Building wheel for outlines_core (pyproject.toml) did not run "
+        "successfully.",
+        "24.97   │ exit code: 1", "24.97   ╰─> See above for output.",
+        "24.97   ERROR: Failed building wheel for outlines_core",
+        "24.97 Failed to build outlines_core",
+        "25.00 ERROR: ERROR: Failed to build installable wheels for some pyproject.toml based "
+        "projects (outlines_core)",
+    )  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "import_or_version"
 
 
 def test_a_native_extension_s_checked_call_is_the_root_cause_not_the_launcher_s_summary() -> None:
@@ -4218,6 +4284,31 @@ def test_a_chain_through_ipython_s_source_context_still_ends_where_it_ends() -> 
         gated,
     )
     assert (found.root_cause, found.error_class) == (gated, "model_loading")
+
+
+def test_a_bare_exception_yields_to_its_chain_s_next_however_long_ipython_s_frames() -> None:
+    # "StopIteration: " from importlib.metadata, then the exception raised while handling it,
+    # more than sixty of IPython's source lines further on
+    context = [
+        line
+        for n in range(30)
+        for line in (f"File /lib/metadata/__init__.py:{n}, in step_{n}(name)", f"--> {n}  x()", "")
+    ]
+    missing = "PackageNotFoundError: No package metadata was found for bitsandbytes"
+    found = diagnose(
+        *QUIET,
+        "StopIteration                             Traceback (most recent call last)",
+        "--> 563     return next(cls.discover(name=name))",
+        "",
+        "StopIteration: ",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "PackageNotFoundError                      Traceback (most recent call last)",
+        *context,
+        missing,
+    )
+    assert (found.root_cause, found.error_class) == (missing, "import_or_version")
 
 
 def test_pydantic_v1_s_line_for_the_refused_value_is_the_root_cause() -> None:

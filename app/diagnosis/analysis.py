@@ -27,6 +27,7 @@ from app.diagnosis.scanner import AFTER, Line
 EXCERPT_BEFORE = 30
 EXCERPT_AFTER = 6
 FOLLOW_UP_LINES = 60
+CHAIN_LINES = 1000  # how far a bare exception's chain may go on to the one that explains it
 SURVIVED_GAP_LINES = 2000
 # One incident often spans a few lines (oom-kill, then "Killed process").
 INCIDENT_LINES = 3
@@ -608,9 +609,10 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     ):
         # A bare name ("TimeoutError", "StopIteration") quotes nothing, nor does an object's
         # default repr ("KeyError: <vllm.config.ModelConfig object at 0x7fec41821900>") or a
-        # status code alone: the next exception of its chain that says something explains it.
+        # status code alone: the next exception of its chain that says something explains it
+        # (however long the traceback between them: IPython's quotes source around each frame).
         start = position[id(first)]
-        for entry in entries[start + 1 : start + 1 + FOLLOW_UP_LINES]:
+        for entry in entries[start + 1 : start + 1 + CHAIN_LINES]:
             if entry.strength == 3 and not entry.noise:
                 said = _EXCEPTION_MESSAGE.match(entry.content)
                 if entry.consequence and said and len(said[1].split()) >= EXPLAINS_WORDS:
@@ -1133,6 +1135,7 @@ _INDENTED = re.compile(r"\s+[^\s\^~]")
 
 
 _REASON = re.compile(r"^Reason:\s+\S")
+_CAUSED_BY = re.compile(r"Caused by:")
 # C's assert on a constant ("CheckStatusValid(): Assertion `false' failed."): it says where,
 # and the message the code printed just before it says what
 _ASSERTED_NOTHING = re.compile(r"\bAssertion [`'](?:false|0)' failed")
@@ -1209,7 +1212,32 @@ def _summarised_at_exit(entries: list[Entry], root: Entry) -> Entry | None:
         if e.strength >= 2 and e.level == "error" and not e.warning and not e.noise
         and root.line.number - e.line.number <= EXIT_SUMMARY_LINES
     ]  # fmt: skip
-    return logged[0] if logged else None
+    if logged:
+        return logged[0]
+    message = root.content.removeprefix("Error: ")
+    if any(message in e.content for e in entries[:index]):
+        return None  # logged whole before: that record is the one to read
+    return _deepest_cause(entries, index)
+
+
+def _deepest_cause(entries: list[Entry], index: int) -> Entry | None:
+    """anyhow's report under the program's last word: "Caused by:", then the causes indented,
+    outermost first: the last one is where it started."""
+    header = next((e for e in entries[index + 1 : index + 3] if e.content), None)
+    if header is None or header.line.number > entries[index].line.number + 2:
+        return None
+    if not _CAUSED_BY.fullmatch(header.content):
+        return None
+    causes: list[Entry] = []
+    for cause in entries[entries.index(header) + 1 :]:
+        last = causes[-1] if causes else header
+        if cause.line.number != last.line.number + 1 or not _INDENTED.match(cause.text):
+            break
+        causes.append(cause)
+    if not causes:
+        return None
+    causes[-1].strength = max(causes[-1].strength, 3)
+    return causes[-1]
 
 
 RAISED_MESSAGE_CHARS = 20  # a message long enough to be the same error's, not a word

@@ -46,8 +46,9 @@ _PREFIXES = [
     # TensorFlow's and XLA's logging (JAX too): "2025-03-23 20:28:49.804409: E
     # external/xla/xla/service/gpu/gpu_hlo_schedule.cc:654] "
     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s[IWEF]\s[\w/.-]+:\d+\]\s?",
-    # llama.cpp's logger with timestamps: "0.00.065.436 E srv  start: ..."
-    r"\d+\.\d\d\.\d{3}\.\d{3}\s[IWEDN]\s",
+    # llama.cpp's logger with timestamps: "0.00.065.436 E srv  start: ..." (llama-server's
+    # router relays a model's own server with its process id first: "[47995] 0.00.023.592 E ")
+    r"(?:\[\d{1,7}\]\s)?\d+\.\d\d\.\d{3}\.\d{3}\s[IWEDN]\s",
     # glog: "E1103 02:59:01.152656 81041 backend_model.cc:553] "
     # (PyTorch's own: "E0716 18:21:22.792000 132331 torch/_inductor/runtime/x.py:874] ")
     # (glog 0.7 may put the year first: "E20250522 23:38:30.164904 764015 file.cpp:235] ")
@@ -87,7 +88,7 @@ _PREFIXES = [
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 ", and in its terminal view
     # the seconds alone before a failed step's output, "0.278 CMake Error: ...", "90.61 ImportError"
     r"#\d+ \d+\.\d{1,3} ",
-    r"\d{1,5}\.\d{2,3} (?=\S)",
+    r"\d{1,5}\.\d{2,3} +(?=\S)",
     # NVIDIA's compute-sanitizer: "========= Error: Race reported between Read access at ..."
     r"={9} ",
     # a superbuild's subproject and stage (ROCm TheRock's): "[hipSPARSELt configure] "

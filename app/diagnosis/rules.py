@@ -663,7 +663,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNCCL_ERROR_\w+",  # CuPy's binding of NCCL's result codes
         r"ncclSystemError", r"ncclInternalError", r"ncclInvalidUsage", r"DistBackendError",
         r"DistNetworkError", r"ProcessGroupNCCL", r"NCCL (?:WARN|failure|communicator)",
-        r"ncclComm\w* failed", r"ncclUniqueId",
+        r"\bnccl[A-Z]\w*(?:\(\))? failed\b", r"ncclUniqueId",
         # nccl-tests' check of an NCCL call, and MPI failing to set up its communicator
         r"\bTest NCCL failure\b", r"\bMPI_Init\w*\b",
         # NVSHMEM (DeepEP's symmetric memory) failing to bootstrap or connect its transports
@@ -675,6 +675,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Before cuda_runtime: "CUDA error: CUDA driver version is insufficient" is a version problem.
     ("import_or_version", _any(
         r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
+        r"\bNo package metadata was found for\b",  # importlib.metadata: not installed
         # a library's native binary for this CUDA version missing from its wheel (bitsandbytes)
         r"\b(?:CUDA|ROCm|HIP) binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
         r"\bUnable to load any of \{[^}]*\.(?:so|dll|dylib)\b",
@@ -1117,6 +1118,8 @@ NATIVE_FAILURE = _any(
     # Open MPI's error block, and nccl-tests' own check ("Test NCCL failure common.cu:401 ...")
     r"^\*\*\* An error occurred in MPI_\w+",
     r"\bTest (?:NCCL |CUDA )?failure \S+\.cu:\d+",
+    # a caller's check on an NCCL call ("ggml_cuda_op_reduce: ncclAllReduce failed with status 1")
+    r"\bnccl[A-Z]\w*(?:\(\))? failed\b",
     # a linker that cannot find a library it was told to link, a device allocator refusing
     LIBRARY_NOT_FOUND,
     # and one that cannot write what it linked, or whose offsets overflow (an object too big)

@@ -140,6 +140,17 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
+        r"\berror: `cargo [^`]+` failed with code \d+$",
+        ("setuptools-rust",),
+        "63.11   error: `cargo rustc --lib --message-format=json-render-diagnostics "
+        "--manifest-path Cargo.toml --release -v --features 'pyo3/extension-module "
+        "python-bindings' --crate-type cdylib -- --crate-type=cdylib` failed with code 101",
+        "setuptools-rust (build_rust) when cargo failed: cargo's own error, or a build "
+        "script's word on what it could not find, is in the output above; observed in corpus "
+        "case AT503",
+        strong=True,
+    ),
+    Wrapper(
         # (uv's cross, U+00D7, or an "x" where the terminal has no Unicode)
         "^(?:x|\u00d7) Failed to build `[^`]+`$"
         r"|\bCall to `[\w.:]+` failed \(exit status: \d+\)",
