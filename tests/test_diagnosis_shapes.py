@@ -212,6 +212,23 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("(raylet) 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
          "crashed due to other reasons", "oom_host_killed"),
         ("RuntimeError: No CUDA GPUs are available", "config_or_args"),
+        ("AttributeError: `newbyteorder` was removed from the ndarray class in NumPy 2.0. Use "
+         "`arr.view(arr.dtype.newbyteorder(order))` instead.", "import_or_version"),
+        ("RuntimeError: Numpy is not available", "import_or_version"),
+        ("RuntimeError: ('The detected CUDA version (%s) mismatches the version that was used to "
+         "compilePyTorch (%s). Please make sure to use the same CUDA versions.', '12.8', '12.4')",
+         "import_or_version"),
+        ("error: rustc 1.81.0 is not supported by the following packages:", "import_or_version"),
+        ("E0608 10:49:50.145396     474 ucx_utils.cpp:592] VRAM memory is detected as host by "
+         "UCX. UCX is likely not configured with CUDA support. VRAM registration cannot proceed.",
+         "import_or_version"),
+        ("RuntimeError: Could not load libtorchcodec. Likely causes:", "import_or_version"),
+        ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+         "NVIDIA GPU and installed a driver", "config_or_args"),
+        ("ValueError: Could not load Llama model from path: /m/x.gguf. Received error Model path "
+         "does not exist: /m/x.gguf", "config_or_args"),
+        ("2023-11-09 08:40:04 ERROR:The path to the model does not exist. Exiting.",
+         "config_or_args"),
         ("RuntimeError: Capture cuda graph failed: torch.OutOfMemoryError: CUDA out of memory. "
          "Tried to allocate 2.00 GiB", "oom_gpu"),
     ],

@@ -256,6 +256,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("config_or_args", _any(
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
+        r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
+        # a model or file path given that is not there
+        r"\b(?:[Mm]odel )?[Pp]ath (?:to the model )?does not exist\b",
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
         r"no socket interface found",
         # a checkpoint saved on a device this machine does not have
@@ -676,6 +679,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("import_or_version", _any(
         r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
         r"\bNo package metadata was found for\b",  # importlib.metadata: not installed
+        # NumPy 2 under code or a build made for NumPy 1
+        r"\bremoved from the \w+ class in NumPy 2\b", r"\bNumpy is not available\b",
+        # a toolchain older than the one a package pins
+        r"\bis not supported by the following packages\b",
+        r"\bis likely not configured with CUDA support\b",  # UCX without its CUDA transport
+        r"\bCould not load lib[\w-]+\. Likely causes\b",
         # a library's native binary for this CUDA version missing from its wheel (bitsandbytes)
         r"\b(?:CUDA|ROCm|HIP) binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
         r"\bUnable to load any of \{[^}]*\.(?:so|dll|dylib)\b",
@@ -702,7 +711,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bABI\b", r"[Pp]lease (?:upgrade|update|install)", r"is not installed",
         # a package that refuses this Python, a torch built for another CUDA
         r"\bCannot install on Python version\b",
-        r"\bCUDA version .* mismatches the version that was used to compile\b",
+        r"\bCUDA version .* mismatches the version that was used to compile",  # "compilePyTorch"
         r"\b[Cc]ould not load any \w+ library\b",
         # cuDNN that cannot start under this framework's build (XLA's "cudnn handle")
         r"\bCould not create cudnn handle\b",
