@@ -212,6 +212,17 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("(raylet) 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
          "crashed due to other reasons", "oom_host_killed"),
         ("RuntimeError: No CUDA GPUs are available", "config_or_args"),
+        ("/app/ggml/src/ggml-backend.cpp:809: pre-allocated tensor (cache_r_l0 (view) (copy of "
+         ")) in a buffer (OPENVINO0) that cannot run the operation (CPY)", "unsupported_arch"),
+        ("ggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'",
+         "unsupported_arch"),
+        ("triton.runtime.errors.OutOfResources: out of resource: threads, Required: 2048, "
+         "Hardware limit: 1024. Reducing block sizes or `num_stages` may help.",
+         "unsupported_arch"),
+        ("run.sh: line 3: 4242 非法指令 (核心已转储) python3 serve.py", "unsupported_arch"),
+        ("CANN error: EE1001: [PID: 205631] 2024-09-04-01:19:57.687.508 The argument is "
+         "invalid.Reason: rtDeviceSynchronize execute failed, reason=[context pointer null]",
+         "cuda_runtime"),
         ("AttributeError: `newbyteorder` was removed from the ndarray class in NumPy 2.0. Use "
          "`arr.view(arr.dtype.newbyteorder(order))` instead.", "import_or_version"),
         ("RuntimeError: Numpy is not available", "import_or_version"),

@@ -537,7 +537,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"[Uu]nsupported (?:\w+ )?arch(?:itecture)?\b", r"invalid device function",
         # a JIT's backend that cannot lower the kernel for this target
         r"LLVM ERROR\b",
-        r"out of resource: shared memory.*Hardware limit",
+        r"out of resource: (?:shared memory|threads).*Hardware limit",
+        # ggml's backend without the operation for a tensor placed on it (Vulkan, OpenVINO,
+        # Metal): "pre-allocated tensor ... in a buffer (Vulkan0) that cannot run the operation"
+        r"\bin a buffer \([\w-]+\) that cannot run the operation\b",
+        r"\berror: unsupported op '",
         # Inductor finding no Triton config that fits this GPU (its shared memory, its PTX)
         r"\bNo valid triton configs\b",
         # ROCm's runtime finding no code object of a kernel for this GPU
@@ -584,6 +588,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"not supported (?:in|on|for) this (?:architecture|arch\b|GPU|device)",
         # a CPU build for an instruction set this host lacks (not CUDA's kernel fault)
         r"invalid opcode", r"(?<!an )\b[Ii]llegal instruction\b(?! was encountered)", r"\bSIGILL\b",
+        r"非法指令",  # a Chinese locale's shell: "非法指令 (核心已转储)"
         r"\billegal hardware instruction\b",  # zsh's word for SIGILL, and Windows' code
         r"\b0x[Cc]000001[Dd]\b", r"(?<!\d)(?:-1073741795|3221225501)\b",
         # SYCL's runtime without this device's kernel in the binary
@@ -757,6 +762,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
         r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
         r"\bCUDNN_STATUS_EXECUTION_FAILED\b",  # a cuDNN kernel failing as it ran
+        # Ascend's runtime records (CANN's EE codes: a device call that failed as it ran)
+        r"^(?:CANN error: )?EE\d{4}\b",
         r"^CUDA Exception: ",
         # a CUDA library failing inside ("cuSolver internal error", as XLA reports it)
         r"\bcu[A-Z][A-Za-z]+ internal error\b",
