@@ -2330,6 +2330,23 @@ def test_a_rust_program_s_error_yields_to_the_last_of_the_causes_it_lists() -> N
     assert found.root_cause in (logged, "Error: Failed to connect")
 
 
+def test_bitsandbytes_s_setup_failure_yields_to_the_library_its_report_could_not_find() -> None:
+    missing = (
+        "CUDA SETUP: Required library version not found: libbitsandbytes_cuda124_nocublaslt.so. "
+        "Maybe you need to compile it from source?"
+    )
+    found = diagnose(
+        *QUIET, "CUDA SETUP: PyTorch settings found: CUDA_VERSION=124.",
+        missing, "CUDA SETUP: Defaulting to libbitsandbytes_cpu.so...", "",
+        "================================================ERROR=====================================",
+        "CUDA SETUP: CUDA detection failed! Possible reasons:", "1. CUDA driver not installed",
+        "CUDA SETUP: Setup Failed!", *TB, "    raise RuntimeError(\'\'\'", "RuntimeError: ",
+        "        CUDA Setup failed despite GPU being available. Please run the following command "
+        "to get more information:",
+    )  # fmt: skip
+    assert found.root_cause == missing and found.error_class == "import_or_version"
+
+
 def test_glog_s_prefix_with_the_year_carries_its_severity() -> None:
     refused = (
         "E20250522 23:38:30.164904 764015 transfer_metadata_plugin.cpp:235] Unexpected code in "

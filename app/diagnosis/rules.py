@@ -692,6 +692,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCould not load lib[\w-]+\. Likely causes\b",
         # a library's native binary for this CUDA version missing from its wheel (bitsandbytes)
         r"\b(?:CUDA|ROCm|HIP) binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
+        r"^CUDA SETUP: Required library version not found: ",
         r"\bUnable to load any of \{[^}]*\.(?:so|dll|dylib)\b",
         r"\bCould not load library \S+\.(?:so|dll|dylib)\b",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
@@ -1152,6 +1153,8 @@ NATIVE_FAILURE = _any(
     r"^Error: ",  # command-line tools (Go's, Rust's)
     r"^error\[E\d{4}\]: ",  # rustc's, with its error code
     r"\bWindows fatal exception: ",  # faulthandler on Windows (a hardware exception's code)
+    # bitsandbytes before 0.43 finding no binary of its own for this CUDA
+    r"^CUDA SETUP: Required library version not found: ",
     # compute-sanitizer's memcheck on a kernel's bad access, before the launch error it causes
     COMPUTE_SANITIZER_FAULT,
     # the kernel refusing a binary built for another CPU

@@ -151,6 +151,16 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
+        r"\bCUDA Setup failed despite GPU being available\b",
+        ("bitsandbytes",),
+        "        CUDA Setup failed despite GPU being available. Please run the following command "
+        "to get more information:",
+        "bitsandbytes before 0.43 (cextension.py), raising after its CUDA SETUP report: the "
+        "report's own line on the library it could not find says why; observed in corpus case "
+        "AR105",
+        strong=True,
+    ),
+    Wrapper(
         # (uv's cross, U+00D7, or an "x" where the terminal has no Unicode)
         "^(?:x|\u00d7) Failed to build `[^`]+`$"
         r"|\bCall to `[\w.:]+` failed \(exit status: \d+\)",
