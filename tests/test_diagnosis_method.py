@@ -2347,6 +2347,18 @@ def test_bitsandbytes_s_setup_failure_yields_to_the_library_its_report_could_not
     assert found.root_cause == missing and found.error_class == "import_or_version"
 
 
+def test_vulkan_s_own_code_for_a_refused_allocation_says_more_than_ggml_s_word() -> None:
+    refused = "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory"
+    found = diagnose(*QUIET, "ggml_vulkan: Device memory allocation of size 985489412 failed.",
+                     refused, "main: error: failed to create context")  # fmt: skip
+    assert found.root_cause == refused and found.error_class == "oom_gpu"
+    # the driver's own word first in time says it already
+    driver = "MESA: error: ../src/intel/vulkan/anv_device.c:4237: VK_ERROR_OUT_OF_DEVICE_MEMORY"
+    found = diagnose(*QUIET, driver, "ggml_vulkan: Device memory allocation of size 9 failed.",
+                     refused, "main: error: unable to load model")  # fmt: skip
+    assert found.root_cause == driver
+
+
 def test_glog_s_prefix_with_the_year_carries_its_severity() -> None:
     refused = (
         "E20250522 23:38:30.164904 764015 transfer_metadata_plugin.cpp:235] Unexpected code in "

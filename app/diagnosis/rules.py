@@ -1338,6 +1338,10 @@ SPECIFICITY = [
     # ggml's Vulkan backend saying why an allocation failed: over the driver's limit for one
     # allocation (maxMemoryAllocationSize), not the card's memory
     (re.compile(r"\bexceeds device memory allocation limit\b"), 3),
+    # ...or Vulkan's own code for the allocation it refused (from the driver, or as ggml's
+    # call got it), beside ggml's word that it failed
+    (re.compile(r"\bvk::Device::allocateMemory: ErrorOutOfDeviceMemory\b"), 1),
+    (re.compile(r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b"), 1),
     # the kernel's own assertion, before the runtime's word that the queue aborted on it
     (re.compile(r"\.(?:cu|cuh|hip)(?::\d+)?: .*\b[Aa]ssertion [`'].*[`'] failed"), 3),
     # NCCL's own line says more than the exception that summarises it ("NCCL error in: ...")
