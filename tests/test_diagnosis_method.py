@@ -2360,6 +2360,30 @@ def test_vulkan_s_own_code_for_a_refused_allocation_says_more_than_ggml_s_word()
     assert found.root_cause == driver
 
 
+def test_a_child_s_watchdog_then_the_parent_s_sigquit_is_the_crash_whatever_was_answered() -> None:
+    watchdog = (
+        "[2026-12-06 20:55:07 TP1] Scheduler watchdog timeout (self.watchdog_timeout=12, "
+        "self.soft=False)"
+    )
+    answered = [
+        f'INFO:     10.0.7.21:{41375 + n} - "POST /generate HTTP/1.1" 200 OK' for n in range(16)
+    ]
+    found = diagnose(
+        "[2026-12-06 20:54:40] The server is fired up and ready to roll!",
+        *[f'INFO:     10.0.7.21:{41300 + n} - "POST /generate HTTP/1.1" 200 OK' for n in range(5)],
+        "[2026-12-06 20:55:07 TP0] Decode batch. #running-req: 4, #token: 2532, token usage: "
+        "0.01, cuda graph: True, gen throughput (token/s): 255.84, #queue-req: 0",
+        watchdog, "Current thread 0x00007f185d5e16c0 (most recent call first):",
+        '  File "/sgl/scheduler.py", line 73 in watchdog', "",
+        "Thread 0x00007f1baa9cb140 (most recent call first):",
+        '  File "/torch/cuda/__init__.py", line 1162 in synchronize', *answered,
+        "[2026-12-06 20:55:08] Received sigquit from a child process. It usually means the child "
+        "failed.",
+    )  # fmt: skip
+    assert found.root_cause == watchdog and found.crashed is True
+    assert found.error_class == "timeout_or_hang"
+
+
 def test_glog_s_prefix_with_the_year_carries_its_severity() -> None:
     refused = (
         "E20250522 23:38:30.164904 764015 transfer_metadata_plugin.cpp:235] Unexpected code in "

@@ -706,6 +706,21 @@ def _loop_ran_on_before(entries: list[Entry], wrapper: Entry) -> Entry | None:
     )  # fmt: skip
 
 
+def _served_on_before(entries: list[Entry], wrapper: Entry) -> Entry | None:
+    """The last failure set aside because requests were answered after it, shortly before the
+    word that another process failed: the answers were the front end's, the failure a
+    child's."""
+    before = entries[: entries.index(wrapper)]
+    return next(
+        (
+            e for e in reversed(before)
+            if e.set_aside == SERVED_ON and e.set_aside_strength >= 2 and not e.noise
+            and wrapper.line.number - e.line.number <= FOLLOW_UP_LINES
+        ),
+        None,
+    )  # fmt: skip
+
+
 def _same_logger(first: Entry, later: Entry) -> bool:
     """Two records a logger tagged alike ("[TRT] [E]"): the later one is not the exception
     that says why the first failed, just its next line of complaint."""
@@ -898,10 +913,11 @@ def analyze(
     if root is not None and (said := _said_before_asserting_nothing(entries, root)) is not None:
         root = said
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
-        ran_on = _loop_ran_on_before(entries, wrapper)
+        ran_on = _loop_ran_on_before(entries, wrapper) or _served_on_before(entries, wrapper)
         if ran_on is not None:
-            # The loop ran on past the exception, but not for long: the process it was to talk
-            # to is said to have failed right after, and nothing else says why.
+            # The loop ran on past the exception, or the front end went on answering past a
+            # child's failure (a scheduler's watchdog), but not for long: the process it was
+            # to talk to is said to have failed right after, and nothing else says why.
             ran_on.strength, ran_on.set_aside = 3, ""
             root = ran_on
     if root is None and wrapper is not None:
@@ -1507,7 +1523,7 @@ def _forget_survived(entries: list[Entry], last_serving_line: int | None) -> Ent
         ):
             if entry.strength >= 2 and not entry.noise and last is None:
                 last = entry
-            entry.strength = 0
+            entry.set_aside_strength, entry.strength = entry.strength, 0
             entry.set_aside = SERVED_ON
     return last
 

@@ -24,6 +24,7 @@ class Entry:
     # Why a failure-shaped line was set aside (the program says it lived through it...): what
     # the diagnosis says when the log ends on it.
     set_aside: str = ""
+    set_aside_strength: int = 0  # the strength it had before (a failure, or only a wrapper)
 
     @property
     def prefix(self) -> str:
