@@ -2384,6 +2384,25 @@ def test_a_child_s_watchdog_then_the_parent_s_sigquit_is_the_crash_whatever_was_
     assert found.error_class == "timeout_or_hang"
 
 
+def test_vllm_s_usage_report_thread_dying_offline_is_lived_through() -> None:
+    core, logged = (
+        "(EngineCore pid=130) ",
+        "(EngineCore pid=130) ERROR 05-09 20:08:02 [core.py:1136] ",
+    )
+    failed = logged + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    found = diagnose(
+        core + "Exception in thread Thread-1 (_report_usage_worker):",
+        core + "Traceback (most recent call last):",
+        core + '  File "/usr/lib/python3.12/threading.py", line 1073, in _bootstrap_inner',
+        core + "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        core + "INFO 05-09 20:06:54 [default_loader.py:391] Loading weights took 14.48 seconds",
+        *QUIET, logged + "EngineCore failed to start.",
+        logged + "Traceback (most recent call last):",
+        logged + '  File "/vllm/core.py", line 1110, in run_engine_core', failed,
+    )  # fmt: skip
+    assert found.root_cause == failed and found.error_class == "cuda_runtime"
+
+
 def test_glog_s_prefix_with_the_year_carries_its_severity() -> None:
     refused = (
         "E20250522 23:38:30.164904 764015 transfer_metadata_plugin.cpp:235] Unexpected code in "

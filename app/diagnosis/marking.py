@@ -530,6 +530,11 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 if line is not None:
                     line.strength = 0
                     line.set_aside = LOOP_RAN_ON
+        elif rules.THREAD_LIVED_THROUGH.search(entry.content):
+            for line in (entry, _exception_below(entries, index)):
+                if line is not None:
+                    line.strength = 0
+                    line.set_aside = "an exception of a background thread the process ran on past"
         elif rules.REQUEST_HANDLER_FAILED.search(entry.content):
             for line in (entry, _handler_exception(entries, index)):
                 if line is not None:

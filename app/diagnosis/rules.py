@@ -1463,6 +1463,9 @@ POINTS_ELSEWHERE = _any(
 # asyncio's event loop on an exception no one handled in a callback or a task: it logs it and
 # runs on, so the exception below is lived through.
 LOOP_LIVED_THROUGH = _any(r"^Exception in callback \S", r"^Task exception was never retrieved$")
+# A background thread whose death the process does not notice: vLLM's usage report (it fails
+# where the host has no network, and the engine starts on).
+THREAD_LIVED_THROUGH = _any(r"^Exception in thread [\w-]+ \(_report_usage_worker\):$")
 # Python's socketserver (under http.server and the servers built on it, mlx_lm's) on a request
 # whose handler raised: it prints the traceback between dashes and serves the next request.
 REQUEST_HANDLER_FAILED = _any(r"^Exception occurred during processing of request from \S")

@@ -27,6 +27,14 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        r"^UsageError: (?:Line|Cell) magic function `%{1,2}[\w.-]+` not found\.?$",
+        ("ipython", "jupyter"),
+        "UsageError: Line magic function `%tensorboard` not found.",
+        "IPython refusing a cell's magic its kernel has no extension for: the cell stops, the "
+        "kernel runs the next ones; observed in corpus case BB004",
+        hard=True,
+    ),
+    Benign(
         r"\bSimplifiedTraceback: For simplicity, JAX has removed its internal frames\b",
         ("jax",),
         "jax.errors.SimplifiedTraceback: For simplicity, JAX has removed its internal frames "
