@@ -226,6 +226,14 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("AttributeError: `newbyteorder` was removed from the ndarray class in NumPy 2.0. Use "
          "`arr.view(arr.dtype.newbyteorder(order))` instead.", "import_or_version"),
         ("RuntimeError: Numpy is not available", "import_or_version"),
+        ("AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` "
+         "instead.", "import_or_version"),
+        ("RuntimeError: no cmake or cmake3 with version >= 3.13.0 found", "import_or_version"),
+        ('jax.errors.JaxRuntimeError: ABORTED: The TPU is already in use by another process '
+         'probably owned by another user. Run "$ sudo lsof -w /dev/accel0"', "config_or_args"),
+        ("RuntimeError: cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling "
+         "`cusolverDnCreate(handle)`.", "cuda_runtime"),
+        ("FloatingPointError: invalid value (nan) encountered in log", "other"),
         ("RuntimeError: ('The detected CUDA version (%s) mismatches the version that was used to "
          "compilePyTorch (%s). Please make sure to use the same CUDA versions.', '12.8', '12.4')",
          "import_or_version"),

@@ -257,6 +257,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
+        r"\b(?:TPU|GPU|device) is already in use by another process\b",
         # a model or file path given that is not there
         r"\b(?:[Mm]odel )?[Pp]ath (?:to the model )?does not exist\b",
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
@@ -685,7 +686,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bImportError\b", r"ModuleNotFoundError", r"undefined symbol", r"No module named",
         r"\bNo package metadata was found for\b",  # importlib.metadata: not installed
         # NumPy 2 under code or a build made for NumPy 1
-        r"\bremoved from the \w+ class in NumPy 2\b", r"\bNumpy is not available\b",
+        r"\bremoved (?:from the \w+ class )?in (?:the )?NumPy 2\b", r"\bNumpy is not available\b",
+        # a build tool older than the build needs ("no cmake or cmake3 with version >= 3.13.0")
+        r"\bwith version >= [\d.]+ found\b",
         # a toolchain older than the one a package pins
         r"\bis not supported by the following packages\b",
         r"\bis likely not configured with CUDA support\b",  # UCX without its CUDA transport
@@ -761,7 +764,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("cuda_runtime", _any(
         r"CUDA error", r"illegal memory access", r"device-side assert", r"Assertion `.*` failed",
-        r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CUBLAS_STATUS_\w+", r"cuDNN error",
+        r"CUDA driver error", r"CUDA_ERROR_", r"cudaError\w+", r"CU(?:BLAS|SOLVER)_STATUS_\w+",
+        r"cuDNN error",
         r"\bCUDNN_STATUS_EXECUTION_FAILED\b",  # a cuDNN kernel failing as it ran
         # Ascend's runtime records (CANN's EE codes: a device call that failed as it ran)
         r"^(?:CANN error: )?EE\d{4}\b",
@@ -819,7 +823,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"larger than the maximum number of tokens", r"max_model_len",
         r"\bexceeds\b.*\bmaximum supported (?:length|sequence|context)",
         r"\b(?:must|should) be (?:evenly )?divisible", r"not divisible by", r"\bmust divide\b",
-        r"\bExpect(?:ed)?\b.*\bgot\b", r"invalid (?:value|argument|config)",
+        r"\bExpect(?:ed)?\b.*\bgot\b",
+        # (not NumPy's floating-point error on a NaN it computed: a numerical fault)
+        r"invalid (?:value|argument|config)(?! \((?:nan|inf)\) encountered)",
         r"unexpected keyword argument", r"is not a valid(?! model identifier)",
         # a command line's own refusal (click's), arguments a script expected and was not given
         r"\bNo such option\b", r"'Namespace' object has no attribute",
