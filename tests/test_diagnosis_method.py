@@ -2403,6 +2403,16 @@ def test_vllm_s_usage_report_thread_dying_offline_is_lived_through() -> None:
     assert found.root_cause == failed and found.error_class == "cuda_runtime"
 
 
+def test_a_scheduler_s_stop_read_newest_first_is_no_crash() -> None:
+    # corpus case AH064 (a client's answered requests, failures among them, then Slurm's
+    # cancel) as a cloud viewer exports it: newest first, each line stamped E
+    lines = corpus_log("AH064").split(b"\n")
+    stamped = [b"E 2026-02-27T13:%02d:%02d.000Z " % (n // 60 % 60, n % 60) + line
+               for n, line in enumerate(lines)]  # fmt: skip
+    found = diagnose_bytes(b"\n".join(reversed(stamped)))
+    assert found.crashed is False and found.root_cause is None
+
+
 def test_glog_s_prefix_with_the_year_carries_its_severity() -> None:
     refused = (
         "E20250522 23:38:30.164904 764015 transfer_metadata_plugin.cpp:235] Unexpected code in "

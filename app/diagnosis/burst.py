@@ -132,7 +132,7 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
             (entry.strength >= 2 or _TASK_EXITED_WITH_ERROR.search(entry.content))
             and not entry.noise
             and not entry.consequence
-            and stop.line.number - entry.line.number <= STOP_LOOKBACK
+            and abs(stop.line.number - entry.line.number) <= STOP_LOOKBACK  # (newest first too)
             # (the same stop said first by another logger is no failure before it)
             and not _STOPPED.search(entry.content)
             # (nor a worker thread's death: the main thread lives on, here until it is stopped)
