@@ -692,33 +692,25 @@ def _another_process_failed(entries: list[Entry]) -> Entry | None:
     )
 
 
-def _loop_ran_on_before(entries: list[Entry], wrapper: Entry) -> Entry | None:
-    """The last exception asyncio's loop logged and ran on past, shortly before the word that
-    another process failed."""
+def _ran_on_before(entries: list[Entry], wrapper: Entry) -> Entry | None:
+    """The last failure set aside as lived through shortly before the word that another
+    process failed: an exception asyncio's loop logged and ran on past, or a child's failure
+    (a scheduler's watchdog) that the front end answered requests past."""
     before = entries[: entries.index(wrapper)]
-    return next(
-        (
-            e for e in reversed(before)
-            if e.set_aside == LOOP_RAN_ON and rules.EXCEPTION_LINE.match(e.content)
-            and wrapper.line.number - e.line.number <= FOLLOW_UP_LINES
-        ),
-        None,
-    )  # fmt: skip
-
-
-def _served_on_before(entries: list[Entry], wrapper: Entry) -> Entry | None:
-    """The last failure set aside because requests were answered after it, shortly before the
-    word that another process failed: the answers were the front end's, the failure a
-    child's."""
-    before = entries[: entries.index(wrapper)]
-    return next(
-        (
-            e for e in reversed(before)
-            if e.set_aside == SERVED_ON and e.set_aside_strength >= 2 and not e.noise
-            and wrapper.line.number - e.line.number <= FOLLOW_UP_LINES
-        ),
-        None,
-    )  # fmt: skip
+    for lived_through in (
+        lambda e: e.set_aside == LOOP_RAN_ON and rules.EXCEPTION_LINE.match(e.content),
+        lambda e: e.set_aside == SERVED_ON and e.set_aside_strength >= 2 and not e.noise,
+    ):
+        found = next(
+            (
+                e for e in reversed(before)
+                if lived_through(e) and wrapper.line.number - e.line.number <= FOLLOW_UP_LINES
+            ),
+            None,
+        )  # fmt: skip
+        if found is not None:
+            return found
+    return None
 
 
 def _same_logger(first: Entry, later: Entry) -> bool:
@@ -913,7 +905,7 @@ def analyze(
     if root is not None and (said := _said_before_asserting_nothing(entries, root)) is not None:
         root = said
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
-        ran_on = _loop_ran_on_before(entries, wrapper) or _served_on_before(entries, wrapper)
+        ran_on = _ran_on_before(entries, wrapper)
         if ran_on is not None:
             # The loop ran on past the exception, or the front end went on answering past a
             # child's failure (a scheduler's watchdog), but not for long: the process it was
@@ -1230,30 +1222,30 @@ def _summarised_at_exit(entries: list[Entry], root: Entry) -> Entry | None:
     ]  # fmt: skip
     if logged:
         return logged[0]
+    deepest = _deepest_cause(entries, index)
     message = root.content.removeprefix("Error: ")
-    if any(message in e.content for e in entries[:index]):
-        return None  # logged whole before: that record is the one to read
-    return _deepest_cause(entries, index)
+    if deepest is None or any(message in e.content for e in entries[:index]):
+        return None  # (logged whole before: that record is the one to read)
+    deepest.strength = max(deepest.strength, 3)
+    return deepest
 
 
 def _deepest_cause(entries: list[Entry], index: int) -> Entry | None:
     """anyhow's report under the program's last word: "Caused by:", then the causes indented,
     outermost first: the last one is where it started."""
-    header = next((e for e in entries[index + 1 : index + 3] if e.content), None)
-    if header is None or header.line.number > entries[index].line.number + 2:
+    at = next(
+        (i for i in range(index + 1, min(index + 3, len(entries))) if entries[i].content), None
+    )
+    if at is None or entries[at].line.number > entries[index].line.number + 2:
         return None
-    if not _CAUSED_BY.fullmatch(header.content):
+    if not _CAUSED_BY.fullmatch(entries[at].content):
         return None
-    causes: list[Entry] = []
-    for cause in entries[entries.index(header) + 1 :]:
-        last = causes[-1] if causes else header
+    last = entries[at]
+    for cause in entries[at + 1 :]:
         if cause.line.number != last.line.number + 1 or not _INDENTED.match(cause.text):
             break
-        causes.append(cause)
-    if not causes:
-        return None
-    causes[-1].strength = max(causes[-1].strength, 3)
-    return causes[-1]
+        last = cause
+    return None if last is entries[at] else last
 
 
 RAISED_MESSAGE_CHARS = 20  # a message long enough to be the same error's, not a word

@@ -60,6 +60,7 @@ _SIGNAL_RECEIVED = re.compile(
 _PYTHON_WARNING = re.compile(r"(?:\.py|<[\w -]+>):\d+: \w*Warning: ")
 # Why an exception asyncio's loop logged ("Task exception was never retrieved") was set aside.
 LOOP_RAN_ON = "an exception asyncio's event loop logged and ran on past"
+THREAD_RAN_ON = "an exception of a background thread the process ran on past"
 LIVED_THROUGH = "an error the program says it lived through"
 REQUEST_SERVED_ON = "a request's handler failed: the server printed it and served on"
 _EXIT_HANDLER_FRAME = re.compile(
@@ -525,16 +526,13 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             if ignored is not None:
                 ignored.strength, ignored.quoted = 0, False
                 ignored.set_aside = "an exception Python ignored (a destructor's, at exit)"
-        elif rules.LOOP_LIVED_THROUGH.search(entry.content):
+        elif (lived := rules.LOOP_LIVED_THROUGH.search(entry.content)) or (
+            rules.THREAD_LIVED_THROUGH.search(entry.content)
+        ):
             for line in (entry, _exception_below(entries, index)):
                 if line is not None:
                     line.strength = 0
-                    line.set_aside = LOOP_RAN_ON
-        elif rules.THREAD_LIVED_THROUGH.search(entry.content):
-            for line in (entry, _exception_below(entries, index)):
-                if line is not None:
-                    line.strength = 0
-                    line.set_aside = "an exception of a background thread the process ran on past"
+                    line.set_aside = LOOP_RAN_ON if lived else THREAD_RAN_ON
         elif rules.REQUEST_HANDLER_FAILED.search(entry.content):
             for line in (entry, _handler_exception(entries, index)):
                 if line is not None:
