@@ -272,6 +272,9 @@ def test_the_prefilter_reads_every_pattern_and_never_misses_a_match() -> None:
             by_shape.setdefault(re.sub(r"\d+", "0", line), line)
     lines = set(by_shape.values())
     lines |= {"Traceback ☃ (most recent call last):", "ÉRROR: CUDA error: out of memory"}
+    # Read through stand-ins: a word, a space (Python's \x1c too) and a symbol outside ASCII.
+    lines |= {"UCX\u3000ERROR failed", "UCX\x1cERROR failed", "模型.RuntimeError:"}
+    lines |= {"gcc\u3000fatal : no input", "██████ 100%|RuntimeError: CUDA error: out of memory"}
     references = {id(each): [_with_screen(source) for source in each.sources] for each in sets}
     # Line by line, every set: the prefilter scans a line once for all of them, as the engine
     # reads; set by set, each set's pass would push the last's lines out of its memory.

@@ -5,10 +5,13 @@ import contextlib
 import functools
 import hashlib
 import re
+import re._constants as sre
+import re._parser as sre_parse
 import threading
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import hyperscan
 
@@ -89,11 +92,112 @@ class _Candidates:
         return tried + list(range(max(self.covered, first) - first, count))
 
 
+class _StandIns(dict[int, str]):
+    """A line as Hyperscan's ASCII database reads it without missing a match of `re`'s: each
+    character `re` reads by Unicode (any non-ASCII one, and \\x1c-\\x1f, which Python's `\\s`
+    takes and Hyperscan's does not) is replaced by an ASCII one that `re` reads alike (a word
+    character, a space, or neither) and that no pattern requires a character *not* to be
+    (`[^...]`, `(?!...)`). A match of `re` in the line is then one in its stand-in line. A
+    character some pattern names, one with a case, or a non-ASCII digit has no stand-in: the
+    line is left to every pattern (the stand-in line holds a non-ASCII mark). A progress bar's
+    blocks or a Chinese message no longer costs a `re` search of every pattern."""
+
+    _UNSAFE = "\x80"  # not ASCII: the line has no stand-in
+    _CHOICES: ClassVar[dict[str, str]] = {
+        "word": "qjzxQJZX_", "space": "\v\f", "other": "\x01\x02\x07\x7f"
+    }  # fmt: skip
+
+    def __init__(self, named: set[str], ranges: list[tuple[int, int]], excluded: set[str]):
+        super().__init__({code: chr(code) for code in range(128)})
+        self._named, self._ranges = named, ranges
+
+        def free(choice: str) -> bool:
+            return not {choice, choice.lower(), choice.upper()} & excluded
+
+        self._stand_in = {kind: next(filter(free, choices), self._UNSAFE)
+                          for kind, choices in self._CHOICES.items()}  # fmt: skip
+        for code in range(0x1C, 0x20):
+            self[code] = self.__missing__(code)
+
+    @classmethod
+    def of(cls, patterns: list[str]) -> "_StandIns | None":
+        """None where a pattern holds what the stand-ins were not proven for."""
+        named: set[str] = set()
+        excluded: set[str] = set()
+        ranges: list[tuple[int, int]] = []
+
+        def read(items: sre_parse.SubPattern | list, negative: bool) -> None:
+            for op, value in items:
+                if op in (sre.LITERAL, sre.NOT_LITERAL):
+                    named.add(chr(value))
+                    if negative or op is sre.NOT_LITERAL:
+                        excluded.add(chr(value))
+                elif op is sre.IN:
+                    negated = negative or any(item is sre.NEGATE for item, _ in value)
+                    for item, member in value:
+                        if item is sre.LITERAL:
+                            named.add(chr(member))
+                            if negated:
+                                excluded.add(chr(member))
+                        elif item is sre.RANGE:
+                            ranges.append(member)
+                            if negated:
+                                excluded.update(map(chr, range(member[0], member[1] + 1)))
+                        elif item not in (sre.NEGATE, sre.CATEGORY):
+                            raise ValueError(item)
+                elif op is sre.SUBPATTERN:
+                    read(value[3], negative)
+                elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+                    read(value[2], negative)
+                elif op is sre.BRANCH:
+                    for branch in value[1]:
+                        read(branch, negative)
+                elif op in (sre.ASSERT, sre.ASSERT_NOT):  # what must not follow: all negative
+                    read(value[1], negative or op is sre.ASSERT_NOT)
+                elif op is sre.ATOMIC_GROUP:
+                    read(value, negative)
+                elif op not in (sre.ANY, sre.AT, sre.CATEGORY) and not (
+                    op is sre.GROUPREF and not negative
+                ):
+                    raise ValueError(op)  # a back-reference that must not match, and the like
+
+        try:
+            for pattern in patterns:
+                read(sre_parse.parse(pattern), negative=False)
+        except (ValueError, re.error):
+            return None
+        return cls(named, ranges, excluded)
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        if (
+            char in self._named
+            or any(low <= code <= high for low, high in self._ranges)
+            or char.lower() != char
+            or char.upper() != char
+            or char.isdecimal()
+        ):
+            stand_in = self._UNSAFE
+        elif char.isspace():
+            stand_in = self._stand_in["space"]
+        elif char.isalnum():
+            stand_in = self._stand_in["word"]
+        else:
+            stand_in = self._stand_in["other"]
+        if len(self) < 65536:  # a line of every script stays a bounded memory
+            self[code] = stand_in
+        return stand_in
+
+    def line(self, text: str) -> str | None:
+        stood_in = text.translate(self)
+        return stood_in if stood_in.isascii() else None
+
+
 class _Prefilter:
     """Every registered pattern in one Hyperscan database, compiled in prefilter mode (a
     superset of each pattern's matches: lookarounds and the like are approximated) and kept
-    on disk (app/diagnosis/hsdb.py). Only ASCII lines are read by it: `re` reads `\\w`, `\\b`
-    and `\\s` by Unicode, Hyperscan's database by ASCII, and for an ASCII line they agree."""
+    on disk (app/diagnosis/hsdb.py). The database reads ASCII: a line is read through its
+    stand-ins (`_StandIns`), where `re` and Hyperscan read `\\w`, `\\b` and `\\s` alike."""
 
     FLAGS = (
         hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY
@@ -102,6 +206,7 @@ class _Prefilter:
     def __init__(self) -> None:
         self.patterns: list[str] = []
         self._database: hyperscan.Database | None = None
+        self._stand_ins: _StandIns | None = None
         self._covered = 0
         self._building = threading.Lock()
         self._remembered = functools.lru_cache(maxsize=SEARCHES_REMEMBERED)(self._scan)
@@ -130,18 +235,19 @@ class _Prefilter:
                         list(range(len(patterns))),
                         [self.FLAGS] * len(patterns),
                     )
+                self._stand_ins = _StandIns.of(patterns)
                 self._covered = len(patterns)  # last: the check above reads it unlocked
             return self._database, self._covered
 
     def _scan(self, text: str) -> _Candidates | None:
-        if not text.isascii():
-            return None
         database, covered = self.database()
         if database is None:
             return None  # (a pattern Hyperscan cannot read: every one is tried)
+        if self._stand_ins is None or (stood_in := self._stand_ins.line(text)) is None:
+            return None
         reported: set[int] = set()
         database.scan(
-            text.encode(),
+            stood_in.encode(),
             match_event_handler=lambda pattern_id, *_: reported.add(pattern_id),
             scratch=scratch_for(database),
         )
