@@ -250,12 +250,25 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "config_or_args"),
         ("RuntimeError: Capture cuda graph failed: torch.OutOfMemoryError: CUDA out of memory. "
          "Tried to allocate 2.00 GiB", "oom_gpu"),
+        ("MemoryError: std::bad_alloc: out_of_memory: CUDA error at: /opt/rapids/include/rmm/mr/"
+         "device/cuda_memory_resource.hpp", "oom_gpu"),
+        ("CUDA error: 2", "oom_gpu"),
+        ("MPICH ERROR: Unable to use a NIC_POLICY of 'NUMA'. Rank 4 is not confined to a single "
+         "NUMA node.  There are 4 numa_nodes detected (rc=0).", "config_or_args"),
+        ('KeyError: "Column train not in the dataset. Current columns in the dataset: '
+         "['context', 'question']\"", "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:
     body = diagnose(f"[2026-03-01 10:00:00] starting\n{line}\n")
     assert body["root_cause"] == line
     assert body["error_class"] == error_class
+
+
+def test_nccl_s_last_error_names_its_topology_search_that_found_no_path() -> None:
+    found = "Failed to find reverse path from remNode 0/c1000 nlinks 4 to node 0/d9000"
+    body = diagnose(f"ncclInternalError: Internal check failed.\nLast error:\n{found}\n")
+    assert (body["root_cause"], body["error_class"]) == (found, "nccl_comm")
 
 
 @pytest.mark.parametrize(

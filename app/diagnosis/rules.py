@@ -327,6 +327,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bbackend buffer base cannot be NULL\b",
         # the driver refusing physical memory for a symmetric heap (NVSHMEM's)
         r"\bcuMemCreate failed\b",
+        # RAPIDS' device memory resource (a `MemoryError` by its name, the GPU's by its words)
+        r"\bout_of_memory: CUDA error\b",
+        r"\bCUDA error:? 2(?: at\b|$)",  # the runtime's code 2, cudaErrorMemoryAllocation
     )),
     # A cluster manager killing for host memory, whatever its exception is named
     # (Ray's "OutOfMemoryError: Task was killed due to the node running low on memory").
@@ -364,6 +367,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
         r"\b(?:TPU|GPU|device) is already in use by another process\b",
+        # a rank's binding that Cray MPICH's NIC policy cannot use
+        r"\bRank \d+ is not confined to a single NUMA node\b",
+        r"\bColumn \S+ not in the dataset\b",  # datasets' table asked for a column it lacks
         # a model or file path given that is not there
         r"\b(?:[Mm]odel )?[Pp]ath (?:to the model )?does not exist\b",
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
@@ -496,6 +502,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
         # NVSHMEM's transport between two GPUs that cannot reach each other
         r"\bPeer GPU \d+ is not accessible\b",
+        # NCCL's (RCCL's) topology search finding no path back between two devices
+        r"\bFailed to find reverse path from remNode\b",
         # gloo's collectives: a mismatch between ranks, a peer gone
         r"\b[Gg]loo\b.*(?:[Mm]ismatch|preamble|[Cc]onnection (?:closed|reset) by peer)",
         # ranks calling different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL)
