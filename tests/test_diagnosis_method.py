@@ -5250,3 +5250,31 @@ def test_an_exception_that_introduces_the_error_it_wraps_is_said_by_the_line_bel
     plain = "RuntimeError: Error(s) in loading state_dict for PeftModelForCausalLM:"
     found = diagnose(*QUIET, *TB, plain, "\tMissing key(s) in state_dict: 'lm_head.weight'.")
     assert found.root_cause == plain
+
+
+def test_a_task_fooocus_finished_after_an_oom_in_another_is_the_server_serving_on() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 42.00 MiB."
+    served = (
+        "[Fooocus] Saving image 1/1 to system ...",
+        "Generating and saving time: 68.62 seconds",
+    )
+    found = diagnose(
+        "Running on local URL:  http://127.0.0.1:7865", "[Fooocus] Preparing task 1/1 ...",
+        "Traceback (most recent call last):", *TB[1:], oom, "Total time: 12.07 seconds",
+        *(["[Fooocus] Preparing task 1/1 ...", "100% 60/60 [01:01<00:00,  1.02s/it]", *served] * 3),
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.ready) == (False, None, True)
+
+
+def test_a_notebook_s_gradio_share_link_is_its_server_ready_past_a_bad_checkpoint() -> None:
+    bad = (
+        "AssertionError: /content/models/Stable-diffusion/rev.safetensors is not a safetensors file"
+    )
+    found = diagnose(
+        "Traceback (most recent call last):", *TB[1:], bad, "",
+        "Running on public URL: https://53bf2f75f7e0d4402f.gradio.live", "",
+        "Startup time: 20.1s (import torch: 6.0s, import gradio: 2.0s)",
+        "Model loaded in 6.1s (load weights from disk: 1.7s, create model: 0.6s).",
+        "100% 20/20 [00:18<00:00,  1.08it/s]", "100% 60/60 [00:25<00:00,  2.37it/s]",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause, found.ready) == (False, None, True)

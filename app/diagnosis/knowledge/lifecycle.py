@@ -301,6 +301,13 @@ SERVING = (
         "workflow ran to its end; the scanner keeps the line wherever it is; observed in corpus "
         "case AE033",
     ),
+    Fact(
+        r"^Generating and saving time: [\d.]+ seconds$",
+        ("fooocus",),
+        "Generating and saving time: 68.85 seconds",
+        "Fooocus's async worker once a task's images are generated and saved (modules/"
+        "async_worker.py); observed in corpus case BC103",
+    ),
 )
 
 

@@ -115,6 +115,13 @@ READY_LINES = (
         "Running on local URL:  http://127.0.0.1:7865",
         "Gradio's launch(); observed in corpus case 525 (Fooocus)",
     ),
+    ReadyLine(
+        "Running on public URL:",
+        ("gradio",),
+        "Running on public URL: https://53bf2f75f7e0d4402f.gradio.live",
+        "Gradio's launch(share=True), the only address a notebook's server may print; "
+        "observed in corpus case BC005 (AUTOMATIC1111)",
+    ),
     # Found by its source file, which a literal keeps Hyperscan fast on: only "Connected" says
     # ready.
     ReadyLine(
