@@ -3,14 +3,15 @@ Python and kernel libraries, read from the lines engines and their tools print (
 TensorRT-LLM's start-up lines, sglang's `check_env`, PyTorch's `collect_env`, an nvidia-smi
 table, NCCL's own), and a diff of two of them ("CUDA 12.8 → 13.0, torch 2.10.0 → 2.9.1")."""
 
+import functools
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import hyperscan
 
+from app.diagnosis.hsdb import cached_database, scratch_for
 from app.models import Attempt, Run
 
 # Start-up prints its environment first; past this a log's bytes are not looked at.
@@ -33,28 +34,19 @@ _KEYWORDS = (
 _TABLE_ROW = rb"\|\s+\d+\s+\S"  # an nvidia-smi table's GPU row
 
 
+@functools.cache
 def _keyword_database() -> hyperscan.Database:
+    """Built at the first log read (kept on disk, app/diagnosis/hsdb.py): a dashboard or a
+    command that reads none never compiles it."""
     expressions = [re.escape(keyword).encode() for keyword in _KEYWORDS] + [_TABLE_ROW]
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(
-        expressions=expressions,
-        ids=list(range(len(expressions))),
-        elements=len(expressions),
-        flags=[0] * len(expressions),
+    return cached_database(
+        "environment", expressions, list(range(len(expressions))), [0] * len(expressions)
     )
-    return database
-
-
-_DATABASE = _keyword_database()
-# A database's own scratch space serves one scan at a time: each ingest thread has its own.
-_SCRATCH = threading.local()
 
 
 def _scratch() -> hyperscan.Scratch:
-    scratch = getattr(_SCRATCH, "space", None)
-    if scratch is None:
-        scratch = _SCRATCH.space = hyperscan.Scratch(_DATABASE)
-    return scratch
+    """A database's scratch space serves one scan at a time: each thread has its own."""
+    return scratch_for(_keyword_database())
 
 
 def _worth_reading(block: bytes) -> list[bytes]:
@@ -64,7 +56,7 @@ def _worth_reading(block: bytes) -> list[bytes]:
     def found(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
         ends.append(end)
 
-    _DATABASE.scan(block, match_event_handler=found, scratch=_scratch())
+    _keyword_database().scan(block, match_event_handler=found, scratch=_scratch())
     starts = sorted({block.rfind(b"\n", 0, end) + 1 for end in ends})
     lines = []
     for start in starts:

@@ -62,7 +62,7 @@ def wait_until_serving(process: Served, port: int) -> None:
         if process.poll() is not None:
             raise RuntimeError(f"serve exited: {process.printed()}")
         try:
-            httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
+            httpx.get(f"http://127.0.0.1:{port}/login", timeout=1)
             return
         except httpx.TransportError:
             if time.monotonic() > deadline:

@@ -97,7 +97,7 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
 
     def up() -> bool:
         try:
-            return httpx.get(f"{running.url}/openapi.json", timeout=1).status_code == 200
+            return httpx.get(f"{running.url}/login", timeout=1).status_code == 200
         except httpx.TransportError:
             return False
 

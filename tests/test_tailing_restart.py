@@ -32,7 +32,7 @@ def start_dashboard(env: dict[str, str], port: int, cwd: Path) -> subprocess.Pop
 
 def _answers(port: int) -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1).status_code == 200
+        return httpx.get(f"http://127.0.0.1:{port}/login", timeout=1).status_code == 200
     except httpx.TransportError:
         return False
 
