@@ -152,7 +152,7 @@ class _StandIns(dict[int, str]):
                 elif op is sre.BRANCH:
                     for branch in value[1]:
                         read(branch, negative)
-                elif op in (sre.ASSERT, sre.ASSERT_NOT):  # what must not follow: all negative
+                elif op in (sre.ASSERT, sre.ASSERT_NOT):  # inside (?!...) every name is negative
                     read(value[1], negative or op is sre.ASSERT_NOT)
                 elif op is sre.ATOMIC_GROUP:
                     read(value, negative)
@@ -164,7 +164,7 @@ class _StandIns(dict[int, str]):
         try:
             for pattern in patterns:
                 read(sre_parse.parse(pattern), negative=False)
-        except (ValueError, re.error):
+        except (ValueError, re.error, AttributeError):  # (re's parser is private: it may change)
             return None
         return cls(named, ranges, excluded)
 
