@@ -44,11 +44,6 @@ def _keyword_database() -> hyperscan.Database:
     )
 
 
-def _scratch() -> hyperscan.Scratch:
-    """A database's scratch space serves one scan at a time: each thread has its own."""
-    return scratch_for(_keyword_database())
-
-
 def _worth_reading(block: bytes) -> list[bytes]:
     """The lines of `block` that hold a keyword, each once, in order."""
     ends: list[int] = []
@@ -56,7 +51,8 @@ def _worth_reading(block: bytes) -> list[bytes]:
     def found(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
         ends.append(end)
 
-    _keyword_database().scan(block, match_event_handler=found, scratch=_scratch())
+    database = _keyword_database()  # (its scratch: one a thread, as scans run one at a time)
+    database.scan(block, match_event_handler=found, scratch=scratch_for(database))
     starts = sorted({block.rfind(b"\n", 0, end) + 1 for end in ends})
     lines = []
     for start in starts:
