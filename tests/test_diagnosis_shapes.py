@@ -257,6 +257,11 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "NUMA node.  There are 4 numa_nodes detected (rc=0).", "config_or_args"),
         ('KeyError: "Column train not in the dataset. Current columns in the dataset: '
          "['context', 'question']\"", "config_or_args"),
+        ("/bin/bash: -c: line 1: unexpected EOF while looking for matching `\"'",
+         "config_or_args"),
+        ("/home/user/.openllm/venv/6084/bin/python: No module named bentoml", "import_or_version"),
+        ("Could not start Candle backend: Could not start backend: Runtime compute cap 87 is not "
+         "compatible with compile time compute cap 80", "unsupported_arch"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:
@@ -277,11 +282,40 @@ def test_nccl_s_last_error_names_its_topology_search_that_found_no_path() -> Non
         "/src/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:1234: GGML_ASSERT(ne00 % 32 == 0) failed",
         "F0301 10:00:00.000000 4242 gpu_compiler.cc:612] Check failed: module != nullptr",
         "panic: runtime error: invalid memory address or nil pointer dereference",
+        "[/opt/dali/dali/operators/reader/loader/indexed_file_loader.h:105] Assert on "
+        '"fin.good()" failed: Failed to open file /dev/shm/train/a.tfrecord.idx',
+        "💥 Error: The model you specified is invalid or corrupted.",
     ],
 )
 def test_native_aborts_of_more_runtimes_are_crashes(line: str) -> None:
     body = diagnose(f"loading model\n{line}\n")
     assert body["root_cause"] == line and body["crashed"] is True
+
+
+def test_libfabric_s_warnings_on_providers_it_went_on_without_are_no_failure() -> None:
+    body = diagnose(
+        "host-1:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.9.1\n"
+        "libfabric:1680522:1726870657::core:core:ofi_hmem_init():339<warn> Failed to initialize "
+        "hmem iface FI_HMEM_ZE: No data available\n"
+        "#  Avg bus bandwidth    : 21.0343\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_an_abort_at_teardown_after_a_ctrl_c_is_the_stop_not_a_crash() -> None:
+    body = diagnose(
+        "got prompt\n"
+        "Traceback (most recent call last):\n"
+        '  File "/content/ComfyUI/main.py", line 276, in prompt_worker\n'
+        "    e.execute(item[2], prompt_id, item[3], item[4])\n"
+        "KeyboardInterrupt\n"
+        "terminate called without an active exception\n"
+        "Fatal Python error: Aborted\n"
+        "\n"
+        "Thread 0x00007f (most recent call first):\n"
+        '  File "/content/ComfyUI/main.py", line 276 in prompt_worker\n'
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)
 
 
 def test_logfmt_severities_count_like_any_logger_s() -> None:

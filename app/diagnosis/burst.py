@@ -53,6 +53,11 @@ _BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt:?\s*$")
 CANCELLED_LOOKBACK = 500  # lines before a cancellation where a failure would explain it
 _CANCELLED = re.compile(r"^(?:asyncio\.(?:exceptions\.)?)?CancelledError\b")
 _THREAD_DIED = re.compile(r"^Exception in thread \S")  # threading's excepthook header
+# A process torn down by a stop: a C++ thread object destroyed while still running aborts,
+# with no exception of its own to say, and Python's fault handler reports the abort.
+_TEARDOWN_ABORT = re.compile(
+    r"^terminate called without an active exception$|^Fatal Python error: Aborted$"
+)
 
 
 def fatal(entry: Entry) -> bool:
@@ -163,6 +168,10 @@ def _fails_after(entries: list[Entry], line: Entry) -> bool:
     for the same Ctrl-C, is no failure)."""
     after = entries[entries.index(line) + 1 :]
     return any(
-        e.strength >= 2 and not e.noise and not e.consequence and not _STOPPED.search(e.content)
+        e.strength >= 2
+        and not e.noise
+        and not e.consequence
+        and not _STOPPED.search(e.content)
+        and not _TEARDOWN_ABORT.match(e.content)
         for e in after
     )

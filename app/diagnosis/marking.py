@@ -44,6 +44,9 @@ _GLOG = re.compile(
 # A C program's own word that what follows is a warning (gcc's, llama.cpp's "warning: failed
 # to munlock buffer: ..."): it says itself that it goes on.
 _OWN_WARNING = re.compile(r"warning:\s")
+# libfabric's own record ("libfabric:1680522:1726870657::core:core:ofi_hmem_init():339<warn>
+# Failed to initialize hmem iface FI_HMEM_ZE: ..."): a provider it probed and went on without.
+_LIBFABRIC_INFO = re.compile(r"^libfabric:\d+:\d+:[\w:;-]*\(\):\d+<(?:warn|info|debug|trace)> ")
 _LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
 _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
@@ -762,7 +765,11 @@ def stamped_errors(entry: Entry) -> int:
 def _level(entry: Entry) -> str | None:
     """The severity a logger put in the line's prefix, or in its logfmt `level=` key."""
     prefix = entry.prefix
-    if _INFO_LEVEL.search(prefix) or _OWN_WARNING.match(entry.content):
+    if (
+        _INFO_LEVEL.search(prefix)
+        or _OWN_WARNING.match(entry.content)
+        or _LIBFABRIC_INFO.match(entry.content)
+    ):
         return "info"
     if _ERROR_LEVEL.search(prefix):
         return "error"

@@ -370,6 +370,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a rank's binding that Cray MPICH's NIC policy cannot use
         r"\bRank \d+ is not confined to a single NUMA node\b",
         r"\bColumn \S+ not in the dataset\b",  # datasets' table asked for a column it lacks
+        # a shell command with a quote left open (a pasted URL's stray quote)
+        r"\bunexpected EOF while looking for matching\b",
         # a model or file path given that is not there
         r"\b(?:[Mm]odel )?[Pp]ath (?:to the model )?does not exist\b",
         # NCCL's bootstrap finding no interface NCCL_SOCKET_IFNAME allows (worded as its WARN)
@@ -1268,11 +1270,18 @@ NATIVE_FAILURE = _any(
     r"\bexitcode\s*:\s*-?[1-9]\d*",
     r"\bexit status [1-9]\d*",
     r"\bAssertion\b.*\bfailed\b",
+    r'\bAssert on ".+" failed\b',  # DALI's DALI_ENFORCE, a C++ exception's message
     r"^FATAL\b|\bFATAL:|\bfatal error\b",
     r"^[\w.+-]+\s+fatal\s*: ",  # a toolchain's own: "ptxas fatal   : Value 'sm_100' is ..."
-    r"^Error: ",  # command-line tools (Go's, Rust's)
+    # command-line tools (Go's, Rust's), and a notebook's own after a symbol ("💥 Error: ")
+    r"^(?:[^\w\s]{1,2} )?Error: ",
+    # bash on a command it could not parse (a quote left open), which so never ran
+    r"\bunexpected EOF while looking for matching\b",
     r"^error\[E\d{4}\]: ",  # rustc's, with its error code
     r"\bWindows fatal exception: ",  # faulthandler on Windows (a hardware exception's code)
+    # a binary's kernels built for another GPU, in TEI's Candle backend's words ("Runtime
+    # compute cap 87 is not compatible with compile time compute cap 80")
+    r"\bcompute cap \d+ is not compatible with compile time compute cap\b",
     # bitsandbytes before 0.43 finding no binary of its own for this CUDA
     r"^CUDA SETUP: Required library version not found: ",
     # compute-sanitizer's memcheck on a kernel's bad access, before the launch error it causes
@@ -1327,6 +1336,7 @@ NATIVE_FAILURE = _any(
     # nvcc's "x.cu(12): error: ...", MSVC's and clang-cl's "arena.h(14,21): error: ..."
     r"\(\d+(?:,\d+)?\): (?:catastrophic |fatal )?error\b",
     r"\bError while finding module specification\b",  # python -m on a missing module
+    r"(?:^|/)python[\d.]*: No module named \S+$",  # and on a missing package, by its path
     r'\bC\+\+ exception with description "',  # GoogleTest on an exception a test threw
     r"^\s*Value error, ",  # pydantic's line under "N validation errors for ..."
     # ...and its other errors, each with the input it refused ("Input should be a valid

@@ -78,6 +78,8 @@ _ANCHORS: list[tuple[bytes, int]] = [
         "╰─▶".encode(),
         b", exiting",  # NVSHMEM's fatal exit
         b"nvalid __", b"Shared or Local Address",  # compute-sanitizer's memcheck
+        b"o module named",  # python -m's own word ("venv/bin/python: No module named x")
+        b"nexpected EOF",  # bash on a quote left open
     )
 ]  # fmt: skip
 

@@ -641,6 +641,34 @@ WRAPPERS = (
         "(corpus case H062 has one, its command a whole script)",
     ),
     Wrapper(
+        r"\bError: The command exited with status -?\d+$",
+        ("buildkite",),
+        "[2025-04-01T17:38:14Z] 🚨 Error: The command exited with status 1",
+        "Buildkite's agent on a step whose command failed, after that command's output; "
+        "observed in corpus case C009",
+    ),
+    Wrapper(
+        r'^Error: building at STEP ".*": while running runtime: exit status [1-9]',
+        ("buildah", "podman"),
+        'Error: building at STEP "RUN make -j": while running runtime: exit status 1',
+        "Buildah (podman build): a RUN step whose command failed, after that command's own "
+        "output (corpus case BD501 has one, its STEP a longer command)",
+    ),
+    Wrapper(
+        r"\bRuntimeError: Critical error when building pipeline:$",
+        ("dali",),
+        "RuntimeError: Critical error when building pipeline:",
+        "NVIDIA DALI (dali/python/nvidia/dali/pipeline.py): an operator that could not be "
+        "built, its own error on the lines under it; observed in corpus case BD308",
+    ),
+    Wrapper(
+        r"\bCould not start a suitable backend\b",
+        ("text-embeddings-inference",),
+        "    Could not start backend: Could not start a suitable backend",
+        "text-embeddings-inference (backends/src/lib.rs): every backend it tried failed, "
+        "each one's reason logged before; observed in corpus case BD603",
+    ),
+    Wrapper(
         # (only where it says no more than how the runner ended: its reason may be the cause)
         # (Go's "%!w(<nil>)": the runner ended with no error to wrap)
         r"\bllama runner (?:process has )?terminated\b(?::|\" error=\")\s*(?:exit status \w+"
