@@ -318,6 +318,22 @@ def test_an_abort_at_teardown_after_a_ctrl_c_is_the_stop_not_a_crash() -> None:
     assert (body["crashed"], body["root_cause"]) == (False, None)
 
 
+def test_a_web_ui_s_failed_job_is_one_request_the_ui_serves_past() -> None:
+    body = diagnose(
+        "Running on public URL: https://0123456789abcdef.gradio.live\n"
+        "100% 20/20 [00:02<00:00,  7.35it/s]\n"
+        "*** Error completing request\n"
+        "*** Arguments: ('task(j3vu9x5aw0roa2m)', <gradio.routes.Request object at 0x7f46>)\n"
+        "    Traceback (most recent call last):\n"
+        '      File "/content/sd/modules/call_queue.py", line 74, in f\n'
+        "        res = list(func(*args, **kwargs))\n"
+        "    TypeError: slice indices must be integers or None or have an __index__ method\n"
+        "\n"
+        "---\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["ready"]) == (False, None, True)
+
+
 def test_logfmt_severities_count_like_any_logger_s() -> None:
     error = (
         'time=2026-03-01T10:00:05.000Z level=ERROR source=sched.go:489 msg="error loading '

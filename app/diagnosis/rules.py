@@ -1598,7 +1598,12 @@ LOOP_LIVED_THROUGH = _any(r"^Exception in callback \S", r"^Task exception was ne
 THREAD_LIVED_THROUGH = _any(r"^Exception in thread [\w-]+ \(_report_usage_worker\):$")
 # Python's socketserver (under http.server and the servers built on it, mlx_lm's) on a request
 # whose handler raised: it prints the traceback between dashes and serves the next request.
-REQUEST_HANDLER_FAILED = _any(r"^Exception occurred during processing of request from \S")
+REQUEST_HANDLER_FAILED = _any(
+    r"^Exception occurred during processing of request from \S",
+    # Stable Diffusion web UI's call queue (modules/call_queue.py) on one job it answered with
+    # the error, its arguments and traceback below, the UI serving on
+    r"^\*\*\* Error completing request$",
+)
 # A wrapper quoting the error it reports, in quotes or brackets.
 QUOTES_ERROR = re.compile(r"\b(?:with|original) error:? ?['\"(]\S")
 QUOTES_NEXT = _any(
