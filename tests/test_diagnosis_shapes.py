@@ -334,6 +334,19 @@ def test_a_web_ui_s_failed_job_is_one_request_the_ui_serves_past() -> None:
     assert (body["crashed"], body["root_cause"], body["ready"]) == (False, None, True)
 
 
+def test_git_s_own_failure_in_a_setup_script_that_went_on_is_not_why_it_stopped() -> None:
+    error = "AttributeError: module 'ml_dtypes' has no attribute 'float8_e4m3b11'"
+    body = diagnose(
+        "fatal: couldn't find remote ref if\n"
+        "aria2 is already the newest version (1.36.0-1).\n"
+        "Successfully installed accelerate-0.19.0\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/bin/accelerate", line 5, in <module>\n'
+        "    from accelerate.commands.accelerate_cli import main\n" + error + "\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, error)
+
+
 def test_logfmt_severities_count_like_any_logger_s() -> None:
     error = (
         'time=2026-03-01T10:00:05.000Z level=ERROR source=sched.go:489 msg="error loading '

@@ -30,6 +30,7 @@ ERROR_SHAPE = rules.Alternatives(
         r"\bSIG(?:SEGV|ABRT|BUS|ILL|FPE|KILL|IOT)\b",
         r"\*\*\* SIG(?:TERM|INT) received\b",  # abseil's banner: a stop, read as one
         r"^[\w./-]+: Error\b",  # a tool's own word: "python: Error while finding module ..."
+        r"^fatal: ",  # git's
         r"\b[Ee]xit(?:ed)?(?: with)?(?: exit)? (?:code|status)[ :=]*-?[1-9]\d*",
         r"\bexitcode\s*:\s*-?[1-9]\d*|\breturn(?:ed)? (?:non-zero exit status|code)[ :=]*-?[1-9]",
         # an allocator's warning, sometimes the only trace of an OOM before the process stops

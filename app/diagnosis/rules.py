@@ -1322,8 +1322,9 @@ NATIVE_FAILURE = _any(
     r"\.(?:cpp|cu|cc|c):(?:\w+:)?\d+: .*, exiting\b",
     # C-style "function: what is wrong" (llama.cpp's "gguf_init_from_file: invalid magic ..."),
     # not a script's file command complaining of one path, after which a script goes on
-    # ("ls: cannot access '/app/training/datasets': No such file or directory")
-    r"^(?!(?:ls|cp|mv|rm|ln|chown|chmod|chgrp|mkdir|rmdir|touch|stat|readlink|find): )"
+    # ("ls: cannot access '/app/training/datasets': No such file or directory"), nor git's
+    # own word on a fetch or clone that failed ("fatal: couldn't find remote ref x")
+    r"^(?!(?:ls|cp|mv|rm|ln|chown|chmod|chgrp|mkdir|rmdir|touch|stat|readlink|find|fatal): )"
     r"[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing|failed to|cannot"
     r"|could not|couldn't|unable to)\b",
     # the kernel on a process it stopped: "traps: python3[213941] trap invalid opcode ...",
