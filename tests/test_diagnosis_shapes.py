@@ -260,6 +260,12 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("/bin/bash: -c: line 1: unexpected EOF while looking for matching `\"'",
          "config_or_args"),
         ("/home/user/.openllm/venv/6084/bin/python: No module named bentoml", "import_or_version"),
+        ("TVMError: Check failed: (result) is false: Failed to allocate 99121664 bytes with "
+         "alignment 16 bytes.", "oom_gpu"),
+        ('CMake Error: CMake was unable to find a build program corresponding to "Unix '
+         'Makefiles".  CMAKE_MAKE_PROGRAM is not set.', "import_or_version"),
+        ("RuntimeError: Default process group has not been initialized, please make sure to call "
+         "init_process_group.", "config_or_args"),
         ("Could not start Candle backend: Could not start backend: Runtime compute cap 87 is not "
          "compatible with compile time compute cap 80", "unsupported_arch"),
     ],

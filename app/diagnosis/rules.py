@@ -323,6 +323,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bNot enought? memory\. Please try to increase --mem-fraction-static\b",
         # FlashInfer's workspace too small for a kernel's temporary buffer
         r"\bFailed to allocate memory for \w+ with size \d+ and alignment \d+ in AlignedAllocator",
+        # TVM's device allocator (MLC LLM's runtime): "Failed to allocate 99121664 bytes with
+        # alignment 16 bytes."
+        r"\bFailed to allocate \d+ bytes with alignment \d+ bytes\b",
         # ggml's buffer allocation that came back empty, asserted on
         r"\bbackend buffer base cannot be NULL\b",
         # the driver refusing physical memory for a symmetric heap (NVSHMEM's)
@@ -360,12 +363,16 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # A linker that cannot write what it linked ("Permission denied") or whose offsets
     # overflow: a build that failed, whatever reason it gives.
     ("import_or_version", _any(
-        r"ld(?:\.\w+)?: cannot open output file ", r"relocation truncated to fit: "
+        r"ld(?:\.\w+)?: cannot open output file ", r"relocation truncated to fit: ",
+        # a build with no make or ninja installed for CMake's generator
+        r"\bCMake was unable to find a build program\b",
     )),
     ("config_or_args", _any(
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
+        # a collective called in a process no launcher set up (run without torchrun)
+        r"\bDefault process group has not been initialized\b",
         r"\b(?:TPU|GPU|device) is already in use by another process\b",
         # a rank's binding that Cray MPICH's NIC policy cannot use
         r"\bRank \d+ is not confined to a single NUMA node\b",
