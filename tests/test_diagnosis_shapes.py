@@ -353,6 +353,24 @@ def test_git_s_own_failure_in_a_setup_script_that_went_on_is_not_why_it_stopped(
     assert (body["crashed"], body["root_cause"]) == (True, error)
 
 
+def test_a_slurm_step_cancelled_with_no_failure_before_it_was_stopped_not_crashed() -> None:
+    stopped = diagnose(
+        "[INFO|configuration_utils.py:471] 2024-04-08 00:52:08,561 >> Configuration saved\n"
+        "[INFO|tokenization_utils_base.py:2502] 2024-04-08 00:52:12,443 >> tokenizer saved\n"
+        "slurmstepd: error: *** STEP 586721.0 ON host-1 CANCELLED AT 2024-04-08T00:52:12 ***\n"
+    )
+    assert (stopped["crashed"], stopped["root_cause"]) == (False, None)
+    failed = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    torn_down = diagnose(
+        "Traceback (most recent call last):\n"
+        '  File "/srv/train.py", line 9, in <module>\n'
+        "    loss.backward()\n" + failed + "\n"
+        "srun: error: host-1: task 0: Exited with exit code 1\n"
+        "slurmstepd: error: *** STEP 586721.0 ON host-1 CANCELLED AT 2024-04-08T00:52:12 ***\n"
+    )
+    assert (torn_down["crashed"], torn_down["root_cause"]) == (True, failed)
+
+
 def test_logfmt_severities_count_like_any_logger_s() -> None:
     error = (
         'time=2026-03-01T10:00:05.000Z level=ERROR source=sched.go:489 msg="error loading '
