@@ -371,6 +371,19 @@ def test_a_slurm_step_cancelled_with_no_failure_before_it_was_stopped_not_crashe
     assert (torn_down["crashed"], torn_down["root_cause"]) == (True, failed)
 
 
+def test_pip_s_summaries_of_wheels_it_could_not_build_yield_to_the_build_s_error() -> None:
+    error = '  12 errors detected in the compilation of "csrc/update_scale_hysteresis.cu".'
+    body = diagnose(
+        "Building wheels for collected packages: apex\n"
+        + error
+        + "\n  error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1\n"
+        "  ERROR: Failed building wheel for apex\n"
+        "Failed to build apex\n"
+        "ERROR: ERROR: Failed to build installable wheels for some pyproject.toml based projects\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, error)
+
+
 def test_logfmt_severities_count_like_any_logger_s() -> None:
     error = (
         'time=2026-03-01T10:00:05.000Z level=ERROR source=sched.go:489 msg="error loading '

@@ -131,12 +131,14 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
-        r"^\s*error: subprocess-exited-with-error\s*$|^\s*ERROR: Failed building wheel for \S+",
+        r"^\s*error: subprocess-exited-with-error\s*$|^\s*ERROR: Failed building wheel for \S+"
+        r"|^(?:ERROR: )+(?:Failed to build installable wheels|Could not build wheels for)\b",
         ("pip",),
         "  error: subprocess-exited-with-error",
         "pip (src/pip/_internal/exceptions.py, InstallationSubprocessError) after a build "
-        "backend's subprocess failed, and its summary of the wheels it could not build: the "
-        "build's own error is in the output it replays above; observed in corpus case Z006",
+        "backend's subprocess failed, and its summaries of the wheels it could not build ('ERROR: "
+        "Failed to build installable wheels', corpus case BE003): the build's own error is in "
+        "the output it replays above; observed in corpus case Z006",
         strong=True,
     ),
     Wrapper(
