@@ -384,6 +384,20 @@ def test_pip_s_summaries_of_wheels_it_could_not_build_yield_to_the_build_s_error
     assert (body["crashed"], body["root_cause"]) == (True, error)
 
 
+def test_a_shell_s_killed_job_yields_to_the_scheduler_s_word_on_its_memory_limit() -> None:
+    why = "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit."
+    body = diagnose(
+        "/zhome/ee/.lsbatch/1604335277.8253410.shell: line 14: 94460 Killed"
+        "                  python main.py\n"
+        "Sender: LSF System <lsfadmin@host-1>\n"
+        "Subject: Job 8253410: <Discount_0.70_0> in cluster <dcc> Exited\n"
+        "Started at Mon Nov  2 17:41:19 2020\n"
+        "Terminated at Mon Nov  2 17:41:43 2020\n" + why + "\n"
+        "Exited with exit code 137.\n"
+    )
+    assert (body["root_cause"], body["error_class"]) == (why, "oom_host_killed")
+
+
 def test_logfmt_severities_count_like_any_logger_s() -> None:
     error = (
         'time=2026-03-01T10:00:05.000Z level=ERROR source=sched.go:489 msg="error loading '

@@ -256,6 +256,19 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 and not _only_a_status(following[0])
             ):
                 first = following[0]
+        if rules.SHELL_JOB.search(first.content) and "Killed" in first.content:
+            # A shell's word that its job was killed says not why; the kernel's or a
+            # scheduler's word after it does ("TERM_MEMLIMIT: job killed after reaching LSF
+            # memory usage limit.", "Detected 1 oom_kill event in StepId=...").
+            why = next(
+                (
+                    e for e in failures
+                    if 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
+                    and rules.HOST_MEMORY_KILL.search(e.content)
+                ),
+                None,
+            )  # fmt: skip
+            first = why or first
         first = _explained_by_chain(entries, first, position)
         details = [e for e in failures if e.detail and _is_detail_of(e, first, entries, position)]
         if details and details[0].content not in first.content:

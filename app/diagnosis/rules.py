@@ -348,6 +348,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\binsufficient shared memory \(shm\)",
         r"\bunable to allocate shared memory\(shm\)",  # torch's own words for a full /dev/shm
         r"\bLLVM ERROR: out of memory\b",  # a compiler's host allocation (before LLVM's others)
+        r"^TERM_MEMLIMIT: job killed\b",  # LSF's word on a job over its memory limit
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -1304,6 +1305,7 @@ NATIVE_FAILURE = _any(
     r"\bthread '[^']*'(?: \(\d+\))? panicked at\b",  # Rust's, with the thread's id or not
     r"\b[Ii]llegal instruction\b",
     r"\bkilled\b.*\bdue to (?:memory|OOM)|\bOOMKilled\b|\boom[-_]kill event",  # cluster managers
+    r"^TERM_MEMLIMIT: job killed\b",  # LSF's job report, on a job over its memory limit
     r"\bkilled by the OOM killer\b",  # systemd
     r"\bCheck failed: ",  # glog's CHECK
     r"^panic: ",  # Go
@@ -1443,6 +1445,10 @@ CHANNEL_CLOSED = re.compile(r"\b(?:SendError|RecvError|PoisonError)\b")
 # "called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
 PANIC_CARRIES_ERROR = re.compile(r"\bon an `Err` value: \S")
 # A shell's report on a child it ran: "line 28:  7 Killed   cmd" (the command is not the fault).
+# The kernel's, a cgroup's or a scheduler's word that a process was killed for the host's memory
+HOST_MEMORY_KILL = re.compile(
+    r"\boom[-_]kill|\binvoked oom-killer\b|\bOut of memory: Kill|^TERM_MEMLIMIT: job killed\b"
+)
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
     # (macOS's bash names the signal's number: "Killed: 9", "Segmentation fault: 11")
