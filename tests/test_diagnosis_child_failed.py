@@ -197,3 +197,29 @@ def test_the_human_output_says_what_it_waits_for(tmp_path: Path) -> None:
     assert result.returncode == 1  # the launcher says its child failed: a crash
     assert f"Root cause: {WAITING}" in result.stdout
     assert "Class:" not in result.stdout and "Fingerprint:" not in result.stdout
+
+
+def test_a_launcher_naming_the_process_that_died_points_to_that_process_s_own_error() -> None:
+    error = (
+        "(ApiServer_0 pid=10466) TimeoutError: Timed out waiting for engines to send initial "
+        "message on input socket."
+    )
+    loading = "".join(
+        f"Loading safetensors checkpoint shards:  {n}% Completed | {n}/99 [06:21<21:23]\n"
+        for n in range(56, 99)
+    )
+    log = (
+        "(ApiServer_0 pid=10466) Traceback (most recent call last):\n"
+        '(ApiServer_0 pid=10466)   File "/v/vllm/v1/engine/core_client.py", line 541, in __init__\n'
+        "(ApiServer_0 pid=10466)     raise TimeoutError(\n"
+        + error
+        + "\n"
+        + loading
+        + "(EngineCore_DP0 pid=10314) INFO 02-27 15:02:31 [core.py:278] init engine (profile, "
+        "create kv cache, warmup model) took 63.98 seconds\n"
+        "ERROR 02-27 15:02:41 [utils.py:289] Exception occurred while running API servers: "
+        "Process ApiServer_0 (PID: 10466) died with exit code 1\n"
+        "RuntimeError: Process ApiServer_0 (PID: 10466) died with exit code 1\n"
+    )
+    found = diagnose_bytes(log.encode())
+    assert (found.crashed, found.root_cause) == (True, error)

@@ -353,51 +353,6 @@ def test_git_s_own_failure_in_a_setup_script_that_went_on_is_not_why_it_stopped(
     assert (body["crashed"], body["root_cause"]) == (True, error)
 
 
-def test_a_slurm_step_cancelled_with_no_failure_before_it_was_stopped_not_crashed() -> None:
-    stopped = diagnose(
-        "[INFO|configuration_utils.py:471] 2024-04-08 00:52:08,561 >> Configuration saved\n"
-        "[INFO|tokenization_utils_base.py:2502] 2024-04-08 00:52:12,443 >> tokenizer saved\n"
-        "slurmstepd: error: *** STEP 586721.0 ON host-1 CANCELLED AT 2024-04-08T00:52:12 ***\n"
-    )
-    assert (stopped["crashed"], stopped["root_cause"]) == (False, None)
-    failed = "RuntimeError: CUDA error: an illegal memory access was encountered"
-    torn_down = diagnose(
-        "Traceback (most recent call last):\n"
-        '  File "/srv/train.py", line 9, in <module>\n'
-        "    loss.backward()\n" + failed + "\n"
-        "srun: error: host-1: task 0: Exited with exit code 1\n"
-        "slurmstepd: error: *** STEP 586721.0 ON host-1 CANCELLED AT 2024-04-08T00:52:12 ***\n"
-    )
-    assert (torn_down["crashed"], torn_down["root_cause"]) == (True, failed)
-
-
-def test_pip_s_summaries_of_wheels_it_could_not_build_yield_to_the_build_s_error() -> None:
-    error = '  12 errors detected in the compilation of "csrc/update_scale_hysteresis.cu".'
-    body = diagnose(
-        "Building wheels for collected packages: apex\n"
-        + error
-        + "\n  error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1\n"
-        "  ERROR: Failed building wheel for apex\n"
-        "Failed to build apex\n"
-        "ERROR: ERROR: Failed to build installable wheels for some pyproject.toml based projects\n"
-    )
-    assert (body["crashed"], body["root_cause"]) == (True, error)
-
-
-def test_a_shell_s_killed_job_yields_to_the_scheduler_s_word_on_its_memory_limit() -> None:
-    why = "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit."
-    body = diagnose(
-        "/zhome/ee/.lsbatch/1604335277.8253410.shell: line 14: 94460 Killed"
-        "                  python main.py\n"
-        "Sender: LSF System <lsfadmin@host-1>\n"
-        "Subject: Job 8253410: <Discount_0.70_0> in cluster <dcc> Exited\n"
-        "Started at Mon Nov  2 17:41:19 2020\n"
-        "Terminated at Mon Nov  2 17:41:43 2020\n" + why + "\n"
-        "Exited with exit code 137.\n"
-    )
-    assert (body["root_cause"], body["error_class"]) == (why, "oom_host_killed")
-
-
 def test_logfmt_severities_count_like_any_logger_s() -> None:
     error = (
         'time=2026-03-01T10:00:05.000Z level=ERROR source=sched.go:489 msg="error loading '

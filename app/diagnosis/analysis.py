@@ -726,6 +726,29 @@ def _ran_on_before(entries: list[Entry], wrapper: Entry) -> Entry | None:
     return None
 
 
+# A launcher naming the process that died by its name and pid, as that process's own lines are
+# tagged ("Process ApiServer_0 (PID: 10466) died with exit code 1", "(ApiServer_0 pid=10466)")
+_NAMED_PROCESS = re.compile(r"\bProcess (\w+) \(PID: (\d+)\)")
+
+
+def _failure_of_the_named(entries: list[Entry], wrapper: Entry) -> Entry | None:
+    """The last failure the process a wrapper names printed before it, even one set aside as
+    lived through: the others went on (the engine loading on while its API server gave up
+    waiting for it), the named one did not."""
+    named = _NAMED_PROCESS.search(wrapper.content)
+    if named is None:
+        return None
+    tag = f"({named[1]} pid={named[2]})"
+    return next(
+        (
+            e for e in reversed(entries[: entries.index(wrapper)])
+            if tag in e.text and not e.noise
+            and (e.strength >= 2 or (e.set_aside and rules.EXCEPTION_LINE.match(e.content)))
+        ),
+        None,
+    )  # fmt: skip
+
+
 def _same_logger(first: Entry, later: Entry) -> bool:
     """Two records a logger tagged alike ("[TRT] [E]"): the later one is not the exception
     that says why the first failed, just its next line of complaint."""
@@ -918,7 +941,7 @@ def analyze(
     if root is not None and (said := _said_before_asserting_nothing(entries, root)) is not None:
         root = said
     if root is None and (wrapper := _another_process_failed(entries)) is not None:
-        ran_on = _ran_on_before(entries, wrapper)
+        ran_on = _ran_on_before(entries, wrapper) or _failure_of_the_named(entries, wrapper)
         if ran_on is not None:
             # The loop ran on past the exception, or the front end went on answering past a
             # child's failure (a scheduler's watchdog), but not for long: the process it was

@@ -412,9 +412,8 @@ STOPPED = (
     ),
     Fact(
         r"\bCANCELLED AT \S+ DUE [Tt][Oo] (?:TIME LIMIT|PREEMPTION|SIGNAL \w+)"
-        # a job or a step cancelled with no reason is scancel's (srun tearing a step down after
-        # a task failed says so first: that failure is no stop's)
-        r"|\b(?:JOB \d+|STEP \d+\.\d+) ON \S+ CANCELLED AT \S+ \*\*\*",
+        # a whole job cancelled with no reason is scancel's; a step's is srun tearing it down
+        r"|\bJOB \d+ ON \S+ CANCELLED AT \S+ \*\*\*",
         ("slurm",),
         "slurmstepd: error: *** JOB 4242 ON host-1 CANCELLED AT 2024-04-23T12:18:08 DUE TO TIME "
         "LIMIT ***",

@@ -643,6 +643,16 @@ WRAPPERS = (
         "(corpus case H062 has one, its command a whole script)",
     ),
     Wrapper(
+        r"\bProcess \w+ \(PID: \d+\) died with exit code -?\d+",
+        ("vllm",),
+        "ERROR 02-27 15:02:41 [utils.py:289] RuntimeError: Process ApiServer_0 (PID: 10466) died "
+        "with exit code 1",
+        "vLLM's multi-API-server launcher (vllm/v1/utils.py, wait_for_completion_or_failure) "
+        "when one of its API server processes exited, which printed its own error first; "
+        "observed in corpus case BE201",
+        another_process=True,
+    ),
+    Wrapper(
         r"\bError: The command exited with status -?\d+$",
         ("buildkite",),
         "[2025-04-01T17:38:14Z] 🚨 Error: The command exited with status 1",
