@@ -1283,7 +1283,7 @@ NATIVE_FAILURE = _any(
     r"^[\w.+-]+\s+fatal\s*: ",  # a toolchain's own: "ptxas fatal   : Value 'sm_100' is ..."
     # command-line tools (Go's, Rust's), and a notebook's own after a symbol ("💥 Error: ")
     r"^(?:[^\w\s]{1,2} )?Error: ",
-    # bash on a command it could not parse (a quote left open), which so never ran
+    # bash on a command it could not parse (a quote left open): the command never ran
     r"\bunexpected EOF while looking for matching\b",
     r"^error\[E\d{4}\]: ",  # rustc's, with its error code
     r"\bWindows fatal exception: ",  # faulthandler on Windows (a hardware exception's code)
