@@ -182,9 +182,10 @@ FLOORS = {
     # AN001-AN607, AO001-AO057, AP001-AP608, AQ001-AQ409, E123-E142, AR001-AR613,
     # E143-E163, AS001-AS713, E164-E188, AT001-AT508, E189-E208, AU001-AU706, E209-E230,
     # AV001-AV608, E231-E250, AW001-AW410, AX001-AX605, AY001-AY709, AZ001-AZ611,
-    # E251-E270, BA001-BA704, BB001-BB606, E271-E282, BC001-BC411, BD001-BD610 and
-    # BE001-BE805 (the second to sixty-first rounds' fresh parts) are tuning too: each part
-    # folded in lowers these floors to what the engine reads on the larger part.
+    # E251-E270, BA001-BA704, BB001-BB606, E271-E282, BC001-BC411, BD001-BD610,
+    # BE001-BE805, BF001-BF910 and E283-E302 (the second to sixty-second rounds' fresh
+    # parts) are tuning too: each part folded in lowers these floors to what the engine reads
+    # on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -192,16 +193,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # A fresh part is held to what it read when it was scored once: BF001-BF910 and
-    # E283-E302 (72 public logs and 20 of our GPU runs, the sixty-second round's), scored
-    # after that round's rules at 72 / 78 / 60 / 81 / 75 (bench/README.md has the figures).
-    "fresh": {
-        "root_cause": 0.78,
-        "top3": 0.84,
-        "error_class": 0.65,
-        "crashed": 0.88,
-        "ready": 0.81,
     },
     "validation": {
         "root_cause": 1.0,
