@@ -5124,6 +5124,8 @@ def test_a_job_s_last_word_that_it_completed_means_it_lived_through_what_failed_
         "2025-10-28 02:04:39.679008: Validation complete",
         "Process 2: Training complete!",
         "[2025-08-29 18:32:00] [620cab28] COMPLETED  : Your job has been completed.",
+        # (the Trainer's metrics of its whole run, logged once its last step is done)
+        "{'train_runtime': 41.77, 'train_samples_per_second': 459.6, 'train_loss': 0.41}",
     ):
         found = diagnose(*QUIET, *worker_failed, done)
         assert found.crashed is False and found.root_cause is None, done
@@ -5278,3 +5280,32 @@ def test_a_notebook_s_gradio_share_link_is_its_server_ready_past_a_bad_checkpoin
         "100% 20/20 [00:18<00:00,  1.08it/s]", "100% 60/60 [00:25<00:00,  2.37it/s]",
     )  # fmt: skip
     assert (found.crashed, found.root_cause, found.ready) == (False, None, True)
+
+
+def test_a_wheel_pip_failed_to_build_then_installed_another_way_is_gone_past() -> None:
+    pip_failed = (
+        "Building wheels for collected packages: sentence-transformers",
+        "  Building wheel for sentence-transformers (setup.py) ... error",
+        "  ERROR: Command errored out with exit status 1:",
+        "  error: invalid command 'bdist_wheel'",
+        "  ERROR: Failed building wheel for sentence-transformers",
+        "Failed to build sentence-transformers",
+    )
+    installed = "Successfully installed sentence-transformers-2.2.2 filelock-3.13.1"
+    oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 6.47 GiB."
+    found = diagnose(
+        *pip_failed,
+        "Running setup.py install for sentence-transformers ... done",
+        installed,
+        *QUIET,
+        "Traceback (most recent call last):",
+        *TB[1:],
+        oom,
+    )
+    assert (found.root_cause, found.error_class) == (oom, "oom_gpu")
+    # With no word that it installed the package after all, pip's failure is the first.
+    found = diagnose(*pip_failed, *QUIET, "Traceback (most recent call last):", *TB[1:], oom)
+    assert found.root_cause == pip_failed[3]
+    # A program's own failure just above the installer's word is not the installer's to go past.
+    found = diagnose("Traceback (most recent call last):", *TB[1:], oom, installed, *QUIET)
+    assert found.root_cause == oom

@@ -15,6 +15,7 @@ from app.diagnosis.frames import Frame, failing_traceback, innermost_frame
 from app.diagnosis.knowledge.lifecycle import (
     ENGINE_GONE,
     FINISHED,
+    INSTALLED,
     NEVER_STARTED,
     STARTED,
     WAITING,
@@ -109,6 +110,9 @@ _WAITING = _alternation(row.pattern for row in WAITING)
 # A job's word that it did its work to the end (knowledge/lifecycle.py).
 _FINISHED = _alternation(row.pattern for row in FINISHED)
 _STARTED = _alternation(row.pattern for row in STARTED)
+_INSTALLED = _alternation(row.pattern for row in INSTALLED)
+# pip's own words on a step that failed (its legacy build's "error: invalid command ...")
+_INSTALLER_ERROR = re.compile(r"\s*(?:ERROR: |error: |Failed to build |Failed building wheel )")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
 MAX_CANDIDATES = 3
 _OUT_OF_MEMORY = re.compile(r"(?i)\bout of memory\b")
@@ -878,6 +882,14 @@ def analyze(
         for entry in entries[: entries.index(started)]:
             if entry.strength:
                 entry.strength, entry.set_aside = 0, "an error the engine finished starting after"
+    for installed in (e for e in entries if _INSTALLED.search(e.content)):
+        for entry in entries[: entries.index(installed)]:
+            if (
+                entry.strength
+                and installed.line.number - entry.line.number <= FOLLOW_UP_LINES
+                and _INSTALLER_ERROR.match(entry.content)
+            ):
+                entry.strength, entry.set_aside = 0, "an error the installer went past"
     survived = _forget_survived(entries, None if newest_first else last_serving_line)
     if not newest_first:
         _forget_recurring(entries)

@@ -21,7 +21,7 @@ import hyperscan
 
 from app.diagnosis.hsdb import cached_database, scratch_for
 from app.diagnosis.knowledge.figures import FIGURE_KINDS, FigureKind
-from app.diagnosis.knowledge.lifecycle import FINISHED, LAUNCHES, STARTED
+from app.diagnosis.knowledge.lifecycle import FINISHED, INSTALLED, LAUNCHES, STARTED
 from app.diagnosis.knowledge.ready import READY_LINES
 from app.diagnosis.lines import decode
 from app.diagnosis.rules import FRAME
@@ -204,7 +204,7 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
             add(re.escape(launch.anchor.encode()), _ANCHOR_ID, 0)
     for ready in READY_LINES:
         add(ready.pattern.encode(), _READY_ID, 0)
-    for kept in (*FINISHED, *STARTED):
+    for kept in (*FINISHED, *STARTED, *INSTALLED):
         add(kept.pattern.encode(), _ANCHOR_ID, 0)
     for index, kind in enumerate(FIGURE_KINDS):
         if index not in _DENSE_KINDS:

@@ -625,6 +625,15 @@ FINISHED = (
         "through); observed in corpus case AY003",
     ),
     Fact(
+        r"\{'train_runtime': [\d.]+, 'train_samples_per_second': ",
+        ("transformers",),
+        "{'train_runtime': 41.7712, 'train_samples_per_second': 459.65, "
+        "'train_steps_per_second': 7.182, 'train_loss': 0.4127, 'epoch': 3.0}",
+        "Hugging Face transformers' Trainer logging train()'s metrics once its last step is "
+        "done (an error it logged before, a checkpoint it could not save, it went past); "
+        "observed in corpus case E284",
+    ),
+    Fact(
         r"\bTraining completed\. Do not forget to share your model",
         ("transformers",),
         "Training completed. Do not forget to share your model on huggingface.co/models =)",
@@ -651,6 +660,22 @@ STARTED = (
         "ComfyUI's loader (nodes.py init_external_custom_nodes) once every custom node was "
         "tried: the nodes that failed to import are left out ('IMPORT FAILED') and the server "
         "goes on starting; observed in corpus case AE036",
+    ),
+)
+
+# An installer's word that every package is in place: a step it failed just before (a wheel
+# it could not build, then installed another way) it went past. Only just before: a notebook's
+# cells, run out of order, put an unrelated failure further up.
+INSTALLED = (
+    Fact(
+        r"\bSuccessfully installed \S+-\d",
+        ("pip",),
+        "Successfully installed filelock-3.13.1 huggingface-hub-0.20.3 mpmath-1.3.0 "
+        "nvidia-cublas-cu12-12.1.3.1 nvidia-cuda-cupti-cu12-12.1.105 "
+        "nvidia-cuda-nvrtc-cu12-12.1.105 nvidia-cuda-runtime-cu12-12.1.105 "
+        "nvidia-cudnn-cu12-8.9.2.26 nvidia-cufft-cu12-11.0.2.54",
+        "pip after its legacy fallback (setup.py install) for a wheel that failed to build; "
+        "observed in corpus case BF304",
     ),
 )
 
