@@ -390,3 +390,29 @@ def test_an_engine_s_word_that_a_child_died_never_hides_why(wrapper: str) -> Non
     )
     assert body["root_cause"] == cause
     assert wrapper not in [c["line"] for c in body["candidates"]][:1]
+
+
+def test_a_job_its_own_alarm_killed_after_its_last_word_is_a_hang_at_its_end() -> None:
+    alarm = (
+        "./run_and_time.sh: line 224:  6519 Alarm clock             python train_imagenet.py "
+        '"${PARAMS[@]}"'
+    )
+    body = diagnose(
+        ':::MLLOG {"namespace": "", "time_ms": 1652678709789, "event_type": "INTERVAL_END", '
+        '"key": "run_stop", "value": null, "metadata": {"status": "success", "epoch": 36}}\n'
+        + alarm + "\n"
+        "Primary job  terminated normally, but 1 process returned\n"
+        "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+    )  # fmt: skip
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, alarm, "timeout_or_hang",
+    )  # fmt: skip
+
+
+def test_ray_s_node_supervisor_names_the_process_that_died() -> None:
+    body = diagnose(
+        "Some Ray subprocesses exited unexpectedly:\n"
+        "raylet [exit code=1]\n"
+        "Remaining processes will be killed.\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, "raylet [exit code=1]")

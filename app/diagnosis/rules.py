@@ -609,6 +609,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bmonitoredBarrier\b",
         r"\b[Tt]imed? ?out\b(?!.*\bout of memory)", r"\bdeadlock", r"heartbeat.*(?:missed|timeout)",
         r"\bDEADLINE_EXCEEDED\b",
+        # a shell on a job killed by the alarm it set against a hang (SIGALRM)
+        r"\bline \d+:\s+\d+\s+Alarm clock\b",
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
@@ -1318,6 +1320,9 @@ NATIVE_FAILURE = _any(
     r"\bexiting due to model loading error\b",
     # systemd on a service it supervises
     r"\bMain process exited, code=\w+, status=(?!0/)\d+",
+    # Ray's node supervisor on each of its processes that died ("raylet [exit code=1]"), under
+    # "Some Ray subprocesses exited unexpectedly:"
+    r"^\w+ \[exit code=-?[1-9]\d*\]$",
     r"\bFailed with result '",
     # (sglang's launcher: "Exit code: -9")
     r"(?:[Ee]xit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
@@ -1452,7 +1457,8 @@ HOST_MEMORY_KILL = re.compile(
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
     # (macOS's bash names the signal's number: "Killed: 9", "Segmentation fault: 11")
-    r"|Floating point exception|Terminated)(?::\s\d+)?(?:\s+\(core dumped\))?(?=\s)"
+    # (SIGALRM: an alarm the program set against a hang went off)
+    r"|Floating point exception|Terminated|Alarm clock)(?::\s\d+)?(?:\s+\(core dumped\))?(?=\s)"
     r"|\bzsh: (?:abort|segmentation fault|killed|bus error|illegal hardware instruction)(?=\s)"
     r"|" + ZSH_JOB.removesuffix(r"\s")
 )

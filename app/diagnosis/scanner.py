@@ -80,6 +80,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"nvalid __", b"Shared or Local Address",  # compute-sanitizer's memcheck
         b"o module named",  # python -m's own word ("venv/bin/python: No module named x")
         b"nexpected EOF",  # bash on a quote left open
+        b"larm clock",  # a shell on a job its own alarm killed (SIGALRM)
     )
 ]  # fmt: skip
 
