@@ -938,6 +938,10 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "model_loading"),
         ("ValueError: There should be exactly one `quant_state` item with ending from "
          "['bitsandbytes__fp4', 'bitsandbytes__nf4'].", "model_loading"),
+        # the sixty-third round's, from the sixty-second round's fresh part
+        ("ValueError: Cannot find model module. 'MiniMaxM1ForCausalLM' is not a registered "
+         "model in the Transformers library", "import_or_version"),
+        ("TypeError: Descriptors cannot be created directly.", "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

@@ -857,6 +857,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE\b|\bcudaErrorCompatNotSupportedOnDevice\b",
         r"not compiled with CUDA", r"cannot open shared object file",
         r"does not recognize this architecture", r"upgrade (?:transformers|vllm|sglang|torch)\b",
+        # transformers without the model's class yet ("'MiniMaxM1ForCausalLM' is not a
+        # registered model in the Transformers library"), protobuf newer than the generated
+        # code it loads ("Descriptors cannot be created directly")
+        r"\bis not a registered model in the Transformers library\b",
+        r"\bDescriptors cannot be created directly\b",
         r"Model architectures? \[.*\] (?:are|is) not supported",
         r"\b[Mm]odel type \S+ (?:is )?not supported\b",  # (mlx-lm's, mlx-vlm's: no such module)
         r"unsupported toolchain", r"PTX was compiled with",
