@@ -5130,6 +5130,7 @@ def test_a_job_s_last_word_that_it_completed_means_it_lived_through_what_failed_
         "[2025-08-29 18:32:00] [620cab28] COMPLETED  : Your job has been completed.",
         # (the Trainer's metrics of its whole run, logged once its last step is done)
         "{'train_runtime': 41.77, 'train_samples_per_second': 459.6, 'train_loss': 0.41}",
+        "***** eval metrics *****",
     ):
         found = diagnose(*QUIET, *worker_failed, done)
         assert found.crashed is False and found.root_cause is None, done

@@ -634,6 +634,13 @@ FINISHED = (
         "observed in corpus case E284",
     ),
     Fact(
+        r"\*{5} (?:train|eval|predict|test) metrics \*{5}",
+        ("transformers",),
+        "***** eval metrics *****",
+        "the metrics block that transformers' example scripts print (Trainer.log_metrics) "
+        "once training or an evaluation is done; observed in corpus case BF405",
+    ),
+    Fact(
         r"\bTraining completed\. Do not forget to share your model",
         ("transformers",),
         "Training completed. Do not forget to share your model on huggingface.co/models =)",
