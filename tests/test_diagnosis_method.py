@@ -5314,3 +5314,20 @@ def test_a_wheel_pip_failed_to_build_then_installed_another_way_is_gone_past() -
     # A program's own failure just above the installer's word is not the installer's to go past.
     found = diagnose("Traceback (most recent call last):", *TB[1:], oom, installed, *QUIET)
     assert found.root_cause == oom
+
+
+def test_a_log_cut_in_a_handler_s_report_on_one_request_shows_the_server_answering_it() -> None:
+    handler = "!!! Exception during processing !!! backend='inductor' raised:"
+    raised = "ImportError: DLL load failed while importing cuda_utils"
+    found = diagnose(*QUIET, handler, raised, "", "You can suppress this exception and fall back")
+    assert (found.crashed, found.root_cause) == (False, None)
+    # The node's own word on it just above, the paste cut at the traceback's first line.
+    found = diagnose(
+        *QUIET, "Error during sampling: Allocation on device",
+        "!!! Exception during processing !!! Allocation on device",
+        "Traceback (most recent call last):",
+    )  # fmt: skip
+    assert (found.crashed, found.root_cause) == (False, None)
+    # Something failing after the report is the process's own end.
+    found = diagnose(*QUIET, handler, raised, "", "Segmentation fault (core dumped)")
+    assert found.crashed is True

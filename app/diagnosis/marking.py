@@ -98,6 +98,8 @@ MESSAGE_LINES = 8  # how far an exception's message may run below its line
 PYTEST_ENTRY_LINES = 400  # how far a long entry's source may run before its "E" lines
 ANSWERED_REACH = 30  # how far before a handler's answer the exception it repeats may be
 HANDLER_TRACEBACK_LINES = 300  # how far a request handler's traceback may run
+CUT_REPORT_LINES = 12  # how far past a handler's word a log cut in its report may end
+SAME_ENDING_CHARS = 15  # how long a message two lines end in must be to be the same one
 NODE_DUMP_LINES = 200  # how far a parser's description of a failed node may run
 RECOVERY_REACH = 8  # how many kept lines a word of recovery may come after its error
 _RETRYING = re.compile(r"\b[Rr]etrying\b")
@@ -577,6 +579,13 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
                 (raised := _raised_just_above(entries, index)) is not None
             ):
                 refused.append(raised)
+            if _REQUEST_ANSWERED.search(entry.content) and _cut_in_its_report(entries, index):
+                # The log ends in the handler's report on one request (a paste cut there):
+                # the server was answering it, and nothing says it stopped.
+                refused.extend(e for e in entries[index + 1 :] if e.strength)
+                above = entries[index - 1] if index else None
+                if above is not None and above.strength >= 2 and _same_ending(above, entry):
+                    refused.append(above)  # (the node's own word on the same failure)
             if entry.in_traceback is not None and entry.in_traceback > 0:
                 # the handler's own word just above the traceback it logged ("Error in
                 # preprocessing prompt inputs") is about the same request
@@ -744,6 +753,29 @@ def _raised_just_above(entries: list[Entry], index: int) -> Entry | None:
         if message and said.endswith(message) and (not back or len(message) >= 30):
             return above
     return None
+
+
+def _cut_in_its_report(entries: list[Entry], index: int) -> bool:
+    """Whether the log ends within a handler's report: its traceback's start, or the
+    exception it says it quotes next ("... raised:"), and nothing else failing after."""
+    after = entries[index + 1 :]
+    failures = [e for e in after if e.strength and rules.TRACEBACK not in e.content]
+    quoted = 1 if rules.QUOTES_NEXT.search(entries[index].content) else 0
+    return (
+        bool(after)
+        and entries[-1].line.number - entries[index].line.number <= CUT_REPORT_LINES
+        and len(failures) <= quoted
+        and all(rules.EXCEPTION_LINE.match(e.content) for e in failures)
+    )
+
+
+def _same_ending(first: Entry, second: Entry) -> bool:
+    """Whether two lines end in the same message ("Error during sampling: Allocation on
+    device", then the handler's "... !!! Allocation on device")."""
+    pairs = zip(reversed(first.content.rstrip()), reversed(second.content.rstrip()), strict=False)
+    return sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs)) >= (
+        SAME_ENDING_CHARS
+    )
 
 
 def _goes_on_after(entries: list[Entry], index: int) -> bool:
