@@ -416,3 +416,40 @@ def test_ray_s_node_supervisor_names_the_process_that_died() -> None:
         "Remaining processes will be killed.\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, "raylet [exit code=1]")
+
+
+def test_hydra_s_report_with_no_traceback_is_named_by_its_first_line() -> None:
+    refused = "Could not override 'actor_rollout_ref.rollout.n'."
+    body = diagnose(
+        "[2026-03-01 10:00:05,004][root][INFO] - Using the default config\n" + refused + "\n"
+        "To append to your config use +actor_rollout_ref.rollout.n=16\n"
+        "Key 'n' is not in struct\n"
+        "    full_key: actor_rollout_ref.rollout.n\n"
+        "    object_type=dict\n"
+        "\n"
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, refused, "config_or_args",
+    )  # fmt: skip
+
+
+def test_sglang_s_word_on_a_child_that_exited_yields_to_the_child_s_own_error() -> None:
+    failed = (
+        "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp "
+        "func=resume line=214"
+    )
+    body = diagnose(
+        f"{failed}\n{failed}\n"
+        "Child process unexpectedly failed with an exit code 256. pid=97721\n"
+        "Child process unexpectedly failed with an exit code 256. pid=97719\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, failed, "cuda_runtime",
+    )  # fmt: skip
+    # Its word alone: the child's own error is still to come.
+    body = diagnose("Child process unexpectedly failed with an exit code 256. pid=97721\n")
+    assert (body["crashed"], body["root_cause"]) == (True, None)
+    # The same check on an allocation the driver refused is the card's memory.
+    oom = "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/utils.h line=194"
+    assert diagnose(oom + "\n")["error_class"] == "oom_gpu"

@@ -372,7 +372,33 @@ def mark(entries: list[Entry]) -> None:
     _errors_only(entries, levels)
     _closed_by_the_agent(entries)
     _node_dumps(entries)
+    _hydra_reports(entries)
     _details_and_recoveries(entries)
+
+
+def _hydra_reports(entries: list[Entry]) -> None:
+    """Hydra's word under the error it reported with no traceback ("Could not override 'x'.",
+    its details, a blank line, then "Set the environment variable HYDRA_FULL_ERROR=1 ..."):
+    the first line of the block above it is that error."""
+    for index, entry in enumerate(entries):
+        if not rules.HYDRA_REPORTED.search(entry.content):
+            continue
+        entry.strength = min(entry.strength, 1)
+        block: list[Entry] = []
+        below = entry.line.number
+        for above in reversed(entries[:index]):
+            if above.line.number != below - 1:
+                break
+            below = above.line.number
+            if not above.content.strip():
+                if block:
+                    break
+                continue  # (the blank line between the block and Hydra's word)
+            if above.prefix.strip():
+                break  # (a logger's record above it: the message starts below it)
+            block.insert(0, above)
+        if block and not any(e.strength >= 2 or e.in_traceback is not None for e in block):
+            block[0].strength = 3
 
 
 def _node_dumps(entries: list[Entry]) -> None:

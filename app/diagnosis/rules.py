@@ -378,6 +378,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a rank's binding that Cray MPICH's NIC policy cannot use
         r"\bRank \d+ is not confined to a single NUMA node\b",
         r"\bColumn \S+ not in the dataset\b",  # datasets' table asked for a column it lacks
+        # Hydra refusing a command line's override of a config
+        r"^Could not override '", r"^Ambiguous value for argument '",
         # a shell command with a quote left open (a pasted URL's stray quote)
         r"\bunexpected EOF while looking for matching\b",
         # a model or file path given that is not there
@@ -475,6 +477,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
     ("cuda_runtime", _any(
         r"illegal memory access", r"\ban illegal address\b", r"misaligned address",
+        r"\bCUresult error\b(?!.*\bout of memory\b)",  # a driver-API call an extension checked
         COMPUTE_SANITIZER_FAULT,
         r"\ban illegal instruction was encountered\b",  # CUDA's, not a host's SIGILL
         # cuBLAS refusing an argument ("On entry to SGEMM parameter number 10 had an illegal
@@ -1211,6 +1214,9 @@ NATIVE_FAILURE = _any(
     r"\bOpenCL error: \w+: -\d+",  # CLBlast's
     r"CUDA Error:",
     r"CUDA error:",
+    # a driver-API call's check in an extension ("[torch_memory_saver.cpp] CUresult error
+    # result=1 file=... func=resume line=214")
+    r"\bCUresult error\b",
     r"NCCL error",
     r"Out of memory: Kill",
     r"oom-kill",
@@ -1629,6 +1635,8 @@ REQUEST_HANDLER_FAILED = _any(
     # the error, its arguments and traceback below, the UI serving on
     r"^\*\*\* Error completing request$",
 )
+# Hydra (the configs of NeMo, verl, Megatron recipes) under an error it reported
+HYDRA_REPORTED = re.compile(r"^Set the environment variable HYDRA_FULL_ERROR=1 for a complete")
 # A wrapper quoting the error it reports, in quotes or brackets.
 QUOTES_ERROR = re.compile(r"\b(?:with|original) error:? ?['\"(]\S")
 QUOTES_NEXT = _any(
