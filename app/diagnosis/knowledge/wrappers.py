@@ -29,6 +29,15 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"\bChild process unexpectedly failed with an exit code\b",
+        ("sglang",),
+        "Child process unexpectedly failed with an exit code 256. pid=97721",
+        "sglang's launcher on one of its child processes (a scheduler, a detokenizer) that "
+        "exited; that process printed why; observed in corpus case BG705",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
         r"Initialization failed",
         ("sglang",),
         "[2024-12-13 01:47:34] Initialization failed. warmup error: Traceback (most recent call "
