@@ -5331,3 +5331,16 @@ def test_a_log_cut_in_a_handler_s_report_on_one_request_shows_the_server_answeri
     # Something failing after the report is the process's own end.
     found = diagnose(*QUIET, handler, raised, "", "Segmentation fault (core dumped)")
     assert found.crashed is True
+
+
+def test_an_install_that_failed_long_before_the_end_is_one_the_program_went_on_past() -> None:
+    failed = (
+        "  ERROR: Failed building wheel for openfold",
+        "ERROR: ERROR: Failed to build installable wheels for some pyproject.toml based projects",
+    )
+    work = [f"[ES step {n:03}] avg=42.91, max=45.35" for n in range(120)]
+    found = diagnose(*QUIET, *failed, "openfold install failed (may still work)", *work)
+    assert (found.crashed, found.root_cause) == (False, None)
+    # Where the log ends soon after it, the install's failure is the story.
+    found = diagnose(*QUIET, *failed, *work[:10])
+    assert found.crashed is True and found.root_cause in failed

@@ -111,6 +111,15 @@ _WAITING = _alternation(row.pattern for row in WAITING)
 _FINISHED = _alternation(row.pattern for row in FINISHED)
 _STARTED = _alternation(row.pattern for row in STARTED)
 _INSTALLED = _alternation(row.pattern for row in INSTALLED)
+# pip's own words on a package it could not install, and how much work after them shows the
+# program went on without it
+_PIP_FAILED = re.compile(
+    r"\s*(?:(?:ERROR: )+(?:Could not find a version that satisfies|No matching distribution|Failed "
+    r"building wheel|Could not build wheels|Failed to build installable wheels|pip's dependency "
+    r"resolver)|error: subprocess-exited-"
+    r"with-error)"
+)
+PIP_WENT_ON_LINES = 100
 # pip's own words on a step that failed (its legacy build's "error: invalid command ...")
 _INSTALLER_ERROR = re.compile(r"\s*(?:ERROR: |error: |Failed to build |Failed building wheel )")
 _HANG_DUMP = re.compile(r"Pyspy dump|py-spy dump|^Thread \d+ \((?:idle|active)\)")
@@ -882,6 +891,11 @@ def analyze(
         for entry in entries[: entries.index(started)]:
             if entry.strength:
                 entry.strength, entry.set_aside = 0, "an error the engine finished starting after"
+    if not newest_first:
+        for failed in (e for e in entries if e.strength and _PIP_FAILED.match(e.content)):
+            if lines_total - failed.line.number > PIP_WENT_ON_LINES:
+                # (a notebook's install cell failing, then its later cells running for long)
+                failed.strength, failed.set_aside = 0, "an install the program went on past"
     for installed in (e for e in entries if _INSTALLED.search(e.content)):
         for entry in entries[: entries.index(installed)]:
             if (
