@@ -5344,3 +5344,21 @@ def test_an_install_that_failed_long_before_the_end_is_one_the_program_went_on_p
     # Where the log ends soon after it, the install's failure is the story.
     found = diagnose(*QUIET, *failed, *work[:10])
     assert found.crashed is True and found.root_cause in failed
+
+
+def test_a_worker_thread_dying_after_the_operator_s_ctrl_c_is_the_stop_s_teardown() -> None:
+    died = [
+        "Exception in thread Thread-7 (run_inference_thread):",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/multiprocessing/connection.py", line 646, in SocketClient',
+        "    s.connect(address)",
+        "FileNotFoundError: [Errno 2] No such file or directory",
+    ]
+    found = diagnose(*QUIET, "Traceback (most recent call last):", *TB[1:], "KeyboardInterrupt: ",
+                     "Device cuda:0:  29%|##9       | 1746/6055", *died)  # fmt: skip
+    assert (found.crashed, found.root_cause) == (False, None)
+    assert "stopped" in found.crashed_reason
+    # The main thread's own failure after the interrupt is a launcher's stop for it.
+    raised = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    found = diagnose(*QUIET, "KeyboardInterrupt", *TB, raised)
+    assert found.crashed is True and found.root_cause == raised

@@ -174,5 +174,7 @@ def _fails_after(entries: list[Entry], line: Entry) -> bool:
         and not e.consequence
         and not _STOPPED.search(e.content)
         and not _TEARDOWN_ABORT.match(e.content)
+        # (a worker thread dying as the stop tears down what it read from)
+        and not _in_a_thread(entries, e)
         for e in after
     )
