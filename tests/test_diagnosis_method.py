@@ -942,6 +942,11 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
         ("ValueError: Cannot find model module. 'MiniMaxM1ForCausalLM' is not a registered "
          "model in the Transformers library", "import_or_version"),
         ("TypeError: Descriptors cannot be created directly.", "import_or_version"),
+        # the sixty-fourth round's, from the sixty-third round's fresh part
+        ("/usr/bin/python: can't open file '/opt/NeMo-Aligner/examples/preprocess.py': [Errno 2] "
+         "No such file or directory", "config_or_args"),
+        ("CUDA platform error: Error loading CUDA module: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)",
+         "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

@@ -453,3 +453,19 @@ def test_sglang_s_word_on_a_child_that_exited_yields_to_the_child_s_own_error() 
     # The same check on an allocation the driver refused is the card's memory.
     oom = "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/utils.h line=194"
     assert diagnose(oom + "\n")["error_class"] == "oom_gpu"
+
+
+def test_python_given_a_script_that_is_not_there_is_never_silent() -> None:
+    missing = (
+        "/p/project1/venv/bin/python3: can't open file '/p/project1/user/marc/python': "
+        "[Errno 2] No such file or directory"
+    )
+    body = diagnose(
+        "W1207 10:00:01.000000 torch/distributed/run.py:793] Setting OMP_NUM_THREADS\n"
+        f"{missing}\n{missing}\n"
+        "E1207 10:00:02.000000 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+        "(exitcode: 2) local_rank: 0 (pid: 1523) of binary: /p/project1/venv/bin/python3\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, missing, "config_or_args",
+    )  # fmt: skip

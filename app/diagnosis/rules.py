@@ -367,8 +367,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"ld(?:\.\w+)?: cannot open output file ", r"relocation truncated to fit: ",
         # a build with no make or ninja installed for CMake's generator
         r"\bCMake was unable to find a build program\b",
+        # a driver older than the toolkit that wrote the PTX it is given to load
+        r"\bCUDA_ERROR_UNSUPPORTED_PTX_VERSION\b",
     )),
     ("config_or_args", _any(
+        # python given a script path that is not there ("python3: can't open file '/p/x'")
+        r"(?:^|/)python[\d.]*: can't open file '",
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
@@ -1217,6 +1221,7 @@ NATIVE_FAILURE = _any(
     # a driver-API call's check in an extension ("[torch_memory_saver.cpp] CUresult error
     # result=1 file=... func=resume line=214")
     r"\bCUresult error\b",
+    r"(?:^|/)python[\d.]*: can't open file '",  # a script path that is not there
     r"NCCL error",
     r"Out of memory: Kill",
     r"oom-kill",
