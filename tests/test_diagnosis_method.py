@@ -947,6 +947,11 @@ def test_a_handler_s_error_above_a_refused_request_s_traceback_is_set_aside_with
          "No such file or directory", "config_or_args"),
         ("CUDA platform error: Error loading CUDA module: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)",
          "import_or_version"),
+        ("OSError: Cannot find empty port in range: 7860-7860. You can specify a different port "
+         "by setting the GRADIO_SERVER_PORT environment variable", "config_or_args"),
+        ("Error: Invalid value for '--constraint': option requires a value.", "config_or_args"),
+        ("RuntimeError: _convert_weight_to_int4pack_cuda is not available for build.",
+         "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault_these_lines_state(line: str, error_class: str) -> None:

@@ -369,6 +369,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCMake was unable to find a build program\b",
         # a driver older than the toolkit that wrote the PTX it is given to load
         r"\bCUDA_ERROR_UNSUPPORTED_PTX_VERSION\b",
+        # torch built without the kernel an op needs ("_convert_weight_to_int4pack_cuda is not
+        # available for build")
+        r"\bis not available for build\b",
     )),
     ("config_or_args", _any(
         # python given a script path that is not there ("python3: can't open file '/p/x'")
@@ -980,7 +983,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"should be (?:one of|a|an|between|greater|less)", r"Unsupported (?:value|argument|option)",
         r"(?:conflicts|incompatible) with (?:--|the flag|option)", r"[Aa]ddress already in use",
         r"\bport is already allocated\b",
-        r"\bEADDRINUSE\b",
+        r"\bEADDRINUSE\b", r"\bCannot find empty port in range\b",  # (Gradio's)
+        # click's usage errors (the CLIs of guidellm, vLLM's tools, many more)
+        r"^Error: (?:Invalid value for|No such option|Missing option|Missing argument|Got "
+        r"unexpected extra argument)",
         # EADDRINUSE by its number on Linux, macOS and Windows; asyncio's words for it
         r"\[Errno (?:98|48|10048)\]", r"\berror while attempting to bind on address\b",
         r"[Pp]ermission denied",
