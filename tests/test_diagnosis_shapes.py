@@ -469,3 +469,19 @@ def test_python_given_a_script_that_is_not_there_is_never_silent() -> None:
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (
         True, missing, "config_or_args",
     )  # fmt: skip
+
+
+def test_unittest_s_report_on_a_module_it_could_not_import_is_named_by_the_import_s_error() -> None:
+    missing = "ModuleNotFoundError: No module named 'attn_core_inplace_cuda'"
+    body = diagnose(
+        "E.................EEEE\n" + "=" * 70 + "\n"
+        "ERROR: tests.test_data_pipeline (unittest.loader._FailedTest)\n" + "-" * 70 + "\n"
+        "ImportError: Failed to import test module: tests.test_data_pipeline\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/openfold/utils/kernel/attention_core.py", line 20, in <module>\n'
+        '    attn_core_inplace_cuda = importlib.import_module("attn_core_inplace_cuda")\n'
+        f"{missing}\n\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, missing, "import_or_version",
+    )  # fmt: skip

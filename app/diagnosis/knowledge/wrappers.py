@@ -29,6 +29,13 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"\bImportError: Failed to import test module: ",
+        ("python",),
+        "ImportError: Failed to import test module: tests.test_data_pipeline",
+        "unittest's loader over the traceback of the import that failed, printed under it; "
+        "observed in corpus case BH208",
+    ),
+    Wrapper(
         r"\bChild process unexpectedly failed with an exit code\b",
         ("sglang",),
         "Child process unexpectedly failed with an exit code 256. pid=97721",
@@ -113,13 +120,15 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
-        # (a class's or a module's set-up failing too: "ERROR: setUpClass (__main__.TestX)")
-        r"^\s*(?:ERROR|FAIL): (?:test\w*|set[Uu]p\w*|tear[Dd]own\w*) \([\w.]+\)",
+        # (a class's or a module's set-up failing too: "ERROR: setUpClass (__main__.TestX)", and
+        # a module the loader could not import: "ERROR: tests.x (unittest.loader._FailedTest)")
+        r"^\s*(?:ERROR|FAIL): (?:(?:test\w*|set[Uu]p\w*|tear[Dd]own\w*) \([\w.]+\)|"
+        r"[\w.]+ \(unittest\.loader\._FailedTest\))",
         ("python",),
         "ERROR: test_chunked_prefill (test_vision_chunked_prefill.TestVisionChunkedPrefill."
         "test_chunked_prefill)",
         "Python's unittest: the header of a failed test, its traceback and exception below; "
-        "observed in corpus cases O088, O096, O129 and AW204",
+        "observed in corpus cases O088, O096, O129, AW204 and BH208",
         strong=True,
     ),
     Wrapper(
