@@ -485,3 +485,16 @@ def test_unittest_s_report_on_a_module_it_could_not_import_is_named_by_the_impor
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (
         True, missing, "import_or_version",
     )  # fmt: skip
+
+
+def test_ik_llama_cpp_s_check_finding_a_nan_is_the_failure_that_ends_the_run() -> None:
+    found_nan = (
+        "Oops(ggml_compute_forward_sum_rows_f32, ffn_moe_weights_sum-60): found nan for i1 = 0, "
+        "i2 = 0, i3 = 0. ne00 = 8"
+    )
+    body = diagnose(
+        "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+        "|  2048 |    512 |   6144 |   10.534 |   194.42 |   58.584 |     8.74 |\n" + found_nan
+        + "\n"
+    )  # fmt: skip
+    assert (body["crashed"], body["root_cause"]) == (True, found_nan)

@@ -1228,6 +1228,9 @@ NATIVE_FAILURE = _any(
     # result=1 file=... func=resume line=214")
     r"\bCUresult error\b",
     r"(?:^|/)python[\d.]*: can't open file '",  # a script path that is not there
+    # ik_llama.cpp's check of a tensor's values, before it aborts ("Oops(ggml_compute_forward_
+    # sum_rows_f32, ffn_moe_weights_sum-60): found nan for i1 = 0, ...")
+    r"^Oops\(\w+, [^)]*\): found -?(?:nan|inf)\b",
     r"NCCL error",
     r"Out of memory: Kill",
     r"oom-kill",

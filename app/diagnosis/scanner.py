@@ -81,6 +81,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"o module named",  # python -m's own word ("venv/bin/python: No module named x")
         b"nexpected EOF",  # bash on a quote left open
         b"larm clock",  # a shell on a job its own alarm killed (SIGALRM)
+        b"Oops(",  # ik_llama.cpp's check finding a NaN, before its abort
     )
 ]  # fmt: skip
 
