@@ -114,10 +114,9 @@ _INSTALLED = _alternation(row.pattern for row in INSTALLED)
 # pip's own words on a package it could not install, and how much work after them shows the
 # program went on without it
 _PIP_FAILED = re.compile(
-    r"\s*(?:(?:ERROR: )+(?:Could not find a version that satisfies|No matching distribution|Failed "
-    r"building wheel|Could not build wheels|Failed to build installable wheels|pip's dependency "
-    r"resolver)|error: subprocess-exited-"
-    r"with-error)"
+    r"\s*(?:error: subprocess-exited-with-error|(?:ERROR: )+(?:Could not find a version that "
+    r"satisfies|No matching distribution|Failed building wheel|Could not build wheels|Failed to "
+    r"build installable wheels|pip's dependency resolver))"
 )
 PIP_WENT_ON_LINES = 100
 # pip's own words on a step that failed (its legacy build's "error: invalid command ...")
@@ -892,18 +891,7 @@ def analyze(
             if entry.strength:
                 entry.strength, entry.set_aside = 0, "an error the engine finished starting after"
     if not newest_first:
-        for failed in (e for e in entries if e.strength and _PIP_FAILED.match(e.content)):
-            if lines_total - failed.line.number > PIP_WENT_ON_LINES:
-                # (a notebook's install cell failing, then its later cells running for long)
-                failed.strength, failed.set_aside = 0, "an install the program went on past"
-    for installed in (e for e in entries if _INSTALLED.search(e.content)):
-        for entry in entries[: entries.index(installed)]:
-            if (
-                entry.strength
-                and installed.line.number - entry.line.number <= FOLLOW_UP_LINES
-                and _INSTALLER_ERROR.match(entry.content)
-            ):
-                entry.strength, entry.set_aside = 0, "an error the installer went past"
+        _forget_installs_gone_past(entries, lines_total)
     survived = _forget_survived(entries, None if newest_first else last_serving_line)
     if not newest_first:
         _forget_recurring(entries)
@@ -1428,6 +1416,22 @@ def _failed_import_behind(entries: list[Entry], root: Entry) -> Entry | None:
             entry.strength = max(entry.strength, 3)
             return entry
     return None
+
+
+def _forget_installs_gone_past(entries: list[Entry], lines_total: int) -> None:
+    """pip's failures that the log shows gone past: one just before its word that every
+    package is in place (a wheel it then installed another way), and one with a long stretch
+    of the program's work after it (a notebook's install cell, then its other cells)."""
+    installed_at = [e.line.number for e in entries if _INSTALLED.search(e.content)]
+    for entry in entries:
+        if not entry.strength:
+            continue
+        if _PIP_FAILED.match(entry.content) and lines_total - entry.line.number > PIP_WENT_ON_LINES:
+            entry.strength, entry.set_aside = 0, "an install the program went on past"
+        elif _INSTALLER_ERROR.match(entry.content) and any(
+            0 < at - entry.line.number <= FOLLOW_UP_LINES for at in installed_at
+        ):
+            entry.strength, entry.set_aside = 0, "an error the installer went past"
 
 
 def _finished(entries: list[Entry]) -> Entry | None:
