@@ -498,3 +498,16 @@ def test_ik_llama_cpp_s_check_finding_a_nan_is_the_failure_that_ends_the_run() -
         + "\n"
     )  # fmt: skip
     assert (body["crashed"], body["root_cause"]) == (True, found_nan)
+
+
+def test_a_failure_glued_after_a_progress_bar_is_reported_without_the_bar() -> None:
+    failed = (
+        "/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:163: operator(): block: "
+        "[0,0,0], thread: [126,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size` failed."
+    )
+    bar = "Training:   0%|          | 1/3000 [00:00<18:36,  2.69it/s]"
+    body = diagnose(bar + failed + "\n" + failed.replace("126", "127") + "\n")
+    assert body["root_cause"] == failed
+    # A bar with its postfix and nothing after it stays a bar; a bar's own columns too.
+    kept = " 50%|#####     | 5/10 [00:01<00:01,  4.2it/s, loss=0.3]"
+    assert diagnose(kept + "\nKilled\n")["root_cause"] == "Killed"

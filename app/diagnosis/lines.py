@@ -133,6 +133,9 @@ _INDEX_PREFIX = re.compile(r"(\[(?:\d{1,4}|[a-z][\w.-]{0,24})\])\s")
 # Face text-generation-server's launcher): peeled only where most lines carry one. (Not any
 # word: vLLM's statistics start "Engine 000: " and must stay whole.)
 _CHILD_PREFIX = re.compile(r"((?:Shard|Worker|Rank|Node|Replica) \d{1,4}):\s")
+# A tqdm bar's last state ("Training:   0%|    | 1/3000 [00:00<18:36,  2.69it/s]"), with
+# another line glued after it
+_GLUED_BAR = re.compile(r"[^|\n]*\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*?/s(?:, [^\]]*)?\](?=[^\s|])")
 _MARKDOWN_BOLD = re.compile(r"\*\*[^*\s](?:.*[^*\s])?\*\*")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure|error|warning)$")
 
@@ -151,6 +154,9 @@ def decode(raw: bytes) -> str:
         # A progress bar redraws itself with \r: the last non-empty state is what stays.
         parts = [p for p in text.split("\r") if p.strip()]
         text = parts[-1] if parts else ""
+    if "/s]" in text and (bar := _GLUED_BAR.match(text)):
+        # Another stream's line written after a bar that ended without a newline: the line.
+        text = text[bar.end() :]
     return text
 
 
