@@ -265,6 +265,8 @@ def _any(*patterns: str) -> Alternatives:
 PEER_WAIT_TIMEOUT = r"^DeepEP [\w ()-]+ timeout\b"  # an all-to-all's kernel waiting on a peer
 DISK_FULL = r"\bNo space left on device\b"
 EXEC_FORMAT = r"\b[Ee]xec format error\b"
+# python given a script path that is not there ("python3: can't open file '/p/x'")
+SCRIPT_MISSING = r"(?:^|/)python[\d.]*: can't open file '"
 # (its "========= " is peeled off like any prefix)
 COMPUTE_SANITIZER_FAULT = (
     r"^(?:=+ +)?(?:Invalid __\w+__ (?:read|write|atomic)\b|(?:Out-of-range|Misaligned) Shared or "
@@ -374,8 +376,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bis not available for build\b",
     )),
     ("config_or_args", _any(
-        # python given a script path that is not there ("python3: can't open file '/p/x'")
-        r"(?:^|/)python[\d.]*: can't open file '",
+        SCRIPT_MISSING,
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
@@ -1227,7 +1228,7 @@ NATIVE_FAILURE = _any(
     # a driver-API call's check in an extension ("[torch_memory_saver.cpp] CUresult error
     # result=1 file=... func=resume line=214")
     r"\bCUresult error\b",
-    r"(?:^|/)python[\d.]*: can't open file '",  # a script path that is not there
+    SCRIPT_MISSING,
     # ik_llama.cpp's check of a tensor's values, before it aborts ("Oops(ggml_compute_forward_
     # sum_rows_f32, ffn_moe_weights_sum-60): found nan for i1 = 0, ...")
     r"^Oops\(\w+, [^)]*\): found -?(?:nan|inf)\b",
