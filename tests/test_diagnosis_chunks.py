@@ -55,6 +55,24 @@ def test_one_byte_at_a_time() -> None:
     assert diagnoser.diagnosis() == diagnose_bytes(log)
 
 
+def test_a_job_s_last_word_on_a_line_of_its_own_is_read_whatever_the_chunks() -> None:
+    """A pattern ending at its line's end ("... tasks completed.") is matched at every line's
+    end, not only where a chunk happens to end after that line."""
+    log = (
+        b"05/28 10:29:25 - AISBench - INFO - time elapsed: 14.55s\n"
+        b"05/28 10:29:27 - AISBench - INFO - Performance evaluation tasks completed.\n"
+        + b"05/28 10:29:28 - AISBench - INFO - Summarizing performance results...\n" * 12
+        + b"cp: cannot create regular file 'outputs/default/20260528': No such file or directory\n"
+    )
+    whole = diagnose_bytes(log)
+    assert (whole.crashed, whole.crashed_reason) == (
+        False,
+        "line 2: the job said it finished its work",
+    )
+    for cut in range(len(log) + 1):
+        assert feed_in_pieces(log, [cut]) == whole.to_dict(), cut
+
+
 def windows_log() -> bytes:
     """Several scan windows, an error right at each boundary, figures in every window."""
     window = scanner_module.WINDOW

@@ -204,10 +204,12 @@ def compile_database(ready_pattern: str | None) -> hyperscan.Database:
     for launch in LAUNCHES:
         if launch.anchor:
             add(re.escape(launch.anchor.encode()), _ANCHOR_ID, 0)
+    # (each pattern read as `re` reads it on one line: "$" at every line's end, not only at
+    # the end of whatever block of lines the chunks made)
     for ready in READY_LINES:
-        add(ready.pattern.encode(), _READY_ID, 0)
+        add(ready.pattern.encode(), _READY_ID, hyperscan.HS_FLAG_MULTILINE)
     for kept in (*FINISHED, *STARTED, *INSTALLED):
-        add(kept.pattern.encode(), _ANCHOR_ID, 0)
+        add(kept.pattern.encode(), _ANCHOR_ID, hyperscan.HS_FLAG_MULTILINE)
     for index, kind in enumerate(FIGURE_KINDS):
         if index not in _DENSE_KINDS:
             add(kind.anchor or re.escape(kind.literal), _FIGURE_ID + index, 0)
