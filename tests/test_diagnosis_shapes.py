@@ -511,3 +511,26 @@ def test_a_failure_glued_after_a_progress_bar_is_reported_without_the_bar() -> N
     # A bar with its postfix and nothing after it stays a bar; a bar's own columns too.
     kept = " 50%|#####     | 5/10 [00:01<00:01,  4.2it/s, loss=0.3]"
     assert diagnose(kept + "\nKilled\n")["root_cause"] == "Killed"
+
+
+def test_slurm_s_housekeeping_after_the_job_s_last_word_is_no_failure() -> None:
+    body = diagnose(
+        "{'train_runtime': 3601.2, 'train_samples_per_second': 4.1, 'epoch': 3.0}\n"
+        "slurmstepd: error: common_file_write_uint32s: write pid 2756385 to "
+        "/sys/fs/cgroup/cgroup.procs failed: Device or resource busy\n"
+        "slurmstepd: error: Unable to move pid 2756385 to init root cgroup /sys/fs/cgroup\n"
+        "slurmstepd: error: Failed to destroy CXI Service ID 5 (cxi0): Device or resource busy\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)
+    # The kernel's word that it killed a task is still the step's failure.
+    killed = (
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=8538204.0. Some of the step "
+        "tasks have been OOM Killed."
+    )
+    body = diagnose(
+        killed + "\nslurmstepd: error: Failed to destroy CXI Service ID 5 (cxi0): Device or "
+        "resource busy\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, killed, "oom_host_killed",
+    )  # fmt: skip

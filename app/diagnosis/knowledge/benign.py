@@ -62,6 +62,18 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        # (its "slurmstepd: error: " may be read as every line's prefix)
+        r"\b(?:common_file_write_\w+: write pid \d+ to \S*cgroup\.procs"
+        r"|Unable to move pid \d+ to init root cgroup|error unlocking cgroup '"
+        r"|Failed to destroy CXI Service ID \d+)",
+        ("slurm",),
+        "slurmstepd: error: Unable to move pid 2756385 to init root cgroup /sys/fs/cgroup",
+        "Slurm's step daemon tidying up after the step's tasks exited (moving their pids out "
+        "of the step's cgroup, releasing a network service): its own housekeeping, said at "
+        "error severity whether the job succeeded or not; observed in corpus case BE302",
+        hard=True,
+    ),
+    Benign(
         r"\bld: cannot find -l(?:cufile|aio)\b",
         ("deepspeed",),
         "/usr/bin/ld: cannot find -lcufile",
