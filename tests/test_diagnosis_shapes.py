@@ -534,3 +534,26 @@ def test_slurm_s_housekeeping_after_the_job_s_last_word_is_no_failure() -> None:
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (
         True, killed, "oom_host_killed",
     )  # fmt: skip
+
+
+def test_a_sweep_agent_s_next_run_starts_afresh_after_the_one_that_errored() -> None:
+    killed = (
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=21171137.batch. Some of the step "
+        "tasks have been OOM Killed."
+    )
+    body = diagnose(
+        "wandb: Agent Starting Run: unxsy0hh with config:\n"
+        "wandb: \tbatch_size: 128\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/src/model/base/bert.py", line 220, in train\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 768.00 MiB.\n"
+        "wandb: ERROR Run unxsy0hh errored:\n"
+        "wandb: Agent Starting Run: em3qtl1s with config:\n"
+        "wandb: \tbatch_size: 64\n"
+        "wandb: Syncing run deep-sweep-6\n"
+        "/var/slurm_spool/job21171137/slurm_script: line 22: 1687899 Killed                  "
+        "poetry run python ./scripts/train/main.py\n" + killed + "\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, killed, "oom_host_killed",
+    )  # fmt: skip

@@ -56,6 +56,15 @@ LAUNCHES = (
         "systemd (re)starting a unit it supervises, under journalctl; observed in corpus case "
         "812 (Ollama)",
     ),
+    Launch(
+        r"\bAgent Starting Run: \w+ with config:",
+        ("wandb",),
+        "wandb: Agent Starting Run: em3qtl1s with config:",
+        "a Weights & Biases sweep agent (wandb/agents/pyagent.py) starting its next run, after "
+        "the last one finished or errored (its agent logs the error and goes on); observed in "
+        "corpus case BE307",
+        anchor="Agent Starting Run: ",
+    ),
 )
 
 # Work only a live engine logs (a front end answering health checks is no proof): a failure
