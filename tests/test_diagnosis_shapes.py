@@ -557,3 +557,19 @@ def test_a_sweep_agent_s_next_run_starts_afresh_after_the_one_that_errored() -> 
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (
         True, killed, "oom_host_killed",
     )  # fmt: skip
+
+
+def test_pip_stopped_by_its_operator_is_a_stop_and_what_fails_after_is_the_story() -> None:
+    install = "Collecting accelerate\n  Downloading accelerate-0.21.0.whl (244 kB)\n"
+    stopped = diagnose(install + "ERROR: Operation cancelled by user\n^C\n")
+    assert (stopped["crashed"], stopped["root_cause"]) == (False, None)
+    missing = "ModuleNotFoundError: No module named 'accelerate'"
+    body = diagnose(
+        install + "ERROR: Operation cancelled by user\n^C\n"
+        "Traceback (most recent call last):\n"
+        '  File "/content/train.py", line 77, in install_dependencies\n'
+        "    from accelerate.utils import write_basic_config\n" + missing + "\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, missing, "import_or_version",
+    )  # fmt: skip

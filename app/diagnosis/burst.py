@@ -48,7 +48,10 @@ FATAL_SHAPE = rules.Alternatives(
 )
 _OOM = re.compile(r"\bout of memory\b")
 _STOPPED = rules.Alternatives(tuple(row.pattern for row in STOPPED))
-_BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt:?\s*$")
+# A Ctrl-C that a failure after it explains otherwise: a bare KeyboardInterrupt (a launcher
+# stopping its children because one failed), pip's cancelled install (the program that ran
+# it went on, and failed of its own).
+_BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt:?\s*$|^ERROR: Operation cancelled by user$")
 # A task cancelled: a stop only where it is the last word (a cancelled wait raises its own
 # error after it, chained: "During handling ... TimeoutError").
 CANCELLED_LOOKBACK = 500  # lines before a cancellation where a failure would explain it
@@ -126,8 +129,6 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
         # server echoing a Ctrl-C of its engine core with a long traceback of its own).
         stop = stops[-1]
     if stop is None or (_BARE_INTERRUPT.match(stop.content) and _fails_after(entries, stop)):
-        # (a bare KeyboardInterrupt with a failure after it: a launcher stopping its children
-        # because of that failure)
         return None
     for entry in entries:
         if entry is stop:

@@ -451,6 +451,14 @@ STOPPED = (
         "cases AX113 and AQ302",
     ),
     Fact(
+        r"^ERROR: Operation cancelled by user$",
+        ("pip",),
+        "ERROR: Operation cancelled by user",
+        "pip (pip/_internal/cli/base_command.py) on a Ctrl-C while it installs: the operator "
+        "stopped the install; what the program that ran pip does after it is its own story; "
+        "observed in corpus case BE801",
+    ),
+    Fact(
         r"^Received second interrupt, terminating immediately\.?$",
         ("llama.cpp",),
         "Received second interrupt, terminating immediately.",

@@ -434,6 +434,13 @@ WRAPPERS = (
         "Python: a SIGINT (Ctrl-C, or a launcher stopping its children) ending a traceback",
     ),
     Wrapper(
+        r"^ERROR: Operation cancelled by user$",
+        ("pip",),
+        "ERROR: Operation cancelled by user",
+        "pip's word on a Ctrl-C while it installs (its KeyboardInterrupt, said at ERROR): the "
+        "operator's stop, no failure of its own; observed in corpus case BE801",
+    ),
+    Wrapper(
         r"Terminated\b",
         ("slurm", "shell"),
         "srun: error: host-1: task 0: Terminated",
