@@ -573,3 +573,18 @@ def test_pip_stopped_by_its_operator_is_a_stop_and_what_fails_after_is_the_story
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (
         True, missing, "import_or_version",
     )  # fmt: skip
+
+
+def test_cargo_s_word_on_a_build_script_that_failed_yields_to_the_script_s_panic() -> None:
+    panicked = (
+        "  thread 'main' panicked at 'nvcc cannot target gpu arch 89. Available nvcc targets are "
+        "[35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87].', build.rs:12:5"
+    )
+    body = diagnose(
+        "error: failed to run custom build command for `candle-kernels v0.2.1`\n\n"
+        "Caused by:\n"
+        "  process didn't exit successfully: `target/release/build/candle-kernels-35c8/"
+        "build-script-build` (exit code: 101)\n"
+        "  --- stdout\n  cargo:rerun-if-changed=build.rs\n\n  --- stderr\n" + panicked + "\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, panicked)

@@ -45,6 +45,16 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"^error: failed to run custom build command for `",
+        ("cargo",),
+        "error: failed to run custom build command for `candle-kernels v0.2.1 "
+        "(https://github.com/huggingface/candle.git#84d003ff)`",
+        "cargo on a crate's build script that exited non-zero: the script's own stdout and "
+        "stderr follow under 'Caused by:' (a panic saying why); observed in corpus case BJ302",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
         r"Initialization failed",
         ("sglang",),
         "[2024-12-13 01:47:34] Initialization failed. warmup error: Traceback (most recent call "
