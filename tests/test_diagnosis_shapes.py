@@ -588,3 +588,25 @@ def test_cargo_s_word_on_a_build_script_that_failed_yields_to_the_script_s_panic
         "  --- stdout\n  cargo:rerun-if-changed=build.rs\n\n  --- stderr\n" + panicked + "\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, panicked)
+
+
+def test_docker_s_word_on_a_container_it_could_not_start_yields_to_the_hook_s_error() -> None:
+    # (a terminal 80 columns wide: the daemon's one line wrapped, the hook's error below it)
+    hook = "nvidia-container-cli: initialization error: WSL environment detected but no adap"
+    body = diagnose(
+        "Gracefully stopping... (press Ctrl+C again to force)\n"
+        "Error response from daemon: failed to create task for container: failed to creat\n"
+        "e shim task: OCI runtime create failed: runc create failed: unable to start cont\n"
+        "ainer process: error during container init: error running hook #0: error running\n"
+        " hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+        + hook
+        + "\nters were found: unknown\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, hook)
+    # Its own word is still the root cause where no hook's error follows.
+    alone = (
+        "Error response from daemon: failed to create task for container: failed to create shim "
+        "task: OCI runtime create failed: could not apply required modification to OCI "
+        "specification: error modifying OCI spec: failed to inject CDI devices"
+    )
+    assert diagnose("Attaching to nim\n" + alone + "\n")["root_cause"] == alone

@@ -55,6 +55,17 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"^Error response from daemon: failed to create task for container\b",
+        ("docker",),
+        "Error response from daemon: failed to create task for container: failed to create shim "
+        "task: OCI runtime create failed: runc create failed: unable to start container process: "
+        "error during container init: error running hook #0: error running hook: exit status 1, "
+        "stdout: , stderr: Auto-detected mode as 'legacy'",
+        "Docker's daemon on a container it could not start: where a start-up hook failed (the "
+        "NVIDIA container runtime's), the hook's own error follows, 'nvidia-container-cli: "
+        "initialization error: ...'; observed in corpus case AW406",
+    ),
+    Wrapper(
         r"Initialization failed",
         ("sglang",),
         "[2024-12-13 01:47:34] Initialization failed. warmup error: Traceback (most recent call "
