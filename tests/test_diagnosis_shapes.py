@@ -610,3 +610,17 @@ def test_docker_s_word_on_a_container_it_could_not_start_yields_to_the_hook_s_er
         "specification: error modifying OCI spec: failed to inject CDI devices"
     )
     assert diagnose("Attaching to nim\n" + alone + "\n")["root_cause"] == alone
+
+
+def test_an_error_logged_just_before_a_crash_signal_says_why_the_signal_came() -> None:
+    logged = (
+        "[HAMI-core ERROR (pid:565 thread=140267266266944 multiprocess_memory_limit.c:831)]: "
+        "Illegal device id: 850725928"
+    )
+    body = diagnose(
+        logged + "\n!!!!!!! Segfault encountered !!!!!!!\n"
+        '  File "/libvgpu/src/multiprocess/multiprocess_memory_limit.c", line 833, in '
+        "get_current_device_memory_limit\n"
+        '  File "misc/cudawrap.cc", line 92, in ncclCuMemHostEnable()\n'
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, logged)

@@ -263,8 +263,10 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 # exception carrying a library's status code alone says less than the error
                 # logged first: "nixlBackendError: NIXL_ERR_BACKEND" after UCX's own)
                 and not rules.SHELL_JOB.search(following[0].content)
-                # (nor glibc's abort on the heap the failed set-up left corrupt)
+                # (nor glibc's abort on the heap the failed set-up left corrupt, nor a crash
+                # signal's banner: how the process died, not why)
                 and not rules.HEAP_CORRUPTED.search(following[0].content)
+                and not rules.SIGNALLED.search(following[0].content)
                 and not _only_a_status(following[0])
             ):
                 first = following[0]
