@@ -624,3 +624,26 @@ def test_an_error_logged_just_before_a_crash_signal_says_why_the_signal_came() -
         '  File "misc/cudawrap.cc", line 92, in ncclCuMemHostEnable()\n'
     )
     assert (body["crashed"], body["root_cause"]) == (True, logged)
+
+
+def test_a_shell_s_missing_command_with_a_failure_after_it_is_gone_past() -> None:
+    failed = "RuntimeError: 0 active drivers ([]). There should only be one."
+    body = diagnose(
+        "Successfully installed triton-3.6.0\n"
+        "/bin/bash: line 1: nvidia-smi: command not found\n"
+        "Traceback (most recent call last):\n"
+        '  File "/content/vector_add.py", line 1, in <module>\n'
+        "    DEVICE = triton.runtime.driver.active.get_active_torch_device()\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/triton/runtime/driver.py", line 28, in '
+        "active\n"
+        + "".join(
+            f'  File "/usr/local/lib/python3.12/dist-packages/triton/runtime/driver.py", line {n}, '
+            "in default\n"
+            for n in range(20, 40)
+        )
+        + failed + "\n"
+    )  # fmt: skip
+    assert (body["crashed"], body["root_cause"]) == (True, failed)
+    # Alone at the end, it is why the script stopped.
+    missing = "/bin/bash: line 32: oqnd4apl: command not found"
+    assert diagnose("Loading config\n" + missing + "\n")["root_cause"] == missing

@@ -284,6 +284,11 @@ _NO_SUCH_FILE = (
 )
 _COMMAND_NOT_FOUND = r"(?:command not found|Befehl nicht gefunden)"
 _SCRIPT_LINE = r"(?:line|línea|Zeile|ligne|строка|行) \d+:"
+# a shell's own word that a command it was given is not there ("/bin/bash: line 1: nvidia-smi:
+# command not found")
+SHELL_COMMAND_NOT_FOUND = (
+    rf"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: {_SCRIPT_LINE} \S+: {_COMMAND_NOT_FOUND}$"
+)
 
 # Ordered: the first class whose pattern matches the root-cause line wins.
 # fmt: off
@@ -1446,7 +1451,7 @@ NATIVE_FAILURE = _any(
     # /opt/rocm/bin/hipcc: No such file or directory"), in the host's language too
     # ("./start.sh: línea 18: ./llama-server: No existe el archivo o el directorio")
     # (a script's missing command is often one it goes on past: only a shell's own counts)
-    rf"^(?:/(?:usr/)?bin/)?(?:ba|da|z)?sh: {_SCRIPT_LINE} \S+: {_COMMAND_NOT_FOUND}$",
+    SHELL_COMMAND_NOT_FOUND,
     rf"^\S+: {_SCRIPT_LINE} \S+: {_NO_SUCH_FILE}$",
     # cuBLAS naming the argument it refused, before its status reaches the caller
     r"\bOn entry to \w+ +parameter number \d+ had an illegal value\b",
