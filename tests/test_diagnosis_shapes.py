@@ -647,3 +647,18 @@ def test_a_shell_s_missing_command_with_a_failure_after_it_is_gone_past() -> Non
     # Alone at the end, it is why the script stopped.
     missing = "/bin/bash: line 32: oqnd4apl: command not found"
     assert diagnose("Loading config\n" + missing + "\n")["root_cause"] == missing
+
+
+def test_an_error_that_calls_itself_non_fatal_is_no_failure() -> None:
+    body = diagnose(
+        "[Feb 27 2025 14:10:02] [INFO] [tid 1808] multicast group 1 is allocated.\n"
+        "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on "
+        "fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)
+    # A fatal one is a failure.
+    fatal = (
+        "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch fatal error 12028 on fid 0 "
+        "on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61"
+    )
+    assert diagnose(fatal + "\n")["root_cause"] == fatal

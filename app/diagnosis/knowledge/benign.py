@@ -74,6 +74,15 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        r"\bnon-?fatal (?:error|exception|fault)\b",
+        ("nvidia-fabricmanager", "any"),
+        "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on "
+        "fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61",
+        "an error a program logs at ERROR while saying itself that it is not fatal (NVIDIA's "
+        "Fabric Manager on an NVSwitch error it corrected): the program goes on; observed in "
+        "corpus case BJ202",
+    ),
+    Benign(
         r"\bld: cannot find -l(?:cufile|aio)\b",
         ("deepspeed",),
         "/usr/bin/ld: cannot find -lcufile",
