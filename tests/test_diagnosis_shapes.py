@@ -268,6 +268,9 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "init_process_group.", "config_or_args"),
         ("Could not start Candle backend: Could not start backend: Runtime compute cap 87 is not "
          "compatible with compile time compute cap 80", "unsupported_arch"),
+        ("Error: Failed to initialize NVML", "config_or_args"),
+        ("2022/06/16 07:21:18 Failed to initialize NVML: could not load NVML library.",
+         "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:

@@ -385,6 +385,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
+        # NVML in a container not given the driver's libraries, or a device it lost access to
+        r"\bFailed to initialize NVML(?:: (?:could not load NVML library|Unknown Error))?\.?$",
         # a collective called in a process no launcher set up (run without torchrun)
         r"\bDefault process group has not been initialized\b",
         r"\b(?:TPU|GPU|device) is already in use by another process\b",
