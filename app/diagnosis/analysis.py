@@ -438,8 +438,8 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
     return None
 
 
-# (a binding's own, lower-case names too: "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND")
 _COMMAND_NOT_FOUND = re.compile(rules.SHELL_COMMAND_NOT_FOUND)
+# (a binding's own, lower-case names too: "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND")
 _EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): (.+)$")
 EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
 _OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")

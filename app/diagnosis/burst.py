@@ -6,7 +6,7 @@ import re
 
 from app.diagnosis import rules
 from app.diagnosis.entry import Entry
-from app.diagnosis.knowledge.lifecycle import STOPPED
+from app.diagnosis.knowledge.lifecycle import PIP_CANCELLED, STOPPED
 
 BURST_LINES = 50  # how far back from the last line the final stretch reaches
 _TASK_EXITED_WITH_ERROR = re.compile(r"\btasks? [\d,-]+: Exited with exit code [1-9]")
@@ -51,7 +51,7 @@ _STOPPED = rules.Alternatives(tuple(row.pattern for row in STOPPED))
 # A Ctrl-C that a failure after it explains otherwise: a bare KeyboardInterrupt (a launcher
 # stopping its children because one failed), pip's cancelled install (the program that ran
 # it went on, and failed of its own).
-_BARE_INTERRUPT = re.compile(r"^KeyboardInterrupt:?\s*$|^ERROR: Operation cancelled by user$")
+_OVERRULED_BY_A_LATER_FAILURE = re.compile(rf"^KeyboardInterrupt:?\s*$|{PIP_CANCELLED}")
 # A task cancelled: a stop only where it is the last word (a cancelled wait raises its own
 # error after it, chained: "During handling ... TimeoutError").
 CANCELLED_LOOKBACK = 500  # lines before a cancellation where a failure would explain it
@@ -128,7 +128,9 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
         # Earlier, where nothing after it failed but wrappers saying that it did (vLLM's API
         # server echoing a Ctrl-C of its engine core with a long traceback of its own).
         stop = stops[-1]
-    if stop is None or (_BARE_INTERRUPT.match(stop.content) and _fails_after(entries, stop)):
+    if stop is None or (
+        _OVERRULED_BY_A_LATER_FAILURE.match(stop.content) and _fails_after(entries, stop)
+    ):
         return None
     for entry in entries:
         if entry is stop:

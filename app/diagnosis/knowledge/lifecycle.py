@@ -409,6 +409,9 @@ NEVER_STARTED = (
     ),
 )
 
+# pip's word on a Ctrl-C while it installs: a stop, and no failure of its own
+PIP_CANCELLED = r"^ERROR: Operation cancelled by user$"
+
 # An operator or a scheduler stopping the process: no crash, whatever its launcher prints next.
 STOPPED = (
     Fact(
@@ -451,7 +454,7 @@ STOPPED = (
         "cases AX113 and AQ302",
     ),
     Fact(
-        r"^ERROR: Operation cancelled by user$",
+        PIP_CANCELLED,
         ("pip",),
         "ERROR: Operation cancelled by user",
         "pip (pip/_internal/cli/base_command.py) on a Ctrl-C while it installs: the operator "

@@ -4,6 +4,7 @@ elsewhere. They are never the root cause when anything more specific is in the l
 from dataclasses import dataclass
 
 from app.diagnosis.knowledge.fact import Fact
+from app.diagnosis.knowledge.lifecycle import PIP_CANCELLED
 
 
 @dataclass(frozen=True)
@@ -455,7 +456,7 @@ WRAPPERS = (
         "Python: a SIGINT (Ctrl-C, or a launcher stopping its children) ending a traceback",
     ),
     Wrapper(
-        r"^ERROR: Operation cancelled by user$",
+        PIP_CANCELLED,
         ("pip",),
         "ERROR: Operation cancelled by user",
         "pip's word on a Ctrl-C while it installs (its KeyboardInterrupt, said at ERROR): the "
