@@ -183,9 +183,10 @@ FLOORS = {
     # E143-E163, AS001-AS713, E164-E188, AT001-AT508, E189-E208, AU001-AU706, E209-E230,
     # AV001-AV608, E231-E250, AW001-AW410, AX001-AX605, AY001-AY709, AZ001-AZ611,
     # E251-E270, BA001-BA704, BB001-BB606, E271-E282, BC001-BC411, BD001-BD610,
-    # BE001-BE805, BF001-BF910, E283-E302, BG001-BG910, BH004-BH406, BI001-BI907 and
-    # BJ001-BJ405 (the second to sixty-fifth rounds' fresh parts) are tuning too: each part
-    # folded in lowers these floors to what the engine reads on the larger part.
+    # BE001-BE805, BF001-BF910, E283-E302, BG001-BG910, BH004-BH406, BI001-BI907,
+    # BJ001-BJ405, BK001-BK907 and E303-E320 (the second to sixty-sixth rounds' fresh parts)
+    # are tuning too: each part folded in lowers these floors to what the engine reads on the
+    # larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -193,16 +194,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # A fresh part is held to what it read when it was scored once: BK001-BK907 (73 public
-    # logs) and E303-E320 (18 real failures on an H100), the sixty-sixth round's, scored after
-    # that round's rules at 71 / 77 / 57 / 81 / 74 (bench/README.md has the figures).
-    "fresh": {
-        "root_cause": 0.78,
-        "top3": 0.84,
-        "error_class": 0.62,
-        "crashed": 0.89,
-        "ready": 0.81,
     },
     "validation": {
         "root_cause": 1.0,
