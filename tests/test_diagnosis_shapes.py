@@ -591,6 +591,14 @@ def test_cargo_s_word_on_a_build_script_that_failed_yields_to_the_script_s_panic
         "  --- stdout\n  cargo:rerun-if-changed=build.rs\n\n  --- stderr\n" + panicked + "\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, panicked)
+    # The crate named bare (a report that lost its backticks), nvcc's error in the output.
+    nvcc = 'src/moe/moe_wmma_gguf.cu(259): error: incomplete type "nvcuda::wmma::fragment"'
+    body = diagnose(
+        "error: failed to run custom build command for candle-kernels v0.9.2\nCaused by:\n"
+        "process didn't exit successfully: /app/target/release/build/candle-kernels-50be/"
+        "build-script-build (exit status: 101)\n\n" + nvcc + "\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, nvcc)
 
 
 def test_docker_s_word_on_a_container_it_could_not_start_yields_to_the_hook_s_error() -> None:

@@ -46,7 +46,8 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
-        r"^error: failed to run custom build command for `",
+        # (its crate named in backticks, or bare where a report lost them)
+        r"^error: failed to run custom build command for `?[\w-]+ v\d",
         ("cargo",),
         "error: failed to run custom build command for `candle-kernels v0.2.1 "
         "(https://github.com/huggingface/candle.git#84d003ff)`",
