@@ -673,3 +673,30 @@ def test_an_error_that_calls_itself_non_fatal_is_no_failure() -> None:
         "on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61"
     )
     assert diagnose(fatal + "\n")["root_cause"] == fatal
+
+
+def test_tensorflow_s_record_of_the_op_that_failed_beats_its_root_errors_summary() -> None:
+    op_failed = (
+        "2021-03-24 22:58:48.688700: W tensorflow/core/framework/op_kernel.cc:1651] "
+        "OP_REQUIRES failed at nccl_ops.cc:104 : Internal: unhandled system error"
+    )
+    body = diagnose(
+        "I0324 22:58:40.000000 139872082519872 benchmark_cnn.py:2000] Running warm up\n"
+        + op_failed + "\n" + op_failed.replace("48.688700", "48.688800") + "\n"
+        "Traceback (most recent call last):\n"
+        '  File "tf_cnn_benchmarks.py", line 73, in <module>\n'
+        "    app.run(main)\n"
+        "tensorflow.python.framework.errors_impl.InternalError: 2 root error(s) found.\n"
+        "  (0) Internal: unhandled system error\n"
+    )  # fmt: skip
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, op_failed, "nccl_comm",
+    )  # fmt: skip
+    # An allocator's hint that it calls "not a failure" yields to the failure after it.
+    hint = (
+        "2020-07-10 08:43:17.477999: W tensorflow/core/common_runtime/bfc_allocator.cc:239] "
+        "Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.54GiB with "
+        "freed_by_count=0. The caller indicates that this is not a failure, but may mean that "
+        "there could be performance gains if more memory were available."
+    )
+    assert diagnose(hint + "\n" + op_failed + "\n")["root_cause"] == op_failed

@@ -439,6 +439,7 @@ def _logged_just_before(entries: list[Entry], index: int) -> Entry | None:
 
 
 _COMMAND_NOT_FOUND = re.compile(rules.SHELL_COMMAND_NOT_FOUND)
+_NOT_A_FAILURE = re.compile(r"\bThe caller indicates that this is not a failure\b")
 # (a binding's own, lower-case names too: "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND")
 _EXCEPTION_MESSAGE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception): (.+)$")
 EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
@@ -454,8 +455,10 @@ def _lived_through(
     "ERROR ... Cannot use FA version 2 ..." it fell back from) followed by ordinary work and
     then by an exception is not why it stopped."""
     for index, (failure, following) in enumerate(itertools.pairwise(failures)):
-        if _COMMAND_NOT_FOUND.match(failure.content):
-            continue  # (a shell goes on to its next command: what failed after is the story)
+        if _COMMAND_NOT_FOUND.match(failure.content) or _NOT_A_FAILURE.search(failure.content):
+            # (a shell goes on to its next command, and an allocator's hint that it says is
+            # "not a failure" is none: what failed after them is the story)
+            continue
         between = entries[position[id(failure)] + 1 : position[id(following)]]
         caught = failure.strength == 3 and _warned_and_went_on(between, failure)
         if not caught and (failure.strength != 2 or failure.warning):

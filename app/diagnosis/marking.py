@@ -334,7 +334,11 @@ def mark(entries: list[Entry]) -> None:
                 entry.set_aside = "an exception its logger reported as a warning"
             traceback_start, chain_pending, framed, logging_raised = None, False, False, False
             raised_name = None
-        elif rules.ASSERTION_MACRO.search(content) or rules.CHECK_MACRO.search(content):
+        elif (
+            rules.ASSERTION_MACRO.search(content)
+            or rules.CHECK_MACRO.search(content)
+            or rules.TF_OP_FAILED.search(content)
+        ):
             entry.strength = 3  # an assert that aborts, whatever severity the logger gave it
         elif level == "info" and rules.MEMORY_RAN_OUT.search(content):
             # an allocator's warning, sometimes the only trace of an OOM: the process may live

@@ -528,6 +528,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # NCCL's own warnings name a transport fault even when they say "timed out".
     ("nccl_comm", _any(
         r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
+        # TensorFlow's NCCL all-reduce op failing ("OP_REQUIRES failed at nccl_ops.cc:104 : ...")
+        r"\bOP_REQUIRES failed at nccl_\w+\.cc:\d+",
         # NVSHMEM's transport between two GPUs that cannot reach each other
         r"\bPeer GPU \d+ is not accessible\b",
         # NCCL's (RCCL's) topology search finding no path back between two devices
@@ -1185,6 +1187,10 @@ TRACEBACK_END = re.compile(
 # severity ("Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'", logged at
 # INFO by a server relaying its engine's output).
 CHECK_MACRO = re.compile(r"(?:^|:\s)Failed: (?:Cuda error )?\S+\.(?:cu|cuh|cpp|cc|h):\d+ '")
+# TensorFlow's record of the op that failed and its status, which it logs at W before the
+# exception summarising it ("OP_REQUIRES failed at nccl_ops.cc:104 : Internal: unhandled
+# system error"): the failure, whatever severity it carries.
+TF_OP_FAILED = re.compile(r"\bOP_REQUIRES failed at \S+ : [A-Z]\w*(?: \w+)?: \S")
 # One source location twice in a line: several threads' copies of one failure written into
 # each other ("x.h:1146: x.h:1146: GGML_ASSERT(...) failed/home/..."); a clean copy is nearby.
 # (or an exception's name glued to its own copy: "IndexErrorIndexError: : list index out of ...")

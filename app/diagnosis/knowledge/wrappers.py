@@ -68,6 +68,14 @@ WRAPPERS = (
         "initialization error: ...'; observed in corpus case AW406",
     ),
     Wrapper(
+        r"\b\d+ root error\(s\) found\.?$",
+        ("tensorflow",),
+        "tensorflow.python.framework.errors_impl.InternalError: 2 root error(s) found.",
+        "TensorFlow's session summarising the ops that failed in one step, each listed below "
+        "it ('(0) Internal: ...') and logged before it ('OP_REQUIRES failed at ...'); "
+        "observed in corpus case BK905",
+    ),
+    Wrapper(
         r"Initialization failed",
         ("sglang",),
         "[2024-12-13 01:47:34] Initialization failed. warmup error: Traceback (most recent call "
