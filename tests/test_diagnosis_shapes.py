@@ -700,3 +700,16 @@ def test_tensorflow_s_record_of_the_op_that_failed_beats_its_root_errors_summary
         "there could be performance gains if more memory were available."
     )
     assert diagnose(hint + "\n" + op_failed + "\n")["root_cause"] == op_failed
+
+
+def test_onnxruntime_s_own_warning_on_a_provider_it_fell_back_from_is_no_failure() -> None:
+    body = diagnose(
+        "2025-02-10 15:11:12,191 - dw pose extraction - INFO - LOAD: DW Pose Model\n"
+        "2025-02-10 15:11:13.526591585 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:640 "
+        "CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Please "
+        "reference https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
+        "#requirements to ensure all dependencies are met.\n"
+        "Extracting dwpose from video frames...\n"
+        "DWPose data extraction complete!\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)

@@ -47,6 +47,9 @@ _OWN_WARNING = re.compile(r"warning:\s")
 # libfabric's own record ("libfabric:1680522:1726870657::core:core:ofi_hmem_init():339<warn>
 # Failed to initialize hmem iface FI_HMEM_ZE: ..."): a provider it probed and went on without.
 _LIBFABRIC_INFO = re.compile(r"^libfabric:\d+:\d+:[\w:;-]*\(\):\d+<(?:warn|info|debug|trace)> ")
+# onnxruntime's own record below its error level ("[W:onnxruntime:Default, ...] Failed to
+# create CUDAExecutionProvider. ...": a provider it fell back from)
+_ONNXRUNTIME_INFO = re.compile(r"^\[[VIW]:onnxruntime:")
 _LOGFMT_LEVEL = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
 _LOGFMT_ERRORS = {"error", "err", "fatal", "panic", "critical", "crit"}
 _LOGFMT_INFO = {"info", "warn", "warning", "debug", "trace", "notice"}
@@ -831,6 +834,7 @@ def _level(entry: Entry) -> str | None:
         _INFO_LEVEL.search(prefix)
         or _OWN_WARNING.match(entry.content)
         or _LIBFABRIC_INFO.match(entry.content)
+        or _ONNXRUNTIME_INFO.match(entry.content)
     ):
         return "info"
     if _ERROR_LEVEL.search(prefix):
