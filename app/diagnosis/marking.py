@@ -342,7 +342,9 @@ def mark(entries: list[Entry]) -> None:
             or rules.CHECK_MACRO.search(content)
             or rules.TF_OP_FAILED.search(content)
         ):
-            entry.strength = 3  # an assert that aborts, whatever severity the logger gave it
+            # an assert that aborts, a check or an op that failed with its status: a failure,
+            # whatever severity the logger gave it
+            entry.strength = 3
         elif level == "info" and rules.MEMORY_RAN_OUT.search(content):
             # an allocator's warning, sometimes the only trace of an OOM: the process may live
             entry.strength, entry.warning = 2, True
