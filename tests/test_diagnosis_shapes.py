@@ -271,6 +271,8 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("Error: Failed to initialize NVML", "config_or_args"),
         ("2022/06/16 07:21:18 Failed to initialize NVML: could not load NVML library.",
          "config_or_args"),
+        ("⠴ Transcribing... 0:00:00Could not locate cudnn_ops64_9.dll. Please make sure it is "
+         "in your library path!", "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:
@@ -713,3 +715,15 @@ def test_onnxruntime_s_own_warning_on_a_provider_it_fell_back_from_is_no_failure
         "DWPose data extraction complete!\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_a_notebook_kernel_that_crashed_yields_to_the_error_its_cell_printed() -> None:
+    crashed = "The Kernel crashed while executing code in the current cell or a previous cell. "
+    alone = diagnose("DPO training:  50%|█████     | 500/1000\n" + crashed + "\n")
+    assert (alone["crashed"], alone["root_cause"]) == (True, crashed)
+    failed = (
+        "2024-07-02 16:22:00.000153:  264768  ERROR ||NEURON_CC_WRAPPER||: Failed compilation "
+        "with ['neuronx-cc', 'compile', '--target=trn1']: [TEN404] Internal tensorizer error"
+    )
+    body = diagnose(failed + "\n" + crashed + "\n")
+    assert (body["crashed"], body["root_cause"]) == (True, failed)

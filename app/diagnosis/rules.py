@@ -844,6 +844,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"^CUDA SETUP: Required library version not found: ",
         r"\bUnable to load any of \{[^}]*\.(?:so|dll|dylib)\b",
         r"\bCould not load library \S+\.(?:so|dll|dylib)\b",
+        r"Could not locate \w+\.dll\. Please make sure it is in your library path",
         r"version (?:mismatch|conflict)", r"obsolete version", r"requires? \S+ ?(?:>=|==|version)",
         r"_OpNamespace.*has no attribute", r"(?:GLIBC|CXXABI)\w*_[\d.]+' not found",
         r"\bnot in lib\w+\.so\b",  # a symbol the installed library lacks (Ascend's opapi)
@@ -1235,6 +1236,10 @@ NATIVE_FAILURE = _any(
     # a library's loader trying each name of a shared library it needs (CTranslate2's, cuDNN's)
     r"\bUnable to load any of \{",
     r"^Could not load library \S+\. Error: ",
+    # and on Windows, where the DLL is not on the path (even glued after a spinner)
+    r"Could not locate \w+\.dll\. Please make sure it is in your library path",
+    # VS Code's Jupyter on a kernel that died (a wrapper: an error before it says why)
+    r"\bThe Kernel crashed while executing code\b",
     r"\bOpenCL error: \w+: -\d+",  # CLBlast's
     r"CUDA Error:",
     r"CUDA error:",

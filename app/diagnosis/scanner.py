@@ -82,6 +82,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"nexpected EOF",  # bash on a quote left open
         b"larm clock",  # a shell on a job its own alarm killed (SIGALRM)
         b"Oops(",  # ik_llama.cpp's check finding a NaN, before its abort
+        b"Kernel crashed",  # VS Code's Jupyter on a kernel that died
     )
 ]  # fmt: skip
 

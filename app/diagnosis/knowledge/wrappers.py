@@ -574,6 +574,14 @@ WRAPPERS = (
         "supported in this architecture ...\")')",
     ),
     Wrapper(
+        r"\bThe Kernel crashed while executing code in the current cell\b",
+        ("jupyter",),
+        "The Kernel crashed while executing code in the current cell or a previous cell.",
+        "VS Code's Jupyter extension on a kernel process that died: the cell's output above it "
+        "(an OOM, a CUDA error) says why; alone, it is all the log has; observed in corpus case "
+        "BI002",
+    ),
+    Wrapper(
         r"^Fatal Python error: Aborted\b",
         ("python",),
         "Fatal Python error: Aborted",
