@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.diagnosis import diagnose_bytes, hsdb, scanner
+from app.diagnosis import diagnose_bytes, hsdb, rules, scanner
 
 CRASH = b'Traceback (most recent call last):\n  File "x.py", line 1\nKeyError: 12\n'
 
@@ -87,3 +87,35 @@ def test_no_home_to_keep_a_cache_in_only_costs_a_compile(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
     assert finds_the_crash(compile_uncached())
+
+
+def test_what_the_patterns_name_is_worked_out_once_and_kept(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patterns = rules._PREFILTER.patterns
+    first = rules._StandIns.of(patterns)
+    (stored,) = cache_home.glob("stand-ins-*.json")
+    written = stored.stat().st_mtime_ns
+
+    def read_again(patterns: list[str]) -> None:
+        raise AssertionError("the patterns were read again")
+
+    monkeypatch.setattr(rules._StandIns, "_read", staticmethod(read_again))
+    kept = rules._StandIns.of(patterns)
+    assert first is not None and kept is not None
+    assert stored.stat().st_mtime_ns == written
+    line = "[2026-03-01 10:00:00 TP0] Décodé: KeyError: 12 ░▒▓"
+    assert kept.line(line) == first.line(line) and first.line("KeyError: 12") is not None
+
+
+def test_a_corrupt_record_of_the_patterns_is_worked_out_again(cache_home: Path) -> None:
+    patterns = rules._PREFILTER.patterns
+    expected = rules._StandIns.of(patterns)
+    (stored,) = cache_home.glob("stand-ins-*.json")
+    stored.write_text("{not json")
+    again = rules._StandIns.of(patterns)
+    assert expected is not None and again is not None
+    assert again.line("RuntimeError: CUDA error: out of memory") == expected.line(
+        "RuntimeError: CUDA error: out of memory"
+    )
+    assert stored.read_text() != "{not json"

@@ -5,10 +5,13 @@ a compile."""
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import hyperscan
 
@@ -36,14 +39,29 @@ def cached_database(
     return database
 
 
+def cached_json(kind: str, material: object, build: Callable[[], Any]) -> Any:
+    """build()'s answer for this material (what it is worked out from), a value JSON keeps,
+    from the cache when it holds it: worked out afresh, it would cost every run's start."""
+    key = hashlib.sha256(repr(material).encode())
+    name = f"{kind}-{key.hexdigest()[:32]}.json"
+    with contextlib.suppress(*_CACHE_ERRORS):
+        return json.loads((cache_dir() / name).read_bytes())
+    value = build()
+    with contextlib.suppress(*_CACHE_ERRORS):
+        cached = cache_dir() / name
+        _write_atomically(cached, json.dumps(value).encode())
+        _forget_stale(cached.parent, kind, ".json")
+    return value
+
+
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "campaign-dash"
 
 
-def _forget_stale(folder: Path, kind: str) -> None:
+def _forget_stale(folder: Path, kind: str, suffix: str = ".hsdb") -> None:
     """Only the most recently written databases stay: older releases' never load again."""
-    stored = sorted(folder.glob(f"{kind}-*.hsdb"), key=lambda p: p.stat().st_mtime, reverse=True)
+    stored = sorted(folder.glob(f"{kind}-*{suffix}"), key=lambda p: p.stat().st_mtime, reverse=True)
     for stale in stored[KEPT_DATABASES:]:
         stale.unlink(missing_ok=True)
 

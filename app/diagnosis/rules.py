@@ -7,6 +7,7 @@ import hashlib
 import re
 import re._constants as sre
 import re._parser as sre_parse
+import sys
 import threading
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -15,7 +16,7 @@ from typing import ClassVar
 
 import hyperscan
 
-from app.diagnosis.hsdb import cached_database, scratch_for
+from app.diagnosis.hsdb import cached_database, cached_json, scratch_for
 from app.diagnosis.knowledge import benign, lifecycle, wrappers
 
 ERROR_CLASSES = (
@@ -121,7 +122,18 @@ class _StandIns(dict[int, str]):
 
     @classmethod
     def of(cls, patterns: list[str]) -> "_StandIns | None":
-        """None where a pattern holds what the stand-ins were not proven for."""
+        """None where a pattern holds what the stand-ins were not proven for. (Reading every
+        pattern costs more than a small log's whole diagnosis: what it finds is kept on disk.)"""
+        read = cached_json("stand-ins", (sys.version, patterns), lambda: cls._read(patterns))
+        if read is None:
+            return None
+        named, ranges, excluded = read
+        return cls(set(named), [(low, high) for low, high in ranges], set(excluded))
+
+    @staticmethod
+    def _read(patterns: list[str]) -> tuple[str, list[tuple[int, int]], str] | None:
+        """The characters the patterns name, their ranges, and those named where they must
+        not match."""
         named: set[str] = set()
         excluded: set[str] = set()
         ranges: list[tuple[int, int]] = []
@@ -166,7 +178,7 @@ class _StandIns(dict[int, str]):
                 read(sre_parse.parse(pattern), negative=False)
         except (ValueError, re.error, AttributeError):  # (re's parser is private: it may change)
             return None
-        return cls(named, ranges, excluded)
+        return "".join(sorted(named)), ranges, "".join(sorted(excluded))
 
     def __missing__(self, code: int) -> str:
         char = chr(code)
