@@ -727,3 +727,44 @@ def test_a_notebook_kernel_that_crashed_yields_to_the_error_its_cell_printed() -
     )
     body = diagnose(failed + "\n" + crashed + "\n")
     assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_pyxis_s_own_summaries_yield_to_the_enroot_log_it_relays() -> None:
+    cause = (
+        "slurmstepd: error: pyxis:   nvidia-container-cli: container error: file lookup failed: "
+        "/proc/421042/root/fsx/enroot/data/user/etc/debian_version: permission denied"
+    )
+    body = diagnose(
+        "slurmstepd: error: pyxis: container start failed with error code: 1\n"
+        "slurmstepd: error: pyxis: printing enroot log file:\n" + cause + "\n"
+        "slurmstepd: error: pyxis:   [ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with "
+        "return code 1\n"
+        "slurmstepd: error: pyxis: couldn't start container\n"
+        "slurmstepd: error: spank: required plugin spank_pyxis.so: task_init() failed with rc=-1\n"
+        "slurmstepd: error: Failed to invoke spank plugin stack\n"
+        "srun: error: host-1: task 0: Exited with exit code 1\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, cause)
+    missing = (
+        "slurmstepd: error: pyxis:     [ERROR] Command not found: nvidia-container-cli, see "
+        "https://github.com/NVIDIA/libnvidia-container"
+    )
+    body = diagnose(
+        "slurmstepd: error: pyxis: container start failed with error code: 1\n"
+        "slurmstepd: error: pyxis: printing contents of log file ...\n" + missing + "\n"
+        "slurmstepd: error: pyxis: couldn't start container\n"
+    )
+    assert (body["root_cause"], body["error_class"]) == (missing, "import_or_version")
+
+
+def test_slurm_starting_a_task_in_tmp_for_a_missing_directory_is_no_failure() -> None:
+    moved = (
+        " 0: slurmstepd: error: couldn't chdir to `/workspace': No such file or directory: "
+        "going to /tmp instead\n"
+    )
+    body = diagnose(
+        "2025-01-24 14:22:52.021 | INFO | server:_run_async:377 - Serving on port 12345\n"
+        + moved * 3
+        + " 0: epoch 1 step 10 loss 2.31\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)

@@ -851,6 +851,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bis not supported by the following packages\b",
         r"\bis likely not configured with CUDA support\b",  # UCX without its CUDA transport
         r"\bCould not load lib[\w-]+\. Likely causes\b",
+        r"\[ERROR\] Command not found: \S+",  # enroot's hook without the tool it runs
         # a library's native binary for this CUDA version missing from its wheel (bitsandbytes)
         r"\b(?:CUDA|ROCm|HIP) binary not found\b", r"\bCould not find the \w+ CUDA binary\b",
         r"^CUDA SETUP: Required library version not found: ",

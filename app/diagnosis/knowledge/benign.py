@@ -74,6 +74,29 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        # (pyxis relays enroot's whole log at error severity: its notes and enroot's own
+        # [INFO] records among it are none)
+        r"\bpyxis: (?:printing (?:contents of )?(?:enroot )?log file\b|if the image has an "
+        r"unusual entrypoint\b)|\bpyxis:\s+\[INFO\] ",
+        ("pyxis", "slurm"),
+        "slurmstepd: error: pyxis: printing contents of log file ...",
+        "NVIDIA's pyxis (Slurm's container plugin) announcing the enroot log it relays, and "
+        "enroot's information records in it, all under slurmstepd's 'error:'; observed in "
+        "corpus case BL308",
+        hard=True,
+    ),
+    Benign(
+        # (a task's working directory missing on a node: Slurm starts it in /tmp and goes on)
+        r"\bcouldn't chdir to `[^']*': .*: going to /tmp instead\b",
+        ("slurm",),
+        " 0: slurmstepd: error: couldn't chdir to `/workspace': No such file or directory: "
+        "going to /tmp instead",
+        "Slurm's step daemon (src/slurmd/slurmstepd/mgr.c) where the job's working directory "
+        "does not exist on the node: it says so at error severity and starts the task in /tmp; "
+        "observed in corpus case BL508",
+        hard=True,
+    ),
+    Benign(
         r"\bnon-?fatal (?:error|exception|fault)\b",
         ("nvidia-fabricmanager", "any"),
         "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on "

@@ -574,6 +574,34 @@ WRAPPERS = (
         "supported in this architecture ...\")')",
     ),
     Wrapper(
+        r"\bpyxis: (?:container start failed|child \d+ failed) with error code\b",
+        ("pyxis", "slurm"),
+        "slurmstepd: error: pyxis: container start failed with error code: 1",
+        "NVIDIA's pyxis (Slurm's container plugin) on an enroot container that did not start: "
+        "the enroot log it prints after it ('pyxis:   nvidia-container-cli: ...', "
+        "'[ERROR] ...') says why; observed in corpus case BL307",
+        strong=True,
+        another_process=True,
+    ),
+    Wrapper(
+        r"\bpyxis: (?:couldn't start container|failed to import docker image)$"
+        r"|\bspank: required plugin \S+: task_init\(\) failed"
+        r"|\bFailed to invoke spank plugin stack$",
+        ("pyxis", "slurm"),
+        "slurmstepd: error: spank: required plugin spank_pyxis.so: task_init() failed with rc=-1",
+        "Slurm's plugin stack (spank) and pyxis summing up a container that did not start, "
+        "after the enroot log that says why; observed in corpus case BL307",
+    ),
+    Wrapper(
+        r"\[ERROR\] \S+/hooks\.d/\S+ exited with return code \d+$",
+        ("enroot",),
+        "slurmstepd: error: pyxis:   [ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with "
+        "return code 1",
+        "enroot on one of its start-up hooks that failed (its NVIDIA hook runs "
+        "nvidia-container-cli, whose error is printed just before); observed in corpus case "
+        "BL307",
+    ),
+    Wrapper(
         r"\bThe Kernel crashed while executing code in the current cell\b",
         ("jupyter",),
         "The Kernel crashed while executing code in the current cell or a previous cell.",
