@@ -1012,6 +1012,10 @@ def test_a_failed_write_is_explained_by_a_full_disk_before_or_after_it() -> None
     # A failure that is no write keeps its own line.
     other = "RuntimeError: CUDA error: an illegal memory access was encountered"
     assert diagnose(*QUIET, *TB, other, *QUIET, full).root_cause == other
+    # A quota is a full disk too.
+    quota = "cp: error writing '/home/user/ckpt/model.safetensors': Disk quota exceeded"
+    found = diagnose(*QUIET, "saving checkpoint at iteration 20", *TB, failed, *QUIET, quota)
+    assert found.root_cause == quota
 
 
 @pytest.mark.parametrize(

@@ -768,3 +768,19 @@ def test_slurm_starting_a_task_in_tmp_for_a_missing_directory_is_no_failure() ->
         + " 0: epoch 1 step 10 loss 2.31\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_a_distributed_checkpoint_s_exception_yields_to_the_rank_s_own_error() -> None:
+    quota = "[rank0]: OSError: [Errno 122] Disk quota exceeded: '/ckpt/fsdp_0/.metadata.tmp'"
+    body = diagnose(
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/srv/train.py", line 88, in <module>\n'
+        "[rank0]:     accelerator.save_state(output_dir)\n"
+        "[rank0]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException "
+        "ranks:dict_keys([0])\n"
+        "[rank0]: Traceback (most recent call last): (RANK 0)\n"
+        '[rank0]:   File "/torch/distributed/checkpoint/filesystem.py", line 513, in '
+        "create_stream\n"
+        "[rank0]:     with path.open(mode) as stream:\n" + quota + "\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, quota)

@@ -275,7 +275,7 @@ def _any(*patterns: str) -> Alternatives:
 
 # Lines read both as failures (marking) and for their class, written once.
 PEER_WAIT_TIMEOUT = r"^DeepEP [\w ()-]+ timeout\b"  # an all-to-all's kernel waiting on a peer
-DISK_FULL = r"\bNo space left on device\b"
+DISK_FULL = r"\b(?:No space left on device|Disk quota exceeded)\b"  # (a quota is a disk too)
 EXEC_FORMAT = r"\b[Ee]xec format error\b"
 # python given a script path that is not there ("python3: can't open file '/p/x'")
 SCRIPT_MISSING = r"(?:^|/)python[\d.]*: can't open file '"

@@ -574,6 +574,15 @@ WRAPPERS = (
         "supported in this architecture ...\")')",
     ),
     Wrapper(
+        r"\bCheckpointException ranks:dict_keys\(\[[\d, ]+\]\)$",
+        ("pytorch",),
+        "[rank0]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException "
+        "ranks:dict_keys([0])",
+        "PyTorch's distributed checkpoint (torch/distributed/checkpoint/utils.py) naming the "
+        "ranks whose save or load failed; each rank's own traceback follows it, '(RANK 0)', "
+        "ending in the error that failed it; observed in corpus case BM103",
+    ),
+    Wrapper(
         r"\bpyxis: (?:container start failed|child \d+ failed) with error code\b",
         ("pyxis", "slurm"),
         "slurmstepd: error: pyxis: container start failed with error code: 1",
