@@ -273,6 +273,7 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "config_or_args"),
         ("⠴ Transcribing... 0:00:00Could not locate cudnn_ops64_9.dll. Please make sure it is "
          "in your library path!", "import_or_version"),
+        ("-> CUDA driver version is insufficient for CUDA runtime version", "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:

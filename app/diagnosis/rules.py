@@ -1256,6 +1256,9 @@ NATIVE_FAILURE = _any(
     r"\bOpenCL error: \w+: -\d+",  # CLBlast's
     r"CUDA Error:",
     r"CUDA error:",
+    # the CUDA runtime's own words for cudaErrorInsufficientDriver, as a sample or a tool
+    # prints them alone ("-> CUDA driver version is insufficient for CUDA runtime version")
+    r"^-> CUDA driver version is insufficient for CUDA runtime version$",
     # a driver-API call's check in an extension ("[torch_memory_saver.cpp] CUresult error
     # result=1 file=... func=resume line=214")
     r"\bCUresult error\b",

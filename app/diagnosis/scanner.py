@@ -83,6 +83,7 @@ _ANCHORS: list[tuple[bytes, int]] = [
         b"larm clock",  # a shell on a job its own alarm killed (SIGALRM)
         b"Oops(",  # ik_llama.cpp's check finding a NaN, before its abort
         b"Kernel crashed",  # VS Code's Jupyter on a kernel that died
+        b"is insufficient for CUDA",  # the CUDA runtime on a driver too old for it
     )
 ]  # fmt: skip
 
