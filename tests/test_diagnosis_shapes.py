@@ -785,3 +785,27 @@ def test_a_distributed_checkpoint_s_exception_yields_to_the_rank_s_own_error() -
         "[rank0]:     with path.open(mode) as stream:\n" + quota + "\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, quota)
+
+
+def test_a_relayed_engine_s_error_is_an_error_under_its_relay_s_info() -> None:
+    relay = "2025-08-13 04:39:39,465 - __main__ - INFO - "
+    error = (
+        "2025-08-13 04:39:39,837 - __main__ - INFO - ERROR 08-13 04:39:39 engine.py:400] "
+        "CUDA error: no kernel image is available for execution on the device"
+    )
+    body = diagnose(
+        "2025-08-13 04:39:39,077 - __main__ - WARNING - Attempt 9: Please wait for vllm server "
+        "to become ready...\n"
+        + relay
+        + "INFO 08-13 04:39:39 cuda.py:229] Using Flash Attention backend.\n"
+        + relay
+        + "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
+        "the current PyTorch installation.\n"
+        + relay
+        + "INFO 08-13 04:39:39 model_runner.py:1110] Starting to load model /m...\n"
+        + error
+        + "\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, error, "unsupported_arch",
+    )  # fmt: skip

@@ -32,6 +32,9 @@ _ERROR_LEVEL = re.compile(
     # at the level it prints a broken guarantee at before it aborts (":0:")
     r"|(?:^|\s):[01]:[\w./-]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
 )
+# The error level said as a word ("ERROR", not glog's "E0407"): what a relayed logger's
+# record starts with.
+_ERROR_WORD = re.compile(r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL)(?=[\s\]:|]|$)")
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").
 # llama.cpp's logger the same: "0.00.065.436 E srv  start: ...".
@@ -833,15 +836,25 @@ def _level(entry: Entry) -> str | None:
     """The severity a logger put in the line's prefix, or in its logfmt `level=` key."""
     prefix = entry.prefix
     if (
-        _INFO_LEVEL.search(prefix)
-        or _OWN_WARNING.match(entry.content)
+        _OWN_WARNING.match(entry.content)
         or _LIBFABRIC_INFO.match(entry.content)
         or _ONNXRUNTIME_INFO.match(entry.content)
     ):
         return "info"
+    # A process that relays another's lines puts its own level first, the other's after:
+    # "... - __main__ - INFO - ERROR 08-13 04:39:39 engine.py:400] ..." is the engine's error.
+    if _last_at(_ERROR_WORD, prefix) > _last_at(_INFO_LEVEL, prefix):
+        return "error"
+    if _INFO_LEVEL.search(prefix):
+        return "info"
     if _ERROR_LEVEL.search(prefix):
         return "error"
     return _logfmt_level(entry)
+
+
+def _last_at(level: re.Pattern[str], prefix: str) -> int:
+    """Where the last of these severity words starts in the prefix; -1 where none does."""
+    return max((match.start() for match in level.finditer(prefix)), default=-1)
 
 
 def _logfmt_level(entry: Entry) -> str | None:
