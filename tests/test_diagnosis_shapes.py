@@ -809,3 +809,15 @@ def test_a_relayed_engine_s_error_is_an_error_under_its_relay_s_info() -> None:
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (
         True, error, "unsupported_arch",
     )  # fmt: skip
+
+
+def test_a_request_the_server_could_not_process_is_served_past() -> None:
+    body = diagnose(
+        "INFO:     Uvicorn running on http://0.0.0.0:7960 (Press CTRL+C to quit)\n"
+        "04:42:20 - ERROR - Error processing UI generation request: 500: No operator found for "
+        "`memory_efficient_attention_forward` with inputs:\n"
+        "     query       : shape=(1, 4096, 16, 64) (torch.float16)\n"
+        "`fa2F@0.0.0` is not supported because:\n"
+        "    xFormers wasn't build with CUDA support\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)

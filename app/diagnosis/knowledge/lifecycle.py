@@ -794,6 +794,17 @@ REQUEST_ANSWERED = (
 REQUEST_REFUSED = (
     *REQUEST_ANSWERED,
     Fact(
+        # (aiohttp's "Error handling request from 127.0.0.1", SwarmUI's "Error handling API
+        # request '/API/...'", a web UI's "Error processing UI generation request: 500: ...")
+        r"\bError (?:processing|handling) (?:[\w-]+ ){0,3}request\b",
+        ("aiohttp", "any"),
+        "04:42:20 - ERROR - Error processing UI generation request: 500: No operator found "
+        "for `memory_efficient_attention_forward` with inputs:",
+        "a server's handler on one request it could not serve, logged with its status or "
+        "traceback while the server serves on; observed in corpus case BL207 (and AU313, "
+        "E233, BG901)",
+    ),
+    Fact(
         r"\bmaximum context length is \d+ tokens\. However, you requested\b",
         ("vllm",),
         "ERROR 05-08 21:27:27 [serving_chat.py:198] ValueError: This model's maximum context "
