@@ -821,3 +821,26 @@ def test_a_request_the_server_could_not_process_is_served_past() -> None:
         "    xFormers wasn't build with CUDA support\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_a_chain_of_exceptions_the_program_fell_back_from_is_lived_through() -> None:
+    body = diagnose(
+        "Jax plugin configuration error: Exception when calling "
+        "jax_plugins.xla_cuda12.initialize()\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/jax_plugins/xla_cuda12/__init__.py", line 201, in _version_check\n'
+        "    version = get_version()\n"
+        "RuntimeError: cuDNN not found.\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/jax/_src/xla_bridge.py", line 487, in discover_pjrt_plugins\n'
+        "    plugin_module.initialize()\n"
+        "RuntimeError: Unable to load cuDNN. Is it installed?\n"
+        "An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not "
+        "installed. Falling back to cpu.\n"
+        "Cross-entropy loss: 2.5872\n"
+        "Bits per byte:      3.7325\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)

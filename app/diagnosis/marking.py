@@ -35,6 +35,7 @@ _ERROR_LEVEL = re.compile(
 # The error level said as a word ("ERROR", not glog's "E0407"): what a relayed logger's
 # record starts with.
 _ERROR_WORD = re.compile(r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL)(?=[\s\]:|]|$)")
+_FELL_BACK = re.compile(r"\b[Ff]alling back to\b")
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").
 # llama.cpp's logger the same: "0.00.065.436 E srv  start: ...".
@@ -661,6 +662,20 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
         elif (
             entry.strength == 3
             and entry.in_traceback is not None
+            and any(
+                _FELL_BACK.search(e.content)
+                for e in _until_fatal(entries[index : index + RECOVERY_REACH])
+            )
+        ):
+            # A traceback the program logged and fell back from ("... a CUDA-enabled jaxlib is
+            # not installed. Falling back to cpu."): the work goes on without what failed,
+            # and without what caused it.
+            for line in _chain_ending_at(entries, index):
+                line.strength = 0
+                line.set_aside = LIVED_THROUGH
+        elif (
+            entry.strength == 3
+            and entry.in_traceback is not None
             and any(_ANSWERED_5XX_RECORD.search(e.content) for e in entries[index + 1 : index + 3])
             and not _ENGINE_GONE.search(entry.content)
         ):
@@ -668,6 +683,23 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             # /v1/... HTTP/1.1" 500 Internal Server Error): that request's, the server up
             entry.strength = 0
             entry.set_aside = REQUEST_SERVED_ON
+
+
+def _chain_ending_at(entries: list[Entry], index: int) -> list[Entry]:
+    """The exception at `index` and those before it in its chain ("The above exception was
+    the direct cause of the following exception:" between each and the next)."""
+    chain = [entries[index]]
+    start = entries[index].in_traceback
+    while start:
+        said = next((i for i in range(start - 1, -1, -1) if entries[i].content), None)
+        if said is None or not rules.CHAINED.search(entries[said].content):
+            break
+        cause = next((i for i in range(said - 1, -1, -1) if entries[i].content), None)
+        if cause is None or entries[cause].strength != 3:
+            break
+        chain.append(entries[cause])
+        start = entries[cause].in_traceback
+    return chain
 
 
 def _until_fatal(following: list[Entry]) -> list[Entry]:
