@@ -844,3 +844,14 @@ def test_a_chain_of_exceptions_the_program_fell_back_from_is_lived_through() -> 
         "Bits per byte:      3.7325\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_a_training_loop_that_skipped_a_step_for_an_oom_went_on() -> None:
+    body = diagnose(
+        "20:13:55 INFO log(vocab=248320) = 12.4225  (random-model baseline)\n"
+        "20:16:28 WARNING OOM at iter 1 (rank 0): CUDA out of memory. Tried to allocate 30.79 "
+        "GiB. GPU 0 has a total capacity of 139.80 GiB of which 27.66 GiB is free.\n"
+        "20:16:28 WARNING Skipped iter 1 due to OOM (consecutive: 1, max allowed: 10).\n"
+        "20:56:41 INFO Saving resume checkpoint to /ckpt/resume_ckpt\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)

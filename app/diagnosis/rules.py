@@ -1635,7 +1635,9 @@ RECOVERED = _any(
     r"\bcontinuing (?:without|with)\b",
     r"\bwill be ignored\b",  # llama.cpp with no usable GPU: "--gpu-layers option will be ignored"
     r"^Skipping import of\b",  # torchao without its C++ extensions ("... undefined symbol")
-    r"\bskipped due to\b",  # a sweep that caught a case's failure ("skipped due to OOM (...)")
+    # a sweep or a training loop that caught a failure ("skipped due to OOM (...)", "Skipped
+    # iter 1 due to OOM (consecutive: 1, max allowed: 10).")
+    r"\b[Ss]kipped (?:[\w-]+ ){0,3}due to\b",
     r"^Ignoring this choice\.?$",  # Inductor's autotuner dropping a config that failed
     # ComfyUI after a prompt ran out of memory: it frees the card and takes the next prompt
     r"\bGot an OOM, unloading all loaded models\b",
