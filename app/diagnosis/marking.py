@@ -35,6 +35,7 @@ _ERROR_LEVEL = re.compile(
 # The error level said as a word ("ERROR", not glog's "E0407"): what a relayed logger's
 # record starts with.
 _ERROR_WORD = re.compile(r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL)(?=[\s\]:|]|$)")
+# A program's word that it goes on without what failed ("Falling back to cpu.")
 _FELL_BACK = re.compile(r"\b[Ff]alling back to\b")
 # glog names its source file and line: a logger's own severity, never a viewer's stamp, even
 # where most lines carry it (a short log of one repeated "E1027 ... cuda_dnn.cc:456] ...").

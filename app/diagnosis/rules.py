@@ -12,6 +12,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import hyperscan
@@ -124,7 +125,11 @@ class _StandIns(dict[int, str]):
     def of(cls, patterns: list[str]) -> "_StandIns | None":
         """None where a pattern holds what the stand-ins were not proven for. (Reading every
         pattern costs more than a small log's whole diagnosis: what it finds is kept on disk.)"""
-        read = cached_json("stand-ins", (sys.version, patterns), lambda: cls._read(patterns))
+        # (this module's source in the key: a release that reads otherwise reads afresh)
+        reader = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+        read = cached_json(
+            "stand-ins", (sys.version, reader, patterns), lambda: cls._read(patterns)
+        )
         if read is None:
             return None
         named, ranges, excluded = read
