@@ -274,6 +274,14 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("⠴ Transcribing... 0:00:00Could not locate cudnn_ops64_9.dll. Please make sure it is "
          "in your library path!", "import_or_version"),
         ("-> CUDA driver version is insufficient for CUDA runtime version", "import_or_version"),
+        ('time=2026-09-19T20:06:59.547Z level=ERROR msg="Cannot init NVML library; err: '
+         'ERROR_LIBRARY_NOT_FOUND"', "config_or_args"),
+        ("CUDA error: the function requires an architectural feature absent from the device",
+         "unsupported_arch"),
+        ("OSError: (External)  Nccl error, unhandled cuda error  (at /work/paddle/fluid/platform/"
+         "collective_helper.cc:87)", "nccl_comm"),
+        ("RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
+         "directory", "model_loading"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:

@@ -404,6 +404,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
         # NVML in a container not given the driver's libraries, or a device it lost access to
         r"\bFailed to initialize NVML(?:: (?:could not load NVML library|Unknown Error))?\.?$",
+        r"\bCannot init NVML library; err: ERROR_LIBRARY_NOT_FOUND\b",  # (dcgm-exporter's)
         # a collective called in a process no launcher set up (run without torchrun)
         r"\bDefault process group has not been initialized\b",
         r"\b(?:TPU|GPU|device) is already in use by another process\b",
@@ -651,6 +652,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     )),
     ("unsupported_arch", _any(
         r"no kernel image is available", r"No supported CUDA architectures",
+        # (cudaErrorUnsupportedArch's words: a kernel that needs a newer GPU than this)
+        r"\brequires an architectural feature absent from the device\b",
         # a binary or an image built for another CPU (an amd64 image run on arm64)
         EXEC_FORMAT,
         # Ascend's operators without a kernel for a dtype or a shape on this NPU
@@ -831,7 +834,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bCUDAGraph::(?:replay|capture\w*)\b",
     )),
     ("nccl_comm", _any(
-        r"\bNCCL error", r"\bNCCL Error", r"\b[Nn]ccl\w*Error\b", r"ncclUnhandledCudaError",
+        r"\bNCCL error", r"\bNCCL Error", r"\bNccl error\b", r"\b[Nn]ccl\w*Error\b",
+        r"ncclUnhandledCudaError",
         r"\bNCCL_ERROR_\w+",  # CuPy's binding of NCCL's result codes
         r"ncclSystemError", r"ncclInternalError", r"ncclInvalidUsage", r"DistBackendError",
         r"DistNetworkError", r"ProcessGroupNCCL", r"NCCL (?:WARN|failure|communicator)",
@@ -959,8 +963,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # A checkpoint whose tensors do not fit the model built (before ValueError's default below).
     ("model_loading", _any(
         r"\bSize mismatch between saved\b", r"\btensor '[^']+' has wrong (?:size|shape)\b",
-        # a safetensors file cut short or not safetensors at all
+        # a safetensors file cut short or not safetensors at all, and a torch checkpoint
         r"\bSafetensorError\b", r"\bwhile deserializing header\b",
+        r"\bPytorchStreamReader failed reading zip archive\b",
         r"\bcustom template is not supported\b",  # llama.cpp on a model's chat template
         # a model folder whose config names no architecture or is in no format the engine reads
         r"\bNo model architectures are specified\b", r"\bNo supported config format found\b",
