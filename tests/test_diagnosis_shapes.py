@@ -282,6 +282,9 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "collective_helper.cc:87)", "nccl_comm"),
         ("RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
          "directory", "model_loading"),
+        ("libc++abi: terminating due to uncaught exception of type std::runtime_error: "
+         "Attempting to allocate 135383101952 bytes which is greater than the maximum allowed "
+         "buffer size of 77309411328 bytes.", "oom_gpu"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:

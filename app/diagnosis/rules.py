@@ -316,6 +316,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:CUDA|HIP) out of memory",
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
+        # MLX on Metal asked for one buffer larger than the device allows
+        r"\bAttempting to allocate \d+ bytes which is greater than the maximum allowed buffer",
         # accelerate's find_executable_batch_size, halving the batch at each OOM down to none
         r"\bNo executable batch size found, reached zero\b",
         # cuBLAS unable to make its handle: its workspace found no memory on the device
