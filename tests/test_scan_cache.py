@@ -119,3 +119,15 @@ def test_a_corrupt_record_of_the_patterns_is_worked_out_again(cache_home: Path) 
         "RuntimeError: CUDA error: out of memory"
     )
     assert stored.read_text() != "{not json"
+
+
+def test_a_release_that_reads_the_patterns_otherwise_does_not_load_the_old_record(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    patterns = rules._PREFILTER.patterns
+    rules._StandIns.of(patterns)
+    changed = tmp_path / "rules.py"
+    changed.write_bytes(Path(rules.__file__).read_bytes() + b"\n# read otherwise\n")
+    monkeypatch.setattr(rules, "__file__", str(changed))
+    assert rules._StandIns.of(patterns) is not None
+    assert len(list(cache_home.glob("stand-ins-*.json"))) == 2
