@@ -876,9 +876,10 @@ def _level(entry: Entry) -> str | None:
         return "info"
     # A process that relays another's lines puts its own level first, the other's after:
     # "... - __main__ - INFO - ERROR 08-13 04:39:39 engine.py:400] ..." is the engine's error.
-    if _last_at(_ERROR_WORD, prefix) > _last_at(_INFO_LEVEL, prefix):
+    info = _last_at(_INFO_LEVEL, prefix)
+    if _last_at(_ERROR_WORD, prefix) > info:
         return "error"
-    if _INFO_LEVEL.search(prefix):
+    if info >= 0:
         return "info"
     if _ERROR_LEVEL.search(prefix):
         return "error"
