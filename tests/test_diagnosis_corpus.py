@@ -184,9 +184,9 @@ FLOORS = {
     # AV001-AV608, E231-E250, AW001-AW410, AX001-AX605, AY001-AY709, AZ001-AZ611,
     # E251-E270, BA001-BA704, BB001-BB606, E271-E282, BC001-BC411, BD001-BD610,
     # BE001-BE805, BF001-BF910, E283-E302, BG001-BG910, BH004-BH406, BI001-BI907,
-    # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908 and BM001-BM407 (the second to
-    # sixty-eighth rounds' fresh parts) are tuning too: each part folded in lowers these
-    # floors to what the engine reads on the larger part.
+    # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908, BM001-BM407, BN001-BN609 and
+    # BO001-BO215 (the second to sixty-ninth rounds' fresh parts) are tuning too: each part
+    # folded in lowers these floors to what the engine reads on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -194,18 +194,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # BN001-BN609 and BO001-BO215 (86 public logs), mined blind while round 69's rules were
-    # written and scored once after its last rule commit (12caef7): 82.6 / 91.9 / 66.3 /
-    # 94.2 %, ready 76.7 %, never silent on 85 of 86. The one silent (BN401, an engine's
-    # ERROR under its relay's INFO) was mended after the scoring; these floors are the
-    # scored figures.
-    "fresh": {
-        "root_cause": 0.82,
-        "top3": 0.91,
-        "error_class": 0.66,
-        "crashed": 0.94,
-        "ready": 0.76,
     },
     "validation": {
         "root_cause": 1.0,
