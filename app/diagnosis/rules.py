@@ -64,6 +64,8 @@ class Alternatives:
         candidates = _PREFILTER.candidates_of(text)
         if candidates is None:
             indexes: Iterable[int] = range(len(self.sources))
+        elif candidates.none_among(self._first_id, len(self.sources)):
+            return None  # (most lines, for most sets: nothing to confirm)
         else:
             indexes = candidates.among(self._first_id, len(self.sources))
         for index in indexes:
@@ -83,6 +85,13 @@ class Alternatives:
 class _Candidates:
     covered: int  # the patterns the database was built with: later ones are always tried
     reported: tuple[int, ...]  # in order
+
+    def none_among(self, first: int, count: int) -> bool:
+        end = first + count
+        if self.covered < end:
+            return False
+        at = bisect_left(self.reported, first)
+        return at == len(self.reported) or self.reported[at] >= end
 
     def among(self, first: int, count: int) -> list[int]:
         """Which of a set's patterns (ids `first` on) to try, by their index in the set: the
