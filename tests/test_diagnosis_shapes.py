@@ -866,3 +866,58 @@ def test_a_training_loop_that_skipped_a_step_for_an_oom_went_on() -> None:
         "20:56:41 INFO Saving resume checkpoint to /ckpt/resume_ckpt\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_paddle_s_summary_of_an_exception_printed_empty_says_what_failed() -> None:
+    summary = (
+        "Out of memory error on GPU 1. Cannot allocate 4.882812GB memory on GPU 1, "
+        "19.911926GB memory has been allocated and available memory is only 3.730957GB."
+    )
+    frames = "".join(f"{n}   paddle::memory::allocation::Allocator::Allocate(unsigned long)\n"
+                     for n in range(30))  # fmt: skip
+    body = diagnose(
+        "Traceback (most recent call last):\n"
+        '  File "/env/ppcls/arch/backbone/base/theseus_layer.py", line 622, in forward\n'
+        "    qk_mat = qk_mat + mask\n"
+        "MemoryError: \n"
+        "\n"
+        "--------------------------------------\n"
+        "C++ Traceback (most recent call last):\n"
+        "--------------------------------------\n" + frames + "\n"
+        "----------------------\n"
+        "Error Message Summary:\n"
+        "----------------------\n"
+        "ResourceExhaustedError: \n"
+        "\n" + summary + "\n"
+        "\n"
+        "Please check whether there is any other process using GPU 1.\n"
+        "(at ../paddle/phi/core/memory/allocation/cuda_allocator.cc:71)\n"
+    )
+    assert (body["root_cause"], body["error_class"]) == (summary, "oom_gpu")
+
+
+def test_a_status_the_hub_answered_is_no_failure_to_connect() -> None:
+    status = (
+        "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
+        "https://huggingface.co/org/tok/resolve/main/config.json"
+    )
+    chain = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/huggingface_hub/utils/_http.py", line 409, in hf_raise_for_status\n'
+        "    response.raise_for_status()\n" + status + "\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/transformers/utils/hub.py", line 470, in cached_files\n'
+        "    raise EnvironmentError(\n"
+    )
+    offline = (
+        "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
+        "find it in the cached files and it looks like org/tok is not the path to a directory "
+        "containing a file named config.json."
+    )
+    assert diagnose(chain + offline + "\n")["root_cause"] == status
+    # The caller's own meaning of a status still says more than the status.
+    gated = "OSError: You are trying to access a gated repo."
+    assert diagnose(chain + gated + "\n")["root_cause"] == gated

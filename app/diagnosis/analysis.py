@@ -538,6 +538,10 @@ _HTTP_STATUS_ERROR = re.compile(
 )
 
 
+# The Hub client's word when no answer and no cached copy was had
+_OFFLINE_FALLBACK = re.compile(r"\bWe couldn't connect to 'https://huggingface\.co'")
+
+
 # A cell's failure that leaves nothing behind for the cells after it: its operator stopped it,
 # or its code named something undefined or did not parse.
 _A_SLIP_OF_THE_CELL = frozenset(
@@ -629,8 +633,10 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     if _HTTP_STATUS_ERROR.search(first.content):
         # A web client's status ("HTTPError: 401 Client Error: Unauthorized for url: ...")
         # that the caller raised its own meaning from ("OSError: You are trying to access a
-        # gated repo."): the chain's last word says what the status meant.
-        return _chain_end(entries, first, position)
+        # gated repo."): the chain's last word says what the status meant, unless that word
+        # is the offline fallback's, which the status belies (a 429: the Hub did answer).
+        end = _chain_end(entries, first, position)
+        return first if _OFFLINE_FALLBACK.search(end.content) else end
     named = rules.EXCEPTION_LINE.match(first.content)
     if _BARE_QUALIFIED_NAME.fullmatch(first.content) or (
         named is not None
@@ -1111,6 +1117,10 @@ _REPR_EXCEPTION = re.compile(
 )
 _LISTED = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 SAID_BELOW_LINES = 20
+# Paddle's own summary of what it raised, under its C++ frames: its exception's line is empty
+# ("ResourceExhaustedError: ") and the message stands under it, past a blank line.
+_ERROR_SUMMARY = re.compile(r"^Error Message Summary:$")
+SUMMARY_REACH_LINES = 80  # a C++ traceback's frames between the exception and its summary
 
 
 def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
@@ -1141,6 +1151,10 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
         return None
     if not _EMPTY_EXCEPTION.match(root.content):
         return None
+    summarised = _summary_below(entries, root)
+    if summarised is not None:
+        summarised.strength = max(summarised.strength, 3)
+        return summarised
     for entry in entries[entries.index(root) + 1 :]:
         if entry.line.number - root.line.number > SAID_BELOW_LINES:
             break
@@ -1150,6 +1164,31 @@ def _said_below(entries: list[Entry], root: Entry) -> Entry | None:
             entry.strength = max(entry.strength, 3)
             return entry
     return None
+
+
+def _summary_below(entries: list[Entry], root: Entry) -> Entry | None:
+    """The message of the framework's summary under an exception printed empty: the first
+    line with words under the summary's own exception line."""
+    at = entries.index(root)
+    header = next(
+        (
+            index for index in range(at + 1, len(entries))
+            if entries[index].line.number - root.line.number > SUMMARY_REACH_LINES
+            or _ERROR_SUMMARY.match(entries[index].content)
+        ),
+        None,
+    )  # fmt: skip
+    if header is None or not _ERROR_SUMMARY.match(entries[header].content):
+        return None
+    below = [e for e in entries[header + 1 : header + 8] if e.content.strip("-= ")]
+    if len(below) < 2 or not _EMPTY_EXCEPTION.match(below[0].content):
+        return None
+    message = below[1]
+    if message.line.number - below[0].line.number > 2 or rules.EXCEPTION_LINE.match(
+        message.content
+    ):
+        return None
+    return message
 
 
 # An exception whose message ends by introducing the error it wraps on the next line
