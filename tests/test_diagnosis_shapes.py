@@ -285,6 +285,16 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("libc++abi: terminating due to uncaught exception of type std::runtime_error: "
          "Attempting to allocate 135383101952 bytes which is greater than the maximum allowed "
          "buffer size of 77309411328 bytes.", "oom_gpu"),
+        ("RuntimeError: Dynamo is not supported on Python 3.12+", "import_or_version"),
+        ('ggml_metal_init: error: Error Domain=MTLLibraryErrorDomain Code=3 "program_source:3:10: '
+         "fatal error: 'ggml-common.h' file not found", "import_or_version"),
+        ("/usr/bin/bash: line 2: --sequence-length: command not found", "config_or_args"),
+        ("slurmstepd: error: pyxis:     [ERROR] URL https://registry-1.docker.io/v2/org/img/"
+         "manifests/stable returned error code: 401 Unauthorized", "config_or_args"),
+        ("[2025-07-18T15:06:29.684] error: pyxis:     nvidia-container-cli: ldcache error: "
+         "process /usr/sbin/ldconfig.", "config_or_args"),
+        ('FATAL:   container creation failed: exec: "/usr/bin/nvidia-container-cli": stat '
+         "/usr/bin/nvidia-container-cli: no such file or directory", "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:

@@ -407,9 +407,21 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # torch built without the kernel an op needs ("_convert_weight_to_int4pack_cuda is not
         # available for build")
         r"\bis not available for build\b",
+        # a feature this Python's version lacks ("Dynamo is not supported on Python 3.12+")
+        r"\bis not supported on Python \d+\.\d+",
+        # a compiler (or Metal's, at run time) missing a header the build needs
+        r"\bfatal error: '[^']+' file not found",
     )),
     ("config_or_args", _any(
         SCRIPT_MISSING,
+        # a command's flag run as a command of its own: the line continuation before it lost
+        r": --[\w-]+: command not found",
+        # a registry that refused the credentials (or their absence) pyxis or enroot gave it
+        r"\breturned error code: 40[13]\b",
+        # the NVIDIA Container Toolkit on a host set up otherwise (no CLI, a foreign ldconfig,
+        # a mount it cannot find)
+        r"\bnvidia-container-cli: (?:container|ldcache) error: ",
+        r'\bexec: "[^"]*/nvidia-container-cli": stat\b',
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
