@@ -931,3 +931,27 @@ def test_a_status_the_hub_answered_is_no_failure_to_connect() -> None:
     # The caller's own meaning of a status still says more than the status.
     gated = "OSError: You are trying to access a gated repo."
     assert diagnose(chain + gated + "\n")["root_cause"] == gated
+
+
+def test_an_exception_that_names_an_engine_s_arguments_class_is_no_repr_of_them() -> None:
+    raised = (
+        "TypeError: sglang.srt.server_args.ServerArgs() got multiple values for keyword "
+        "argument 'log_level'"
+    )
+    body = diagnose(
+        "2024-05-26 14:51:19 | ERROR | stderr | Traceback (most recent call last):\n"
+        '2024-05-26 14:51:19 | ERROR | stderr |   File "/env/sglang/srt/server.py", line 246, '
+        "in __init__\n"
+        "2024-05-26 14:51:19 | ERROR | stderr |     self.server_args = ServerArgs(*args, "
+        "log_level=log_evel, **kwargs)\n"
+        f"2024-05-26 14:51:19 | ERROR | stderr | {raised}\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (
+        True,
+        f"2024-05-26 14:51:19 | ERROR | stderr | {raised}",
+    )
+    # The repr itself, logged at launch, stays none.
+    assert (
+        diagnose("ServerArgs(model_path='/m', tp_size=2, watchdog_timeout=300)\n")["crashed"]
+        is not True
+    )

@@ -180,7 +180,7 @@ BENIGN = (
         hard=True,
     ),
     Benign(
-        r"ServerArgs\(",
+        r"ServerArgs\(\w+=",  # (a field: "ServerArgs() got ..." is an exception's)
         ("sglang",),
         "ServerArgs(model_path='/models/Qwen2.5-7B-Instruct', tp_size=2, "
         "disable_cuda_graph=False, watchdog_timeout=300)",
@@ -189,7 +189,7 @@ BENIGN = (
         hard=True,
     ),
     Benign(
-        r"EngineArgs\(",
+        r"EngineArgs\(\w+=",
         ("vllm",),
         "EngineArgs(model='facebook/opt-125m', served_model_name=None, tokenizer='facebook/"
         "opt-125m', enforce_eager=False, disable_log_stats=False)",
@@ -198,7 +198,7 @@ BENIGN = (
         hard=True,
     ),
     Benign(
-        r"Namespace\(",
+        r"Namespace\(\w+=",
         ("vllm", "python"),
         "INFO 04-02 23:55:08 api_server.py:149] args: Namespace(host=None, port=8000, "
         "uvicorn_log_level='info', allow_credentials=True, disable_log_requests=False)",
