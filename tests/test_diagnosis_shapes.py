@@ -955,3 +955,21 @@ def test_an_exception_that_names_an_engine_s_arguments_class_is_no_repr_of_them(
         diagnose("ServerArgs(model_path='/m', tp_size=2, watchdog_timeout=300)\n")["crashed"]
         is not True
     )
+
+
+def test_a_launcher_s_failure_that_appends_its_child_s_log_is_not_read_past() -> None:
+    timed_out = (
+        "2025-12-09 10:40:29 - ERROR - Command 'health check of container ramalama_mQGA7dGE8j' "
+        "timed out after 20 seconds: logs: ggml_cuda_init: GGML_CUDA_FORCE_MMQ:    no"
+    )
+    body = diagnose(
+        "Downloading llama3\n"
+        "2025-12-09 10:40:29 - ERROR - Failed to serve model llama3, for ramalama run command\n"
+        f"{timed_out}\n"
+        "ggml_cuda_init: found 1 ROCm devices:\n"
+        "main: HTTP server is listening, hostname: 0.0.0.0, port: 8080, http threads: 31\n"
+        "main: loading model\n"
+        "srv    load_model: loading model '/mnt/models/llama3'\n"
+    )
+    assert (body["crashed"], body["ready"]) == (True, False)
+    assert (body["root_cause"], body["error_class"]) == (timed_out, "timeout_or_hang")

@@ -60,6 +60,7 @@ _PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a
 # container named after it in front of another server's lines.
 _SGLANG_PREFIX = re.compile(r"\bTP\d+\]")
+_APPENDS_A_LOG = re.compile(r": logs?: \S")
 _SGLANG = re.compile(r"sglang|ServerArgs\(|fired up and ready")
 # A readiness line some rows find more broadly than they mean it (TGI's router by its source
 # file): (what the row finds, what must be there too).
@@ -883,6 +884,14 @@ def analyze(
         for entry in entries:
             if _before(entry.line, last_launch.line, newest_first):
                 entry.strength = min(entry.strength, 0)
+    appends = next(
+        (e for e in entries if e.strength >= 2 and _APPENDS_A_LOG.search(e.content)), None
+    )
+    if appends is not None and not newest_first:
+        # A launcher's failure that appends its child's log ("... timed out after 20 seconds:
+        # logs: ..."): what follows is that log, printed after the failure, and a readiness
+        # in it came before the failure.
+        ready_lines = [r for r in ready_lines if r.number < appends.line.number]
     sglang = any(_SGLANG_PREFIX.search(e.text) or _SGLANG.search(e.content) for e in entries)
     ready_line = next(
         (

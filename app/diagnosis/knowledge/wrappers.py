@@ -611,6 +611,14 @@ WRAPPERS = (
         "BL307",
     ),
     Wrapper(
+        r"\bFailed to serve model \S+, for ramalama \w+ command$",
+        ("ramalama",),
+        "2025-12-09 10:40:29 - ERROR - Failed to serve model llama3, for ramalama run command",
+        "RamaLama (a container launcher around llama.cpp and vLLM) summing up a server it could "
+        "not start; its next line says why (a health check that timed out, with the "
+        "container's log appended); observed in corpus case BN405",
+    ),
+    Wrapper(
         r"\bThe Kernel crashed while executing code in the current cell\b",
         ("jupyter",),
         "The Kernel crashed while executing code in the current cell or a previous cell.",
