@@ -201,9 +201,10 @@ FLOORS = {
     # AV001-AV608, E231-E250, AW001-AW410, AX001-AX605, AY001-AY709, AZ001-AZ611,
     # E251-E270, BA001-BA704, BB001-BB606, E271-E282, BC001-BC411, BD001-BD610,
     # BE001-BE805, BF001-BF910, E283-E302, BG001-BG910, BH004-BH406, BI001-BI907,
-    # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908, BM001-BM407, BN001-BN609 and
-    # BO001-BO215 (the second to sixty-ninth rounds' fresh parts) are tuning too: each part
-    # folded in lowers these floors to what the engine reads on the larger part.
+    # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908, BM001-BM407, BN001-BN609,
+    # BO001-BO215, BP001-BP705 and BQ001-BQ206 (the second to seventy-first rounds' fresh parts)
+    # are tuning too: each part folded in lowers these floors to what the engine reads on the
+    # larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -211,16 +212,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # BP001-BP705 and BQ001-BQ206 (75 public logs), mined blind while round 71's rules were
-    # written and scored once after its last rule commit (d3eae65): 84.0 / 92.0 / 70.7 /
-    # 93.3 %, ready 90.7 %, never silent on all 75. These floors are the scored figures.
-    "fresh": {
-        "root_cause": 0.84,
-        "top3": 0.92,
-        "error_class": 0.70,
-        "crashed": 0.93,
-        "ready": 0.90,
     },
     "validation": {
         "root_cause": 1.0,
