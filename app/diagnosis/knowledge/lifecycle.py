@@ -435,6 +435,14 @@ STOPPED = (
         "'... CANCELLED AT 2026-04-28T15:07:03 ***', corpus case R130)",
     ),
     Fact(
+        r"^TERM_(?:RUNLIMIT|OWNER|FORCE_OWNER|PREEMPT|REQUEUE_OWNER): job killed\b",
+        ("lsf",),
+        "TERM_RUNLIMIT: job killed after reaching LSF run time limit.",
+        "IBM Spectrum LSF's job report on a job it ended for its run time limit, its owner's "
+        "bkill or a preemption (its memory limit, TERM_MEMLIMIT, is an OOM instead); "
+        "observed in corpus case BQ002",
+    ),
+    Fact(
         # (registered for SIGINT only: it runs when the operator stops the launcher)
         r"^NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope$",
         ("deepspeed",),
