@@ -973,3 +973,56 @@ def test_a_launcher_s_failure_that_appends_its_child_s_log_is_not_read_past() ->
     )
     assert (body["crashed"], body["ready"]) == (True, False)
     assert (body["root_cause"], body["error_class"]) == (timed_out, "timeout_or_hang")
+
+
+HANDLED = (
+    "Traceback (most recent call last):\n"
+    '  File "/env/gguf/vocab.py", line 120, in load\n'
+    "    return self._load()\n"
+    "{caught}\n"
+    "\n"
+    "During handling of the above exception, another exception occurred:\n"
+    "\n"
+    "Traceback (most recent call last):\n"
+    '  File "/env/convert_hf_to_gguf.py", line 640, in set_vocab\n'
+    "    self._set_vocab_gpt2()\n"
+    "{escaped}\n"
+)
+
+
+def test_the_exception_that_escaped_a_handler_is_the_failure_when_it_says_more() -> None:
+    caught = "FileNotFoundError: File not found: /models/minicpm/tokenizer.model"
+    escaped = (
+        "ValueError: The repository for /models/minicpm contains custom code which must be "
+        "executed to correctly load the model. Please pass the argument `trust_remote_code=True`"
+    )
+    body = diagnose(HANDLED.format(caught=caught, escaped=escaped))
+    assert body["root_cause"] == escaped
+    # Raised again with the caught one's words, or saying less: the caught one says it.
+    again = "Exception: Capture cuda graph failed: mat1 and mat2 shapes cannot be multiplied"
+    shapes = "RuntimeError: mat1 and mat2 shapes cannot be multiplied"
+    assert diagnose(HANDLED.format(caught=shapes, escaped=again))["root_cause"] == shapes
+    terse = "KeyError: 'weights'"
+    assert diagnose(HANDLED.format(caught=escaped, escaped=terse))["root_cause"] == escaped
+    # Chained by cause, the cause still comes first.
+    caused = HANDLED.replace(
+        "During handling of the above exception, another exception occurred:",
+        "The above exception was the direct cause of the following exception:",
+    )
+    assert diagnose(caused.format(caught=caught, escaped=escaped))["root_cause"] == caught
+
+
+def test_lsf_ending_a_job_at_its_run_time_limit_is_a_scheduler_s_stop() -> None:
+    body = diagnose(
+        "Epoch 12: 100%|##########| 400/400 [02:10<00:00, 3.07it/s, loss=0.412]\n"
+        "------------------------------------------------------------\n"
+        "Sender: LSF System <lsfadmin@host-1>\n"
+        "Job <19480312: train> in cluster <dcc> Exited\n"
+        "Started at Wed Nov 29 11:02:54 2023\n"
+        "Terminated at Thu Nov 30 11:03:35 2023\n"
+        "------------------------------------------------------------\n"
+        "\n"
+        "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\n"
+        "Exited with exit code 140.\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)

@@ -624,6 +624,34 @@ def _is_detail_of(
     )
 
 
+_POINTS_ABOVE = re.compile(r"\babove\b")
+_HANDLING = re.compile(r"^During handling of the above exception, another exception occurred:")
+
+
+def _escaped_while_handled(
+    entries: list[Entry], first: Entry, position: dict[int, int]
+) -> Entry | None:
+    """An exception a handler caught, then another raised while handling it ("During handling
+    of the above exception, another exception occurred"): the one that escaped is the
+    program's failure when it says more (a fallback's own failure, a library's reading of a
+    probe that failed), unless it only repeats the caught one's words."""
+    start = position[id(first)]
+    if not any(_HANDLING.match(e.content) for e in entries[start + 1 : start + 6]):
+        return None
+    end = _chain_end(entries, first, position)
+    if end is first or end.noise:
+        return None
+    said, was = _EXCEPTION_MESSAGE.match(end.content), _EXCEPTION_MESSAGE.match(first.content)
+    if said is None:
+        return None
+    words = len(said[1].split())
+    if words < EXPLAINS_WORDS or (was is not None and words < len(was[1].split())):
+        return None
+    if was is not None and (was[1].strip() in said[1] or said[1].strip() in was[1]):
+        return None  # raised again with the same words: the original says it
+    return None if _POINTS_ABOVE.search(said[1]) else end  # ("... the error above it")
+
+
 def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, int]) -> Entry:
     """A terse exception ("KeyError: 'gemma4_unified'") that the next one in its chain quotes
     and explains ("ValueError: ... model type `gemma4_unified` but Transformers does not
@@ -631,6 +659,9 @@ def _explained_by_chain(entries: list[Entry], first: Entry, position: dict[int, 
     advice = _advised_in_chain(entries, first, position)
     if advice is not None:
         return advice
+    escaped = _escaped_while_handled(entries, first, position)
+    if escaped is not None:
+        return escaped
     if _HTTP_STATUS_ERROR.search(first.content):
         # A web client's status ("HTTPError: 401 Client Error: Unauthorized for url: ...")
         # that the caller raised its own meaning from ("OSError: You are trying to access a
