@@ -60,7 +60,6 @@ _PADDED_GLUE = re.compile(r"\S\s{8,}(?:ERROR|WARNING|INFO|Traceback)\b")
 # sglang's own prefix ("[2026-02-27 13:21:27 TP3]") or its words in the message; not a
 # container named after it in front of another server's lines.
 _SGLANG_PREFIX = re.compile(r"\bTP\d+\]")
-_APPENDS_A_LOG = re.compile(r": logs?: \S")
 _SGLANG = re.compile(r"sglang|ServerArgs\(|fired up and ready")
 # A readiness line some rows find more broadly than they mean it (TGI's router by its source
 # file): (what the row finds, what must be there too).
@@ -539,6 +538,9 @@ _HTTP_STATUS_ERROR = re.compile(
 )
 
 
+# A launcher's failure that appends its child's log on the same line ("... timed out after
+# 20 seconds: logs: ggml_cuda_init: ...")
+_APPENDS_A_LOG = re.compile(r": logs?: \S")
 # The Hub client's word when no answer and no cached copy was had
 _OFFLINE_FALLBACK = re.compile(r"\bWe couldn't connect to 'https://huggingface\.co'")
 
