@@ -202,9 +202,9 @@ FLOORS = {
     # E251-E270, BA001-BA704, BB001-BB606, E271-E282, BC001-BC411, BD001-BD610,
     # BE001-BE805, BF001-BF910, E283-E302, BG001-BG910, BH004-BH406, BI001-BI907,
     # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908, BM001-BM407, BN001-BN609,
-    # BO001-BO215, BP001-BP705 and BQ001-BQ206 (the second to seventy-first rounds' fresh parts)
-    # are tuning too: each part folded in lowers these floors to what the engine reads on the
-    # larger part.
+    # BO001-BO215, BP001-BP705, BQ001-BQ206, BR001-BR510 and BS001-BS105 (the second to
+    # seventy-second rounds' fresh parts) are tuning too: each part folded in lowers these
+    # floors to what the engine reads on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -212,16 +212,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # BR001-BR510 and BS001-BS105 (56 public logs), mined blind while round 72's rules were
-    # written and scored once after its last rule commit (effe39d): 83.9 / 85.7 / 66.1 /
-    # 89.3 %, ready 83.9 %, never silent on all 56. These floors are the scored figures.
-    "fresh": {
-        "root_cause": 0.83,
-        "top3": 0.85,
-        "error_class": 0.66,
-        "crashed": 0.89,
-        "ready": 0.83,
     },
     "validation": {
         "root_cause": 1.0,
