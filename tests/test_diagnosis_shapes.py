@@ -295,6 +295,13 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "process /usr/sbin/ldconfig.", "config_or_args"),
         ('FATAL:   container creation failed: exec: "/usr/bin/nvidia-container-cli": stat '
          "/usr/bin/nvidia-container-cli: no such file or directory", "config_or_args"),
+        ("RuntimeError: Error compiling objects for extension", "import_or_version"),
+        ("AttributeError: type object 'torch._C.Tag' has no attribute 'needs_fixed_stride_order'",
+         "import_or_version"),
+        ("wandb.errors.errors.UsageError: api_key not configured (no-tty). call "
+         "wandb.login(key=[your_api_key])", "config_or_args"),
+        ("RuntimeError: 0 active drivers ([]). There should only be one.", "config_or_args"),
+        ('FATAL:   "bris": executable file not found in $PATH', "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:
@@ -561,6 +568,44 @@ def test_slurm_s_housekeeping_after_the_job_s_last_word_is_no_failure() -> None:
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (
         True, killed, "oom_host_killed",
     )  # fmt: skip
+
+
+def test_a_launcher_s_sigkilled_child_yields_to_the_scheduler_s_oom_kill_after_it() -> None:
+    killed = (
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=42969.0. Some of the step tasks "
+        "have been OOM Killed."
+    )
+    body = diagnose(
+        "Loading checkpoint shards:  50%|#####     | 2/4 [00:31<00:31, 15.6s/it]\n"
+        "W0716 14:07:34.000000 1706775 torch/distributed/elastic/multiprocessing/api.py:897] "
+        "Sending process 1707170 closing signal SIGTERM\n"
+        "E0716 14:07:34.846000 1706775 torch/distributed/elastic/multiprocessing/api.py:869] "
+        "failed (exitcode: -9) local_rank: 3 (pid: 1707173) of binary: /usr/bin/python3\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "============================================================\n"
+        "train.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  exitcode  : -9 (pid: 1707173)\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 1707173\n"
+        "============================================================\n" + killed + "\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, killed, "oom_host_killed",
+    )  # fmt: skip
+
+
+def test_an_error_record_hundreds_of_lines_before_the_run_ends_well_is_lived_through() -> None:
+    record = "[ERROR] 15-Jan-26 04:32:13 - Could not retrieve git hash."
+    work = [f"[INFO] 15-Jan-26 04:3{i // 60 % 10}:{i % 60:02d} - Epoch {i}: loss 0.41\n"
+            for i in range(600)]  # fmt: skip
+    start = "[INFO] 15-Jan-26 04:32:13 - Using device cuda:0\n" + record + "\n"
+    body = diagnose(start + "".join(work))
+    assert (body["crashed"], body["root_cause"]) == (False, None)
+    assert record in [c["line"] for c in body["candidates"]]
+    # A few dozen lines after it, the log does not tell.
+    assert diagnose(start + "".join(work[:40]))["crashed"] is None
 
 
 def test_a_sweep_agent_s_next_run_starts_afresh_after_the_one_that_errored() -> None:

@@ -40,6 +40,7 @@ SERVED_ON = "the server went on serving after it"
 # printed meanwhile) that keep them one run.
 WAITING_GAP_LINES = 3
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
+LIVED_ON_LINES = 500  # lines after an error-severity record: the process lived through it
 
 
 def _alternation(patterns: Iterable[str]) -> re.Pattern[str]:
@@ -270,10 +271,12 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 and not _only_a_status(following[0])
             ):
                 first = following[0]
-        if rules.SHELL_JOB.search(first.content) and "Killed" in first.content:
-            # A shell's word that its job was killed says not why; the kernel's or a
-            # scheduler's word after it does ("TERM_MEMLIMIT: job killed after reaching LSF
-            # memory usage limit.", "Detected 1 oom_kill event in StepId=...").
+        if (
+            rules.SHELL_JOB.search(first.content) and "Killed" in first.content
+        ) or rules.KILLED_CHILD.search(first.content):
+            # A shell's or a launcher's word that its child was killed says not why; the
+            # kernel's or a scheduler's word after it does ("TERM_MEMLIMIT: job killed after
+            # reaching LSF memory usage limit.", "Detected 1 oom_kill event in StepId=...").
             why = next(
                 (
                     e for e in failures
@@ -1098,6 +1101,23 @@ def analyze(
             ),
         )
     crashed, crashed_reason = _crashed(entries, root, unseen_after)
+    lived_on = 0 if newest_first else lines_total - root.line.number
+    if crashed is None and retried is None and lived_on >= LIVED_ON_LINES:
+        # An error-severity record, then hundreds of lines of the same run's work with
+        # nothing failing after: the run lived through it.
+        return Analysis(
+            ready=True if ready_line else None,
+            crashed=False,
+            candidates=[root.line],
+            root=None,
+            error_class=None,
+            fingerprint=None,
+            ready_line=ready_line,
+            crashed_reason=(
+                f"line {root.line.number} is an error-severity record, then the process went "
+                f"on for {lived_on} lines with nothing failing: read as no crash"
+            ),
+        )
     if retried is not None:
         crashed = True
         crashed_reason = f"line {root.line.number} timed out, and the log ends retrying it"

@@ -411,6 +411,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bis not supported on Python \d+\.\d+",
         # a compiler (or Metal's, at run time) missing a header the build needs
         r"\bfatal error: '[^']+' file not found",
+        # torch's extension build, its compiler's errors above or cut off
+        r"\bError compiling objects for extension\b",
+        # a library's class without a member its caller's version expects
+        r"\bAttributeError: type object '[\w.]+' has no attribute\b",
     )),
     ("config_or_args", _any(
         SCRIPT_MISSING,
@@ -528,6 +532,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bYou need a GPU\b", r"\b[Nn]o GPUs? (?:were |was )?(?:found|available|detected)\b",
         # credentials: none given, or expired; a path it may not write; the open-files limit
         r"\bnot logged in\b", r"\bExpiredToken\b", r"\btoken\b.*\bis expired\b",
+        r"\bapi_key not configured\b",  # W&B's, in a job with no terminal to ask on
+        # Triton finding no GPU driver to compile for (none visible); a container's entry
+        # point that is not on its PATH
+        r"\b0 active drivers \(\[\]\)", r"\bexecutable file not found in \$PATH\b",
         r"\bUnable to write to\b", r"\bToo many open files\b",
     )),
     # Kernel faults, wherever they surface (an NCCL call, a watchdog's report, graph capture).
@@ -1547,6 +1555,9 @@ PANIC_CARRIES_ERROR = re.compile(r"\bon an `Err` value: \S")
 HOST_MEMORY_KILL = re.compile(
     r"\boom[-_]kill|\binvoked oom-killer\b|\bOut of memory: Kill|^TERM_MEMLIMIT: job killed\b"
 )
+# A launcher's word that its child got SIGKILL ("failed (exitcode: -9) local_rank: 3"): how it
+# died, not why.
+KILLED_CHILD = re.compile(r"\bexitcode\s*:\s*-9\b|\bSignal 9 \(SIGKILL\)")
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
     # (macOS's bash names the signal's number: "Killed: 9", "Segmentation fault: 11")
