@@ -608,6 +608,59 @@ def test_an_error_record_hundreds_of_lines_before_the_run_ends_well_is_lived_thr
     assert diagnose(start + "".join(work[:40]))["crashed"] is None
 
 
+def test_a_user_space_oom_killer_s_verdict_is_the_host_running_out() -> None:
+    low = (
+        "Aug 04 10:39:10 host-1 earlyoom[845]: low memory! at or below SIGTERM limits: mem  "
+        "3.00%, swap 10.00%"
+    )
+    body = diagnose(
+        "Aug 04 10:38:00 host-1 earlyoom[845]: mem avail:  2000 of 30236 MiB ( 6.61%)\n"
+        + low
+        + "\n"
+        "Aug 04 10:39:10 host-1 earlyoom[845]: sending SIGTERM to process 322603 uid 1000 "
+        '"python3.13": oom_score 1282, VmRSS 29931 MiB\n'
+        "Aug 04 10:39:12 host-1 earlyoom[845]: process 322603 exited after 2.805 seconds\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True, low, "oom_host_killed",
+    )  # fmt: skip
+
+
+def test_an_abort_s_banner_yields_to_the_fatal_record_that_caused_it() -> None:
+    # TensorFlow's logging with the thread's id: a fatal record, then the abort's banner.
+    fatal = (
+        "2023-04-04 03:10:10.727618: F    7918 tensorflow/tsl/platform/statusor.cc:33] "
+        "Attempting to fetch value instead of handling error UNKNOWN: TPU initialization "
+        "failed: No ba16c7433 device found."
+    )
+    banner = "*** SIGABRT received by PID 7918 (TID 7918) on cpu 1 from PID 7918; stack trace: ***"
+    frames = "PC: @     0x7f071f68b8eb  (unknown)  raise\n    @     0x7f06e2aeca1a  (unknown)\n"
+    body = diagnose(fatal + "\n" + banner + "\n" + frames)
+    assert (body["crashed"], body["root_cause"]) == (True, fatal)
+    # glog's CHECK printed by another thread after the banner still says why.
+    check = (
+        "F0120 12:29:23.305308   34355 fusion_emitter.cc:6694] Check failed: "
+        "fusion_util::IsFusibleUnalignedDUS(user, target_)"
+    )
+    body = diagnose(
+        "*** SIGABRT received by PID 28601 (TID 34285) on cpu 134 from PID 28601; ***\n"
+        "E0120 12:29:19.847935   34285 coredump_hook.cc:457] RAW: Dumping core locally.\n"
+        + check
+        + "\n*** Check failure stack trace: ***\n    @     0x70cb5d4a55c4  (unknown)\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, check)
+
+
+def test_onnx_runtime_s_check_of_a_cuda_call_is_a_failure() -> None:
+    failure = (
+        "2025-05-02 10:00:00.000 [E:onnxruntime:, sequential_executor.cc:516 ExecuteKernel] "
+        "Non-zero status code returned while running Resize node. Status Message: CUDA failure "
+        "35: CUDA driver version is insufficient for CUDA runtime version ; GPU=0"
+    )
+    body = diagnose("loading model.onnx\n" + failure + "\n")
+    assert (body["crashed"], body["root_cause"]) == (True, failure)
+
+
 def test_a_sweep_agent_s_next_run_starts_afresh_after_the_one_that_errored() -> None:
     killed = (
         "slurmstepd: error: Detected 1 oom_kill event in StepId=21171137.batch. Some of the step "

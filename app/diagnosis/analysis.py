@@ -40,6 +40,8 @@ SERVED_ON = "the server went on serving after it"
 # printed meanwhile) that keep them one run.
 WAITING_GAP_LINES = 3
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
+# glog's and TensorFlow's fatal severity ("F0120 12:29:23.305308 34355 f.cc:6694] ")
+_FATAL_LEVEL = re.compile(r"(?:^|[\s:>|])F(?:\d{4})?\d{4}\s|:\sF\s+(?:\d+\s)?[\w/.-]+:\d+\]")
 LIVED_ON_LINES = 500  # lines after an error-severity record: the process lived through it
 
 
@@ -268,9 +270,23 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 # signal's banner: how the process died, not why)
                 and not rules.HEAP_CORRUPTED.search(following[0].content)
                 and not rules.SIGNALLED.search(following[0].content)
+                and not rules.ABORT_BANNER.search(following[0].content)
                 and not _only_a_status(following[0])
             ):
                 first = following[0]
+        if rules.ABORT_BANNER.search(first.content):
+            # An abort's banner says how the process died; a fatal check in the same burst
+            # says why, even printed after it by another thread.
+            check = next(
+                (
+                    e for e in failures
+                    if e.strength == 3
+                    and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
+                    and (rules.FATAL_CHECK.search(e.content) or _FATAL_LEVEL.search(e.prefix))
+                ),
+                None,
+            )  # fmt: skip
+            first = check or first
         if (
             rules.SHELL_JOB.search(first.content) and "Killed" in first.content
         ) or rules.KILLED_CHILD.search(first.content):

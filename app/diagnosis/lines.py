@@ -44,8 +44,9 @@ _PREFIXES = [
     # (from 0.11 the module's path under vllm/: "ERROR 12-17 07:34:09 [v1/engine/core.py:710] ")
     r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+(?:\[[\w./:-]+\]|[\w.-]+:\d+\])\s?",
     # TensorFlow's and XLA's logging (JAX too): "2025-03-23 20:28:49.804409: E
-    # external/xla/xla/service/gpu/gpu_hlo_schedule.cc:654] "
-    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s[IWEF]\s[\w/.-]+:\d+\]\s?",
+    # external/xla/xla/service/gpu/gpu_hlo_schedule.cc:654] ", from TSL on with the thread's
+    # id: "2023-04-04 03:10:10.727618: F    7918 tensorflow/tsl/platform/statusor.cc:33] ")
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s[IWEF]\s+(?:\d+\s)?[\w/.-]+:\d+\]\s?",
     # llama.cpp's logger with timestamps: "0.00.065.436 E srv  start: ..." (llama-server's
     # router relays a model's own server with its process id first: "[47995] 0.00.023.592 E ")
     r"(?:\[\d{1,7}\]\s)?\d+\.\d\d\.\d{3}\.\d{3}\s[IWEDN]\s",

@@ -22,12 +22,12 @@ _INFO_LEVEL = re.compile(
     # the HIP runtime's trace below its error level (":4:command.cpp  :357 : 38724 us: ")
     r"(?:^|\s):[2-4]:[\w./-]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"
     r"|(?:^|[\s\[(|])(?:INFO|WARNING|WARN|DEBUG|NOTICE)(?:[\s\]:|]|$)|\[[IW]\d{3,4}\s"
-    r"|(?:^|[\s:>])[IW](?:\d{4})?\d{4}\s+\d|:\s[IW]\s[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
+    r"|(?:^|[\s:>])[IW](?:\d{4})?\d{4}\s+\d|:\s[IW]\s+(?:\d+\s)?[\w/.-]+:\d+\]|^\d+\.\d\d\.\d{3}\.\d{3}\s[IWDN]\s"
     r"|\[(?:trace|debug|info|warning)\]\s"  # spdlog's
 )
 _ERROR_LEVEL = re.compile(
     r"(?:^|[\s\[(|])(?:ERROR|CRITICAL|FATAL|E)(?=[\s\]:|]|$)|\[F\s|(?:^|[\s:>])[EF](?:\d{4})?\d{4}\s|\[[EF]\d{3,4}\s"
-    r"|:\s[EF]\s[\w/.-]+:\d+\]|\[(?:error|critical)\]\s"  # (spdlog's, lower case)
+    r"|:\s[EF]\s+(?:\d+\s)?[\w/.-]+:\d+\]|\[(?:error|critical)\]\s"  # (spdlog's, lower case)
     # the HIP runtime's trace at its error level (":1:rocdevice.cpp  :3434: 38724 us: "), or
     # at the level it prints a broken guarantee at before it aborts (":0:")
     r"|(?:^|\s):[01]:[\w./-]+\s*:\s*\d+\s*:\s*(?:\d+ us:|\.\.\.\s)"

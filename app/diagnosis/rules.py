@@ -298,6 +298,7 @@ COMPUTE_SANITIZER_FAULT = (
     r"^(?:=+ +)?(?:Invalid __\w+__ (?:read|write|atomic)\b|(?:Out-of-range|Misaligned) Shared or "
     r"Local Address\b)"
 )
+EARLYOOM = r"\blow memory! at or below SIG(?:TERM|KILL) limits\b"
 LIBRARY_NOT_FOUND = r"\bld(?:\.\w+)?: cannot find -l"  # "ld: cannot find -lcurand"
 DEVICE_ALLOCATION_REFUSED = r"\b[Dd]evice memory allocation of size \d+ failed"  # Vulkan's
 
@@ -844,6 +845,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # cluster managers and cgroups killing for memory
         r"oom[-_]kill event", r"\bOOMKilled\b", r"[Kk]illed\b.*\bdue to (?:memory|OOM)",
         r"\bkilled by the OOM killer\b",  # systemd on a unit's process
+        EARLYOOM,
         r"\bis killed by signal: Killed\b",  # PyTorch's word for its DataLoader worker
         r"memory pressure",
         # a DataLoader worker killed for the shared memory it could not get (/dev/shm)
@@ -1310,6 +1312,8 @@ NATIVE_FAILURE = _any(
     r"NCCL error",
     r"Out of memory: Kill",
     r"oom-kill",
+    # earlyoom, a user-space OOM killer, about to kill the largest process
+    EARLYOOM,
     r"Failed to (?:initialize|create|load|start)",
     r"Watchdog caught collective operation timeout",
     r"return code = -\d+",
@@ -1320,6 +1324,7 @@ NATIVE_FAILURE = _any(
     r"\berror code\b",
     r"ERROR: ",
     r"Cuda failure",
+    r"\bCUDA failure \d+: ",  # ONNX Runtime's check of a CUDA call ("CUDA failure 35: ...")
     r"cudaMalloc\w* failed",
     # Vulkan's result code for a device allocation refused, as ggml_vulkan prints its what()
     r"\bErrorOutOfDeviceMemory\b",
@@ -1553,11 +1558,16 @@ PANIC_CARRIES_ERROR = re.compile(r"\bon an `Err` value: \S")
 # A shell's report on a child it ran: "line 28:  7 Killed   cmd" (the command is not the fault).
 # The kernel's, a cgroup's or a scheduler's word that a process was killed for the host's memory
 HOST_MEMORY_KILL = re.compile(
-    r"\boom[-_]kill|\binvoked oom-killer\b|\bOut of memory: Kill|^TERM_MEMLIMIT: job killed\b"
+    r"\boom[-_]kill|\binvoked oom-killer\b|\bOut of memory: Kill|^TERM_MEMLIMIT: job killed\b|"
+    + EARLYOOM
 )
 # A launcher's word that its child got SIGKILL ("failed (exitcode: -9) local_rank: 3"): how it
 # died, not why.
 KILLED_CHILD = re.compile(r"\bexitcode\s*:\s*-9\b|\bSignal 9 \(SIGKILL\)")
+# A fatal signal's banner for an abort ("*** SIGABRT received by PID 28601 (TID 34285) ...")
+ABORT_BANNER = re.compile(r"\*\*\* SIGABRT received\b")
+# glog's CHECK, the usual reason for that abort
+FATAL_CHECK = re.compile(r"\bCheck failed: ")
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
     # (macOS's bash names the signal's number: "Killed: 9", "Segmentation fault: 11")

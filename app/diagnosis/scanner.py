@@ -94,7 +94,7 @@ _SEVERITY_ANCHORS = (
     rb"\[[EF](?:\d{3,4} [\d:.]+)? [\w.-]+\.(?:cpp|cc|h|py):\d+\]",
     # TensorFlow's and XLA's "2025-03-23 20:28:49.804409: E external/xla/...cc:654]", and
     # llama.cpp's "0.00.065.436 E srv  start: ..."
-    rb"\d\d:\d\d\.\d{6}: [EF] [\w/.-]+:\d+\]",
+    rb"\d\d:\d\d\.\d{6}: [EF] +(?:\d+ )?[\w/.-]+:\d+\]",
     rb"\d\.\d\d\.\d{3}\.\d{3} [EF] ",
     # the HIP runtime's error records (":1:rocdevice.cpp  :3434: 38724 us: ", ":0:" a guarantee)
     rb":[01]:[\w./-]+\s*:\s*\d+\s*:\s*\d+ us:",
