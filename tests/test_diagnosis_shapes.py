@@ -661,6 +661,19 @@ def test_onnx_runtime_s_check_of_a_cuda_call_is_a_failure() -> None:
     assert (body["crashed"], body["root_cause"]) == (True, failure)
 
 
+def test_hipblaslt_without_tuned_kernels_for_the_gpu_is_no_failure() -> None:
+    body = diagnose(
+        "Jul 28 15:11:40 host-1 ollama[307422]: load_tensors: offloaded 49/49 layers to GPU\n"
+        "Jul 28 15:11:48 host-1 ollama[307422]: rocblaslt error: Cannot read /usr/local/lib/"
+        "ollama/rocm/hipblaslt/library/TensileLibrary_lazy_gfx1201.dat: No such file or "
+        "directory\n"
+        "Jul 28 15:11:48 host-1 ollama[307422]: rocblaslt error: Could not load /usr/local/lib/"
+        "ollama/rocm/hipblaslt/library/TensileLibrary_lazy_gfx1201.dat\n"
+        "Jul 28 15:11:48 host-1 ollama[307422]: hipBLASLt error: Heuristic Fetch Failed\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
 def test_a_sweep_agent_s_next_run_starts_afresh_after_the_one_that_errored() -> None:
     killed = (
         "slurmstepd: error: Detected 1 oom_kill event in StepId=21171137.batch. Some of the step "

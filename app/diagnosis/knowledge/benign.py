@@ -62,6 +62,15 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        r"blaslt error: (?:Cannot read|Could not load) .*TensileLibrary_lazy_\w+\.dat\b"
+        r"|\bhipBLASLt error: Heuristic Fetch Failed\b",
+        ("rocm", "ollama", "llama.cpp"),
+        "Jul 28 15:11:48 host-1 ollama[307422]: rocblaslt error: Could not load "
+        "/usr/local/lib/ollama/rocm/hipblaslt/library/TensileLibrary_lazy_gfx1201.dat",
+        "hipBLASLt without tuned kernels for this GPU: its GEMMs go to rocBLAS instead and the "
+        "program runs on; observed in corpus case AN406",
+    ),
+    Benign(
         # (its "slurmstepd: error: " may be read as every line's prefix)
         r"\b(?:common_file_write_\w+: write pid \d+ to \S*cgroup\.procs"
         r"|Unable to move pid \d+ to init root cgroup|error unlocking cgroup '"
