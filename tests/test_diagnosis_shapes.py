@@ -10,6 +10,14 @@ def diagnose(text: str) -> dict:
     return diagnose_bytes(text.encode()).to_dict()
 
 
+def newest_first(lines: list[str]) -> str:
+    """The lines as a cloud console shows them: each stamped at ERROR with its time, newest
+    first."""
+    stamped = [f"E 2026-02-27T13:00:{n // 1000:02d}.{n % 1000:03d}Z {line}" for n, line in
+               enumerate(lines)]  # fmt: skip
+    return "\n".join(reversed(stamped)) + "\n"
+
+
 @pytest.mark.parametrize(
     "log,root_cause,error_class",
     [
@@ -672,6 +680,43 @@ def test_hipblaslt_without_tuned_kernels_for_the_gpu_is_no_failure() -> None:
         "Jul 28 15:11:48 host-1 ollama[307422]: hipBLASLt error: Heuristic Fetch Failed\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_onnx_runtime_falling_back_from_a_provider_it_cannot_load_is_no_failure() -> None:
+    lines = [
+        "*************** EP Error ***************",
+        "EP Error onnxruntime_pybind_state.cc:456 RegisterTensorRTPluginsAsCustomOps Please "
+        "install TensorRT libraries as mentioned in the GPU requirements page",
+        "Falling back to ['CUDAExecutionProvider', 'CPUExecutionProvider'] and retrying.",
+        "****************************************",
+        "2024-04-24 10:39:18.3717953 [E:onnxruntime:Default, provider_bridge_ort.cc:1534 "
+        "onnxruntime::TryGetProviderInfo_TensorRT] provider_bridge_ort.cc:1209 "
+        "onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed "
+        'with error 126 "" when trying to load "onnxruntime_providers_tensorrt.dll"',
+    ]
+    for log in ("\n".join(lines) + "\n", newest_first(lines)):
+        body = diagnose(log)
+        assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_ray_s_unhandled_error_yields_to_the_task_s_traceback_even_newest_first() -> None:
+    error = (
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "NCCLUtils.cpp:77, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+        "version 2.27.3"
+    )
+    lines = [
+        "ERROR worker.py:430 -- Unhandled error: ray::AsyncSglangWorker.async_call_plugin()",
+        '  File "/src/agentrl/trainer/components/nccl_tensor_comm.py", line 90, in async_receive',
+        "    await asyncio.to_thread(dist.barrier, group=self.pg)",
+        error,
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 'invalid argument'",
+    ]
+    assert diagnose("\n".join(lines) + "\n")["root_cause"] == error
+    body = diagnose(newest_first(lines))
+    assert body["crashed"] and body["root_cause"].endswith(error)
 
 
 def test_a_sweep_agent_s_next_run_starts_afresh_after_the_one_that_errored() -> None:

@@ -71,6 +71,19 @@ BENIGN = (
         "program runs on; observed in corpus case AN406",
     ),
     Benign(
+        r"\[E:onnxruntime:[^\]]*\bTryGetProviderInfo_\w+\]",
+        ("onnxruntime",),
+        "2024-10-07 08:30:49.765992660 [E:onnxruntime:Default, provider_bridge_ort.cc:1480 "
+        "TryGetProviderInfo_CUDA] /onnxruntime_src/onnxruntime/core/session/provider_bridge_"
+        "ort.cc:1193 onnxruntime::Provider& onnxruntime::ProviderLibrary::Get() "
+        "[ONNXRuntimeError] : 1 : FAIL : Failed to load library libonnxruntime_providers_cuda.so "
+        "with error: libcufft.so.10: cannot open shared object file: No such file or directory",
+        "ONNX Runtime unable to load an execution provider's library (CUDA's, TensorRT's): the "
+        "session falls back to the next provider, the CPU at last, and runs on; observed in "
+        "corpus case BE654",
+        hard=True,
+    ),
+    Benign(
         # (its "slurmstepd: error: " may be read as every line's prefix)
         r"\b(?:common_file_write_\w+: write pid \d+ to \S*cgroup\.procs"
         r"|Unable to move pid \d+ to init root cgroup|error unlocking cgroup '"

@@ -863,7 +863,9 @@ WRAPPERS = (
         strong=True,
     ),
     Wrapper(
-        r"Unhandled error \(suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'\)",
+        # (its notice of how to suppress it cut by some reporters: "Unhandled error: ray::...")
+        r"Unhandled error \(suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'\)"
+        r"|\bUnhandled error: ray::\w",
         ("ray",),
         "2026-05-06 11:03:10,805 ERROR worker.py:438 -- Unhandled error (suppress with "
         "'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::RayWorkerWrapper.warmup() (pid=2432)",
