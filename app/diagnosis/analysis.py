@@ -111,7 +111,7 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 # A process's word that it still waits on others (knowledge/lifecycle.py).
 _WAITING = _alternation(row.pattern for row in WAITING)
 # A job's word that it did its work to the end (knowledge/lifecycle.py).
-_FINISHED = _alternation(row.pattern for row in FINISHED)
+_FINISHED = rules.Alternatives(tuple(row.pattern for row in FINISHED))
 _STARTED = _alternation(row.pattern for row in STARTED)
 _INSTALLED = _alternation(row.pattern for row in INSTALLED)
 # pip's own words on a package it could not install, and how much work after them shows the
