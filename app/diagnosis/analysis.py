@@ -1102,37 +1102,22 @@ def analyze(
         # A native library (a KV-transfer engine, a store client) logs its failures at
         # ERROR and returns them to its caller: after the server came up, such records
         # with nothing fatal after them are not its death.
-        return Analysis(
-            ready=True,
-            crashed=False,
-            candidates=[root.line],
-            root=None,
-            error_class=None,
-            fingerprint=None,
-            ready_line=ready_line,
-            crashed_reason=(
-                f"line {root.line.number} and the errors after it are a native library's "
-                "records after the server was ready, and nothing fatal follows: read as no "
-                "crash"
-            ),
+        return _shown_not_fatal(
+            root,
+            ready_line,
+            f"line {root.line.number} and the errors after it are a native library's records "
+            "after the server was ready, and nothing fatal follows: read as no crash",
         )
     crashed, crashed_reason = _crashed(entries, root, unseen_after)
     lived_on = 0 if newest_first else lines_total - root.line.number
     if crashed is None and retried is None and lived_on >= LIVED_ON_LINES:
         # An error-severity record, then hundreds of lines of the same run's work with
         # nothing failing after: the run lived through it.
-        return Analysis(
-            ready=True if ready_line else None,
-            crashed=False,
-            candidates=[root.line],
-            root=None,
-            error_class=None,
-            fingerprint=None,
-            ready_line=ready_line,
-            crashed_reason=(
-                f"line {root.line.number} is an error-severity record, then the process went "
-                f"on for {lived_on} lines with nothing failing: read as no crash"
-            ),
+        return _shown_not_fatal(
+            root,
+            ready_line,
+            f"line {root.line.number} is an error-severity record, then the process went on "
+            f"for {lived_on} lines with nothing failing: read as no crash",
         )
     if retried is not None:
         crashed = True
@@ -1183,6 +1168,20 @@ def analyze(
         ready_line=ready_line,
         candidates=[e.line for e in _runners_up(entries, root)],
         frame=innermost_frame(failing_traceback(entries, root)),
+    )
+
+
+def _shown_not_fatal(root: Entry, ready_line: Line | None, reason: str) -> Analysis:
+    """A failure the process lived through: shown as a runner-up, not called its death."""
+    return Analysis(
+        ready=True if ready_line else None,
+        crashed=False,
+        candidates=[root.line],
+        root=None,
+        error_class=None,
+        fingerprint=None,
+        ready_line=ready_line,
+        crashed_reason=reason,
     )
 
 
