@@ -310,6 +310,9 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "wandb.login(key=[your_api_key])", "config_or_args"),
         ("RuntimeError: 0 active drivers ([]). There should only be one.", "config_or_args"),
         ('FATAL:   "bris": executable file not found in $PATH', "config_or_args"),
+        ("RuntimeError: (PreconditionNotMet) Cannot load cudnn shared library. Cannot invoke "
+         "method cudnnGetVersion.", "import_or_version"),
+        ("error: unknown type name 'uint'", "import_or_version"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:
@@ -1182,3 +1185,17 @@ def test_lsf_ending_a_job_at_its_run_time_limit_is_a_scheduler_s_stop() -> None:
         "Exited with exit code 140.\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_a_cuda_extension_s_own_check_names_the_fault_before_a_cut_traceback() -> None:
+    fault = "error in ms_deformable_im2col_cuda: an illegal memory access was encountered"
+    body = diagnose(
+        fault + "\nTraceback (most recent call last):\n"
+        '  File "demo.py", line 70, in <module>\n'
+        "    boxes, confidences, labels = predict(\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        fault,
+        "cuda_runtime",
+    )

@@ -954,6 +954,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # sources compiled at run time: Metal's and ROCm's comgr's ("program_source:6450:1:")
         r"\b(?:program_source|CompileSource\w*):\d+:\d+: error:",
         r"\berrors? detected in the compilation of\b",
+        # a compiler's verdict where the file's prefix was lost (a source built at run time)
+        r"^error: (?:unknown type name|use of undeclared identifier|no member named) ",
+        # a framework's loader of a library it found in no version it can use (Paddle's
+        # "Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.")
+        r"\bCannot load \w+ shared library\b",
         # one library calling another with the signature of another version
         r"TypeError: .*(?:missing \d+ required (?:positional|keyword-only) arguments?"
         r"|takes \d+ positional arguments? but \d+ (?:were|was) given"
@@ -1470,8 +1475,9 @@ NATIVE_FAILURE = _any(
     # CUDA's own error strings (cudaGetErrorString), printed bare by a native program or
     # after the source location of its check ("cuda kernels/indexer.cu:91 an illegal ..."), or
     # as the description in an error block (Unified Runtime's "UR CUDA ERROR:"), or after
-    # exllama's "GPU assert: " (glued to a progress bar that printed no newline)
-    r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? |^Description:\s+|\bGPU assert: )"
+    # exllama's "GPU assert: " (glued to a progress bar that printed no newline), or after the
+    # kernel's name in a CUDA extension's own check ("error in ms_deformable_im2col_cuda: ")
+    r"(?:^|\.(?:cu|cuh|cpp|cc|c|hpp|h):\d+:? |^Description:\s+|\bGPU assert: |^error in \w+: )"
     r"(?:no kernel image is available for execution|an illegal memory access was encountered"
     r"|device-side assert triggered|unspecified launch failure|misaligned address"
     r"|invalid device function|an illegal instruction was encountered)",
