@@ -1199,3 +1199,19 @@ def test_a_cuda_extension_s_own_check_names_the_fault_before_a_cut_traceback() -
         fault,
         "cuda_runtime",
     )
+
+
+def test_a_what_that_names_only_the_base_class_yields_to_the_terminate_line() -> None:
+    terminate = "terminate called after throwing an instance of 'ReadSocketException'"
+    body = diagnose(
+        "🔷 Forward: 30.12 ms\n"
+        + terminate
+        + "\n  what():  std::exception\nAborted (core dumped)\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, terminate)
+    # A what() with a message of its own still says more than the terminate line.
+    said = "  what():  vector::_M_default_append"
+    body = diagnose(
+        "terminate called after throwing an instance of 'std::length_error'\n" + said + "\n"
+    )
+    assert body["root_cause"] == said

@@ -1621,6 +1621,9 @@ SPECIFICITY = [
     # which collective timed out, beside the watchdog's word that something did
     (re.compile(r"Watchdog caught collective operation timeout"), 1),
     (re.compile(r"terminate called after throwing"), -2),
+    # ...unless its what() is only the base class's name, and the terminate line names the
+    # exception's own type ("what():  std::exception" under "...instance of 'ReadSocketException'")
+    (re.compile(r"^\s*what\(\):\s+std::exception\s*$"), -3),
     (re.compile(r"^\s*(?:Last error:|ncclUnhandledCudaError: Call to CUDA function failed)"), -3),
     # An exit status says less than the signal or the message beside it.
     (re.compile(r"\bexit(?:code| status)\b|\bexited with (?:code|status)\b"), -1),
