@@ -1215,3 +1215,60 @@ def test_a_what_that_names_only_the_base_class_yields_to_the_terminate_line() ->
         "terminate called after throwing an instance of 'std::length_error'\n" + said + "\n"
     )
     assert body["root_cause"] == said
+
+
+def test_the_gpu_driver_s_own_word_on_a_fault_is_the_root_cause() -> None:
+    fault = (
+        "Aug 08 22:35:13 host-1 kernel: amdgpu 0000:c3:00.0: amdgpu: [gfxhub] page fault "
+        "(src_id:0 ring:24 vmid:8 pasid:32794)"
+    )
+    dump = "".join(
+        f"Aug 08 22:35:13 host-1 kernel: amdgpu 0000:c3:00.0: amdgpu:          {field}\n"
+        for field in ("MORE_FAULTS: 0x1", "WALKER_ERROR: 0x0", "MAPPING_ERROR: 0x0", "RW: 0x0")
+    )
+    body = diagnose(fault + "\n" + dump)
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        fault,
+        "cuda_runtime",
+    )
+    lost = (
+        "2026-01-22T14:49:49Z [258,132ms] [Error] [carb.graphics-vulkan.plugin] VkResult: "
+        "ERROR_DEVICE_LOST"
+    )
+    body = diagnose(
+        lost + "\n2026-01-22T14:49:49Z [258,132ms] [Error] [gpu.foundation.plugin] A GPU crash "
+        "occurred. Exiting the application...\n"
+        "Reasons for the failure: a device lost, out of memory, or an unexpected bug.\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        lost,
+        "cuda_runtime",
+    )
+
+
+def test_a_ray_actor_named_with_its_arguments_is_a_prefix_like_any_actor_s() -> None:
+    tag = "(EnvGroup(rank=1) pid=49603) "
+    error = (
+        tag + "RuntimeError: The MUJOCO_EGL_DEVICE_ID environment variable must be an integer "
+        "between 0 and 0 (inclusive), got 1."
+    )
+    body = diagnose(
+        f'{tag}  File "/opt/venv/lib/python3.11/site-packages/robosuite/egl_context.py", line '
+        f"61, in create_initialized_egl_device_display\n{tag}    raise RuntimeError(\n{error}\n"
+        f"{tag}Exception ignored in: <function EGLGLContext.__del__ at 0x711f790620c0>\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, error)
+
+
+def test_a_traceback_a_wrapper_relays_under_its_own_tag_is_read_as_any_traceback() -> None:
+    tag = "[MusubiTuner WanLoRATrainer] TRAINER: "
+    error = tag + "NameError: name 'node_name_print_debug' is not defined"
+    body = diagnose(
+        "got prompt\n[MusubiTuner WanLoRATrainer] execute_train_lora called. Trigger: text_ok\n"
+        f"{tag}Traceback (most recent call last):\n"
+        f'{tag}  File "C:\\AI\\ComfyUI\\custom_nodes\\run_wan_training.py", line 16, in '
+        f"<module>\n{error}\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, error)

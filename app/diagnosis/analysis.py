@@ -183,6 +183,30 @@ def _host_prefixes(lines: list[Line], stripped: list[str]) -> frozenset[str]:
     return frozenset(hosts) if carried >= 3 and carried * 2 >= len(lines) else frozenset()
 
 
+# A wrapper relaying its child's output under a tag of its own ("[MusubiTuner WanLoRATrainer]
+# TRAINER: Traceback (most recent call last):"): the tag before a traceback's header, where
+# it is no logger's severity.
+_RELAYED_TRACEBACK = re.compile(r"^(\S.{0,78}?: )Traceback \(most recent call last\):\s*$")
+_SEVERITY_WORD = re.compile(r"(?i)\b(?:error|warn(?:ing)?|info|debug|critical|fatal)\b|\[[EWIF]\]")
+
+
+def _relay_tags(stripped: list[str]) -> tuple[str, ...]:
+    """The tags a wrapper puts before each line of its child's output, learned from the
+    tracebacks they relay: a tag that also leads the traceback's frames and exception."""
+    tags = {
+        m[1]
+        for plain in stripped
+        if (m := _RELAYED_TRACEBACK.match(plain)) and not _SEVERITY_WORD.search(m[1])
+    }
+    return tuple(
+        sorted((t for t in tags if sum(p.startswith(t) for p in stripped) >= 3), key=len)[::-1]
+    )
+
+
+def _peel(plain: str, tags: tuple[str, ...]) -> str:
+    return next((plain[len(tag) :] for tag in tags if plain.startswith(tag)), plain)
+
+
 def _newest_first(entries: list[Entry]) -> bool:
     stamps = [m.group(0) for e in entries[:400] if (m := _TIMESTAMP.search(e.text[:80]))]
     pairs = list(itertools.pairwise(stamps))
@@ -911,6 +935,9 @@ def analyze(
     hosts = _host_prefixes(lines, stripped)
     if hosts:  # peeled again, launchers' names too
         stripped = [strip_prefixes(line.text, hosts) for line in lines]
+    relayed = _relay_tags(stripped)
+    if relayed:
+        stripped = [_peel(plain, relayed) for plain in stripped]
     entries = [Entry(line, line.text, plain) for line, plain in zip(lines, stripped, strict=True)]
     newest_first = _newest_first(entries)
     if newest_first:

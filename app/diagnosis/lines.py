@@ -77,8 +77,9 @@ _PREFIXES = [
     r"\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\s+(?:\[[\w.:]+\]\s+)*(?:>>>\s+)?",
     # Ray / vLLM workers: "(EngineCore_DP0 pid=3339204) ", "(SGLangWorker pid=38138) ",
     # "(VllmWorker rank=0 pid=2345) ", "(pid=123, ip=10.0.0.2) ", "(raylet) "
-    # (a Ray Serve replica's: "(ServeReplica:default:LLMServer:llama pid=126216) ")
-    r"\((?:[\w.:-]+(?: [\w.=-]+)* )?pid=\d+(?:, ip=[\d.]+)?\)\s+",
+    # (a Ray Serve replica's: "(ServeReplica:default:LLMServer:llama pid=126216) ", an actor
+    # named with its arguments: "(EnvGroup(rank=1) pid=49603) ")
+    r"\((?:[\w.:-]+(?:\([\w.=, -]*\))?(?: [\w.=-]+)* )?pid=\d+(?:, ip=[\d.]+)?\)\s+",
     r"\(raylet(?:, ip=[\d.]+)?\)\s+",
     # mpirun --tag-output: "[1,0]<stderr>:"; torchrun's per-rank tee: "[default0]:"
     r"\[\d+,\d+\]<std(?:out|err)>:\s?",

@@ -564,7 +564,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # the GPU's own memory failing, wherever it surfaced (a custom all-reduce kernel)
         r"\buncorrectable ECC error\b",
         # a GPU the driver lost (a Vulkan or Metal context reset): a fault, not its memory
-        r"\bdevice lost\b", r"\bErrorDeviceLost\b",
+        r"\bdevice lost\b", r"\bErrorDeviceLost\b", r"\b(?:VK_)?ERROR_DEVICE_LOST\b",
+        r"\bamdgpu: \[\w+hub\] page fault\b",
         # Metal's command buffer failing on a GPU fault or hang (its out of memory is oom_gpu's)
         r"\bkIOGPUCommandBufferCallbackError(?!OutOfMemory)\w+",
         r"\[METAL\] Command buffer execution failed: (?!Insufficient Memory)",
@@ -1486,6 +1487,11 @@ NATIVE_FAILURE = _any(
     r"\baborting with error\b.*\bHSA_STATUS_ERROR_",
     r"\bMemory access fault by GPU\b",
     r"\bHW Exception by GPU\b",
+    # the amdgpu kernel driver on a compute process's page fault (the register dump after it
+    # names its fields: "WALKER_ERROR: 0x0"), Vulkan on a GPU it lost ("VkResult:
+    # ERROR_DEVICE_LOST", as Omniverse's plugin logs it)
+    r"\bamdgpu: \[\w+hub\] page fault\b",
+    r"\b(?:VK_)?ERROR_DEVICE_LOST\b",
     r"\bNot enough memory for command submission\b",
     r"\bNative API failed\b",  # SYCL's runtime (Level Zero) on a failed call
     # a shared library built against another version of what it links ("x.so: undefined
