@@ -336,6 +336,7 @@ def test_nccl_s_last_error_names_its_topology_search_that_found_no_path() -> Non
         "[/opt/dali/dali/operators/reader/loader/indexed_file_loader.h:105] Assert on "
         '"fin.good()" failed: Failed to open file /dev/shm/train/a.tfrecord.idx',
         "💥 Error: The model you specified is invalid or corrupted.",
+        "Exception 0xc0000005 0x0 0x0 0x7ff9efe32590",  # Go's runtime on Windows
     ],
 )
 def test_native_aborts_of_more_runtimes_are_crashes(line: str) -> None:

@@ -1492,6 +1492,9 @@ NATIVE_FAILURE = _any(
     # ERROR_DEVICE_LOST", as Omniverse's plugin logs it)
     r"\bamdgpu: \[\w+hub\] page fault\b",
     r"\b(?:VK_)?ERROR_DEVICE_LOST\b",
+    # Go's runtime on Windows, on a native fault in a cgo call ("Exception 0xc0000005 0x0 0x0
+    # 0x7ff9efe32590": an access violation), as on Linux it prints "SIGSEGV: ..."
+    r"^Exception 0x[cC]0000[0-9a-fA-F]{3} 0x",
     r"\bNot enough memory for command submission\b",
     r"\bNative API failed\b",  # SYCL's runtime (Level Zero) on a failed call
     # a shared library built against another version of what it links ("x.so: undefined
