@@ -313,6 +313,7 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
         ("RuntimeError: (PreconditionNotMet) Cannot load cudnn shared library. Cannot invoke "
          "method cudnnGetVersion.", "import_or_version"),
         ("error: unknown type name 'uint'", "import_or_version"),
+        ("RuntimeError: failed to find a rendering device", "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_underlying_fault_not_the_phase(line: str, error_class: str) -> None:
@@ -1273,3 +1274,16 @@ def test_a_traceback_a_wrapper_relays_under_its_own_tag_is_read_as_any_traceback
         f"<module>\n{error}\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, error)
+
+
+def test_tt_metal_s_exception_says_what_went_wrong_after_its_info_line() -> None:
+    throw = (
+        "ERROR 08-06 23:01:23 [engine.py:453] RuntimeError: TT_THROW @ /home/user/tt-metal/"
+        "tt_metal/impl/allocator/bank_manager.cpp:141: tt::exception"
+    )
+    body = diagnose(
+        throw + "\nERROR 08-06 23:01:23 [engine.py:453] info:\n"
+        "ERROR 08-06 23:01:23 [engine.py:453] Out of Memory: Not enough space to allocate "
+        "146575360 B DRAM buffer across 12 banks, where each bank needs to store 12214976 B\n"
+    )
+    assert (body["root_cause"], body["error_class"]) == (throw, "oom_gpu")

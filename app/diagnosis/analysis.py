@@ -165,6 +165,10 @@ def _message(entries: list[Entry], index: int) -> str:
         following = entries[index + 1]
         if following.line.number == entries[index].line.number + 1:
             text = f"{text.rstrip(' |')} {following.content.strip(' |')}"
+    said = entries[index + 1 : index + 3]
+    if len(said) == 2 and said[0].content == "info:":
+        # tt-metal's TT_THROW and TT_FATAL: where, then "info:", then what went wrong
+        text = f"{text} {said[1].content}"
     return text
 
 

@@ -1142,6 +1142,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b(?:too many|not enough) values to unpack\b", r"\bmemory leak detected\b",
         r"\bmultimodal tokens to \d+ placeholders\b",
     )),
+    # a renderer that finds no GPU it can draw on (SAPIEN headless, without a Vulkan ICD)
+    ("config_or_args", _any(r"\bfailed to find a rendering device\b")),
     # A bad value, when nothing more telling is said.
     ("config_or_args", _any(r"\bValueError\b", r"\bValue error, ")),
 ]
