@@ -1287,3 +1287,15 @@ def test_tt_metal_s_exception_says_what_went_wrong_after_its_info_line() -> None
         "146575360 B DRAM buffer across 12 banks, where each bank needs to store 12214976 B\n"
     )
     assert (body["root_cause"], body["error_class"]) == (throw, "oom_gpu")
+
+
+def test_a_brpc_service_serving_after_an_error_record_lived_through_it() -> None:
+    body = diagnose(
+        "I20251114 15:03:20.262110 57571 master.cpp:157] Starting xllm master service.\n"
+        "E20251114 15:03:20.951929 57571 etcd_client.cpp:104] etcd get XLLM:SERVICE:MASTER "
+        "failed: etcd-cpp-apiv3: key not found\n"
+        "I20251114 15:03:20.953759 57571 scheduler.cpp:38] Set current service as master!\n"
+        "I20251114 15:03:20.968561 57784 server.cpp:1200] "
+        "Server[xllm_service::XllmHttpServiceImpl] is serving on port=28888.\n"
+    )
+    assert (body["ready"], body["crashed"], body["root_cause"]) == (True, False, None)

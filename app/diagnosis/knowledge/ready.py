@@ -122,6 +122,14 @@ READY_LINES = (
         "Gradio's launch(share=True), the only address a notebook's server may print; "
         "observed in corpus case BC005 (AUTOMATIC1111)",
     ),
+    ReadyLine(
+        r"\] is serving on port=\d",
+        ("brpc", "xllm"),
+        "I20251114 15:03:20.968561 57784 server.cpp:1200] "
+        "Server[xllm_service::XllmHttpServiceImpl] is serving on port=28888.",
+        "Apache bRPC's server.cpp once a service listens (xLLM's HTTP and RPC services); "
+        "observed in corpus case BV708",
+    ),
     # Found by its source file, which a literal keeps Hyperscan fast on: only "Connected" says
     # ready.
     ReadyLine(
