@@ -204,8 +204,9 @@ FLOORS = {
     # BE001-BE805, BF001-BF910, E283-E302, BG001-BG910, BH004-BH406, BI001-BI907,
     # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908, BM001-BM407, BN001-BN609,
     # BO001-BO215, BP001-BP705, BQ001-BQ206, BR001-BR510, BS001-BS105, BT001-BT714,
-    # BU001-BUB08 and BV001-BVB05 (the second to seventy-sixth rounds' fresh parts) are tuning
-    # too: each part folded in lowers these floors to what the engine reads on the larger part.
+    # BU001-BUB08, BV001-BVB05 and BW001-BWB08 (the second to seventy-seventh rounds' fresh
+    # parts) are tuning too: each part folded in lowers these floors to what the engine reads on
+    # the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -213,16 +214,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # BW001-BWB08 (70 public logs), mined blind while round 77's rules were written and scored
-    # once after its last rule commit (d74226a): 82.9 / 87.1 / 65.7 / 90.0 %, ready 85.7 %,
-    # never silent on all 70. These floors are the scored figures.
-    "fresh": {
-        "root_cause": 0.82,
-        "top3": 0.87,
-        "error_class": 0.65,
-        "crashed": 0.90,
-        "ready": 0.85,
     },
     "validation": {
         "root_cause": 1.0,
