@@ -1304,3 +1304,33 @@ def test_a_brpc_service_serving_after_an_error_record_lived_through_it() -> None
         "Server[xllm_service::XllmHttpServiceImpl] is serving on port=28888.\n"
     )
     assert (body["ready"], body["crashed"], body["root_cause"]) == (True, False, None)
+
+
+def test_a_cuda_error_code_under_glog_s_fatal_severity_is_a_crash_not_a_warning() -> None:
+    fatal = (
+        "F0721 22:26:17.930082    6445 stream_executor_util.cc:502] Could not create "
+        "RepeatBufferKernel: INTERNAL: CUDA Runtime error: Failed call to cudaGetFuncBySymbol: "
+        "cudaErrorNoKernelImageForDevice: no kernel image is available for execution on the device"
+    )
+    body = diagnose("INFO:absl:[thread=MainThread] Restoring checkpoint\n" + fatal + "\n")
+    assert (body["crashed"], body["root_cause"]) == (True, fatal)
+    # The same code at a warning's severity still explains a hang, not a crash.
+    warned = "[WARN] interposer: cudaErrorNoKernelImageForDevice on cudaGetFuncBySymbol"
+    assert diagnose(f"starting\n{warned}\n")["crashed"] is False
+
+
+def test_magnum_s_windowless_context_that_cannot_start_is_a_crash() -> None:
+    failed = (
+        "Platform::WindowlessEglApplication::tryCreateContext(): unable to find CUDA device 0 "
+        "among 6 EGL devices in total"
+    )
+    body = diagnose(
+        "scene: data/hm3d/val/00824-Dd4bFSTQ8gi/Dd4bFSTQ8gi.glb\n-------------\n"
+        + failed
+        + "\nWindowlessContext: Unable to create windowless context\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        failed,
+        "config_or_args",
+    )

@@ -40,8 +40,6 @@ SERVED_ON = "the server went on serving after it"
 # printed meanwhile) that keep them one run.
 WAITING_GAP_LINES = 3
 WENT_ON_LINES = 5  # ordinary lines after an error-severity line: the process went on
-# glog's and TensorFlow's fatal severity ("F0120 12:29:23.305308 34355 f.cc:6694] ")
-_FATAL_LEVEL = re.compile(r"(?:^|[\s:>|])F(?:\d{4})?\d{4}\s|:\sF\s+(?:\d+\s)?[\w/.-]+:\d+\]")
 LIVED_ON_LINES = 500  # lines after an error-severity record: the process lived through it
 
 
@@ -310,7 +308,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                     e for e in failures
                     if e.strength == 3
                     and 0 < position[id(e)] - position[id(first)] <= FOLLOW_UP_LINES
-                    and (rules.FATAL_CHECK.search(e.content) or _FATAL_LEVEL.search(e.prefix))
+                    and (rules.FATAL_CHECK.search(e.content) or rules.FATAL_LEVEL.search(e.prefix))
                 ),
                 None,
             )  # fmt: skip

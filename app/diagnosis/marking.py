@@ -361,7 +361,9 @@ def mark(entries: list[Entry]) -> None:
         elif rules.NATIVE_FAILURE.search(content):
             entry.strength = 3
         elif rules.WARNING_ERROR.search(content):
-            entry.strength, entry.warning = 2, True
+            # (a CUDA error code under glog's fatal severity: the process aborts on it)
+            fatal = rules.FATAL_LEVEL.search(entry.prefix) is not None
+            entry.strength, entry.warning = (3, False) if fatal else (2, True)
         elif (tagged := rules.TAGGED_ERROR.match(content)) and tagged["fatal"]:
             entry.strength = 3
         elif (

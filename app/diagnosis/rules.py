@@ -1146,8 +1146,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\b(?:too many|not enough) values to unpack\b", r"\bmemory leak detected\b",
         r"\bmultimodal tokens to \d+ placeholders\b",
     )),
-    # a renderer that finds no GPU it can draw on (SAPIEN headless, without a Vulkan ICD)
-    ("config_or_args", _any(r"\bfailed to find a rendering device\b")),
+    # a renderer that finds no GPU it can draw on (SAPIEN headless, without a Vulkan ICD), or
+    # not the one the job names among those EGL sees (a container's device list)
+    ("config_or_args", _any(
+        r"\bfailed to find a rendering device\b",
+        r"\bunable to find CUDA device \d+ among \d+ EGL devices\b",
+    )),
     # A bad value, when nothing more telling is said.
     ("config_or_args", _any(r"\bValueError\b", r"\bValue error, ")),
 ]
@@ -1498,6 +1502,8 @@ NATIVE_FAILURE = _any(
     # ERROR_DEVICE_LOST", as Omniverse's plugin logs it)
     r"\bamdgpu: \[\w+hub\] page fault\b",
     r"\b(?:VK_)?ERROR_DEVICE_LOST\b",
+    # Magnum's windowless EGL context (habitat-sim) failing to start: nothing renders after
+    r"^Platform::\w+::tryCreateContext\(\): ",
     # Go's runtime on Windows, on a native fault in a cgo call ("Exception 0xc0000005 0x0 0x0
     # 0x7ff9efe32590": an access violation), as on Linux it prints "SIGSEGV: ..."
     r"^Exception 0x[cC]0000[0-9a-fA-F]{3} 0x",
@@ -1589,6 +1595,8 @@ KILLED_CHILD = re.compile(r"\bexitcode\s*:\s*-9\b|\bSignal 9 \(SIGKILL\)")
 ABORT_BANNER = re.compile(r"\*\*\* SIGABRT received\b")
 # glog's CHECK, the usual reason for that abort
 FATAL_CHECK = re.compile(r"\bCheck failed: ")
+# glog's and TensorFlow's fatal severity ("F0120 12:29:23.305308 34355 f.cc:6694] ")
+FATAL_LEVEL = re.compile(r"(?:^|[\s:>|])F(?:\d{4})?\d{4}\s|:\sF\s+(?:\d+\s)?[\w/.-]+:\d+\]")
 SHELL_JOB = re.compile(
     r"\bline \d+:\s+\d+\s+(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction"
     # (macOS's bash names the signal's number: "Killed: 9", "Segmentation fault: 11")
