@@ -314,6 +314,8 @@ def test_of_two_launches_in_one_file_the_last_one_tells() -> None:
          "method cudnnGetVersion.", "import_or_version"),
         ("error: unknown type name 'uint'", "import_or_version"),
         ("RuntimeError: failed to find a rendering device", "config_or_args"),
+        ("RuntimeError: FlashInfer failed to JIT-compile: ninja (build tool) not found.",
+         "import_or_version"),
         ("RuntimeError: GET was unable to find an engine to execute this computation",
          "cuda_runtime"),
         ("Exception(1) tid(2384) 887A0006 The GPU will not respond to more commands, most "

@@ -959,6 +959,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # sources compiled at run time: Metal's and ROCm's comgr's ("program_source:6450:1:")
         r"\b(?:program_source|CompileSource\w*):\d+:\d+: error:",
         r"\berrors? detected in the compilation of\b",
+        # a build tool a JIT compile needs that is not installed ("FlashInfer failed to
+        # JIT-compile: ninja (build tool) not found.")
+        r"\b(?:ninja|nvcc|cmake|make|gcc|g\+\+|clang)\b(?: \([\w ]+\))? not found\b",
         # a compiler's verdict where the file's prefix was lost (a source built at run time)
         r"^error: (?:unknown type name|use of undeclared identifier|no member named) ",
         # a framework's loader of a library it found in no version it can use (Paddle's
