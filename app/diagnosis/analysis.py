@@ -198,7 +198,9 @@ def _relay_tags(stripped: list[str]) -> tuple[str, ...]:
     tags = {
         m[1]
         for plain in stripped
-        if (m := _RELAYED_TRACEBACK.match(plain)) and not _SEVERITY_WORD.search(m[1])
+        if "Traceback (most recent call last):" in plain
+        and (m := _RELAYED_TRACEBACK.match(plain))
+        and not _SEVERITY_WORD.search(m[1])
     }
     return tuple(
         sorted((t for t in tags if sum(p.startswith(t) for p in stripped) >= 3), key=len)[::-1]

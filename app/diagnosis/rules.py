@@ -567,9 +567,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bdevice lost\b", r"\bErrorDeviceLost\b", r"\b(?:VK_)?ERROR_DEVICE_LOST\b",
         # ...or DirectX's (DXGI_ERROR_DEVICE_HUNG: "The GPU will not respond to more commands")
         r"\bThe GPU will not respond to more commands\b",
+        # the amdgpu kernel driver on a compute process's page fault
+        r"\bamdgpu: \[\w+hub\] page fault\b",
         # cuDNN finding no kernel that runs the convolution or attention asked of it
         r"\bGET was unable to find an engine to execute this computation\b",
-        r"\bamdgpu: \[\w+hub\] page fault\b",
         # Metal's command buffer failing on a GPU fault or hang (its out of memory is oom_gpu's)
         r"\bkIOGPUCommandBufferCallbackError(?!OutOfMemory)\w+",
         r"\[METAL\] Command buffer execution failed: (?!Insufficient Memory)",
