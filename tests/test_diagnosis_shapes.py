@@ -1336,3 +1336,17 @@ def test_magnum_s_windowless_context_that_cannot_start_is_a_crash() -> None:
         failed,
         "config_or_args",
     )
+
+
+def test_the_source_line_under_a_python_warning_is_no_failure_in_either_order() -> None:
+    lines = [
+        "/opt/venv/lib/python3.10/site-packages/torchvision/io/image.py:13: UserWarning: Failed "
+        "to load image Python extension: 'libc10_cuda.so: cannot open shared object file: No "
+        "such file or directory'",
+        '  warn(f"Failed to load image Python extension: {e}")',
+        "epoch 1: loss 0.412",
+        "training finished",
+    ]
+    for log in ("\n".join(lines) + "\n", newest_first(lines)):
+        body = diagnose(log)
+        assert (body["crashed"], body["root_cause"]) == (False, None)

@@ -262,6 +262,15 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        # (the warning's own header may come after it: a viewer that shows the newest first)
+        r"^\s*(?:warnings\.)?warn\(",
+        ("python",),
+        '  warn(f"Failed to load image Python extension: {e}")',
+        "the source line Python's warnings module prints under its 'file:line: Category: "
+        "message' header: the call that warned, not a failure; observed in corpus case BL202",
+        hard=True,
+    ),
+    Benign(
         r"\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning)\b",
         ("python",),
         "/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py:126: UserWarning: "
