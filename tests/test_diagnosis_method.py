@@ -378,6 +378,9 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
          "nccl_comm"),
         ("RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten "
          "by a subsequent run.", "cuda_graph"),
+        ("E0904 10:53:24.344123  312732 pjrt_stream_executor_client.cc:2826] Execution of "
+         "replica 0 failed: INTERNAL: Failed to add kernel node to a HIP graph: hipError_t(9)",
+         "cuda_graph"),
         ("AttributeError: module 'numpy' has no attribute 'float_'", "import_or_version"),
         ("  ERROR: Cannot install torch-npu==2.7.1 and torch==2.7.1 because these package "
          "versions have conflicting dependencies.", "import_or_version"),

@@ -1350,3 +1350,44 @@ def test_the_source_line_under_a_python_warning_is_no_failure_in_either_order() 
     for log in ("\n".join(lines) + "\n", newest_first(lines)):
         body = diagnose(log)
         assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_a_script_s_own_err_tag_is_an_error_record() -> None:
+    failed = "[ERR]  smoke test did not become healthy at ctx=65536"
+    body = diagnose(
+        "\x1b[32m[OK]\x1b[0m   acquired model: /models/qwen-27b.gguf (25G)\n"
+        "\x1b[36m[..]\x1b[0m   smoke test: ctx=65536 device=ROCm0\n"
+        f"\x1b[31m{failed[:5]}\x1b[0m{failed[5:]}\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_a_driver_call_that_returned_a_negative_errno_is_why_the_shell_saw_an_abort() -> None:
+    failed = "mtgpu_device_initialize: mtgpu_query_dev_info failed (-22)"
+    body = diagnose(
+        "mthreads-gmi command check successfully!\n" + failed + "\ncorrupted double-linked list\n"
+        "/home/check_status.sh: line 34:   117 Aborted                 (core dumped) ./test_musa\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_hip_s_trace_of_a_kernel_looked_up_in_the_next_code_object_is_no_failure() -> None:
+    stamp = ":{level}:hip_module.cpp           :{line}  : 305270480{n} us: [pid:312732 tid:0x155] "
+    failed = (
+        "E0904 10:53:24.344123  312732 pjrt_stream_executor_client.cc:2826] Execution of "
+        "replica 0 failed: INTERNAL: Failed to add kernel node to a HIP graph: hipError_t(9)"
+    )
+    trace = (
+        stamp.format(level=1, line=84, n=339)
+        + "Cannot find the function: Cijk_Ailk_Bljk_SB for module: 0x82caa730\n"
+        + stamp.format(level=3, line=85, n=350)
+        + "hipModuleGetFunction: Returned hipErrorNotFound : \n"
+        + stamp.format(level=3, line=88, n=397) + "hipModuleGetFunction: Returned hipSuccess : \n"
+        + "".join(
+            stamp.format(level=3, line=798, n=430 + arg) + f"Arg{arg}:  Tensor2dSizeA = val:1\n"
+            for arg in range(6)
+        )
+    )  # fmt: skip
+    assert (diagnose(trace)["crashed"], diagnose(trace)["root_cause"]) == (False, None)
+    body = diagnose(trace + "--\n" + failed + "\n")
+    assert (body["crashed"], body["root_cause"]) == (True, failed)

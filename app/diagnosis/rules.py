@@ -871,6 +871,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # torch's graph object refusing a replay or a capture ("Called CUDAGraph::replay without
         # a preceding successful capture.")
         r"\bCUDAGraph::(?:replay|capture\w*)\b",
+        # XLA building a graph of kernels on ROCm ("Failed to add kernel node to a HIP graph")
+        r"\bkernel node to a (?:HIP|CUDA) graph\b",
     )),
     ("nccl_comm", _any(
         r"\bNCCL error", r"\bNCCL Error", r"\bNccl error\b", r"\b[Nn]ccl\w*Error\b",
@@ -1217,11 +1219,12 @@ HARD_NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if line.h
 # ...and advice printed around a real error, which is never the error itself.
 NOISE = Alternatives(tuple(line.pattern for line in benign.BENIGN if not line.hard))
 
-# A logger's bracketed error tag after its name tags: TensorRT's "[TRT] [E] 6: ...".
+# A logger's bracketed error tag after its name tags: TensorRT's "[TRT] [E] 6: ...", a
+# script's own "[ERR]  smoke test failed".
 TAGGED_ERROR = re.compile(
     # (stamps and source locations may follow it: "[TM][FATAL][0814.22:31:20.267][gemm.cu:327] ")
     # (fatal: the logger aborts the process after it, as TurboMind's TM_LOG_FATAL does)
-    r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|ERROR|CRITICAL|(?P<fatal>F|FATAL))\](?:\[[^\]\s]*\])*\s"
+    r"(?:\[[\w .-]+\]\s*){0,3}\[(?:E|ERR|ERROR|CRITICAL|(?P<fatal>F|FATAL))\](?:\[[^\]\s]*\])*\s"
     # a library's own tag, then a severity that is itself the failure ("[sgl_kernel] CRITICAL: ")
     r"|(?:\[[\w .-]+\]\s*){1,3}(?:CRITICAL|FATAL):\s"
     # oneCCL's ("2024:01:23-00:02:21:(122510) |CCL_ERROR| global.cpp:150 ...")
@@ -1467,6 +1470,9 @@ NATIVE_FAILURE = _any(
     r"^(?!(?:ls|cp|mv|rm|ln|chown|chmod|chgrp|mkdir|rmdir|touch|stat|readlink|find|fatal): )"
     r"[a-z_]\w*: (?:invalid|unsupported|unknown|corrupt(?:ed)?|bad|missing|failed to|cannot"
     r"|could not|couldn't|unable to)\b",
+    # a driver's call that returned a negative errno ("mtgpu_device_initialize:
+    # mtgpu_query_dev_info failed (-22)")
+    r"^[a-z_]\w*: [a-z_]\w* failed \(-\d+\)",
     # the kernel on a process it stopped: "traps: python3[213941] trap invalid opcode ...",
     # "python3[1234]: segfault at 0 ip ... error 4 in libfoo.so"
     r"\btraps: \S+\[\d+\] trap\b|\[\d+\]: segfault at\b",

@@ -271,6 +271,17 @@ BENIGN = (
         hard=True,
     ),
     Benign(
+        # (the trace's level 1 is its error level: hard; its prefix is peeled before this)
+        r"(?:^|\] )Cannot find the function: \w+(?: for module: 0x[0-9a-f]+)?\s*$",
+        ("rocm", "hip"),
+        ":1:hip_code_object.cpp      :624 : 305270480327 us: [pid:312732 tid:0x15533460c740] "
+        "Cannot find the function: Cijk_Ailk_Bljk_SB_MT128x96x16_MI32x32x2x1",
+        "the HIP runtime's trace (AMD_LOG_LEVEL) while rocBLAS looks a kernel up in each code "
+        "object it loaded: a miss in one, then found in the next ('hipModuleGetFunction: "
+        "Returned hipSuccess'); observed in corpus cases BW306 and BW307",
+        hard=True,
+    ),
+    Benign(
         r"\b(?:UserWarning|FutureWarning|DeprecationWarning|RuntimeWarning)\b",
         ("python",),
         "/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py:126: UserWarning: "
