@@ -1391,3 +1391,37 @@ def test_hip_s_trace_of_a_kernel_looked_up_in_the_next_code_object_is_no_failure
     assert (diagnose(trace)["crashed"], diagnose(trace)["root_cause"]) == (False, None)
     body = diagnose(trace + "--\n" + failed + "\n")
     assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_an_error_logged_twice_in_a_row_and_gone_on_past_is_not_why_the_job_died() -> None:
+    failed = (
+        "[rank0]: RuntimeError: create_config:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:"
+        "102 HCCL function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, "
+        "&(comm->hcclComm_)), error code is 15"
+    )
+    lived = (
+        "ERROR 04-27 03:09:48 [camem.py:69] Failed to import vllm_ascend_C:libvllm_ascend_kernels"
+        ".so: cannot open shared object file: No such file or directory\n"
+    )
+    frame = '[rank0]:   File "/vllm_ascend/models/deepseek_v2.py", line {}, in __init__\n'
+    log = (
+        lived * 2
+        + "".join(
+            f"INFO 04-27 03:10:45 [parallel_state.py:959] rank {n} assigned\n" for n in (0, 1)
+        )
+        + "".join(
+            f"[rank{n}]:[W427 03:10:15.652192062 ProcessGroupGloo.cpp:715] Warning: Unable to "
+            "resolve hostname to a (local) address.\n"
+            for n in (0, 1)
+        )
+        + "INFO 04-27 03:10:45 [parallel_state.py:959] rank 1 in world size 2 is assigned\n" * 2
+        + "INFO 04-27 03:11:05 [model_runner.py:944] Starting to load model /models/ds-v2-lite\n"
+        * 2
+        + "INFO 04-27 03:11:05 [quantizer.py:88] Using the vLLM Ascend Quantizer version now!\n" * 2
+        + "[rank0]: Traceback (most recent call last):\n"
+        + "".join(frame.format(n) + "[rank0]:     self.layer = Layer(\n" for n in range(30))
+        + failed
+        + "\n"
+    )
+    body = diagnose(log)
+    assert (body["crashed"], body["root_cause"]) == (True, failed)

@@ -501,18 +501,26 @@ def _lived_through(
     """The failures from the first one the process did not go on past: a logged error (an
     "ERROR ... Cannot use FA version 2 ..." it fell back from) followed by ordinary work and
     then by an exception is not why it stopped."""
+    first_copy = 0  # of the failure being judged: the same record logged again is one failure
     for index, (failure, following) in enumerate(itertools.pairwise(failures)):
+        between = entries[position[id(failure)] + 1 : position[id(following)]]
+        went_on = len(_went_on(between, failure))
+        if following.content == failure.content and not any(e.content for e in between):
+            # (a record logged twice in a row, by two workers or two handlers: what follows
+            # the last copy decides, and the first copy is the one to show)
+            continue
         if _COMMAND_NOT_FOUND.match(failure.content) or _NOT_A_FAILURE.search(failure.content):
             # (a shell goes on to its next command, and an allocator's hint that it says is
             # "not a failure" is none: what failed after them is the story)
+            first_copy = index + 1
             continue
-        between = entries[position[id(failure)] + 1 : position[id(following)]]
         caught = failure.strength == 3 and _warned_and_went_on(between, failure)
         if not caught and (failure.strength != 2 or failure.warning):
-            return failures[index:]
-        if len(_went_on(between, failure)) < WENT_ON_LINES:
-            return failures[index:]
-    return failures[-1:]
+            return failures[first_copy:]
+        if went_on < WENT_ON_LINES:
+            return failures[first_copy:]
+        first_copy = index + 1
+    return failures[first_copy:]
 
 
 # A program's own warning that a step failed, said as it goes on to the next ("[WARN] Exp E
