@@ -382,6 +382,10 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
          "replica 0 failed: INTERNAL: Failed to add kernel node to a HIP graph: hipError_t(9)",
          "cuda_graph"),
         ("AttributeError: module 'numpy' has no attribute 'float_'", "import_or_version"),
+        ("AttributeError: module 'torch._C._distributed_c10d' has no attribute "
+         "'ProcessGroupNCCL'", "import_or_version"),
+        ("TypeError: register_custom_call_target(): incompatible function arguments. The "
+         "following argument types are supported:", "import_or_version"),
         ("  ERROR: Cannot install torch-npu==2.7.1 and torch==2.7.1 because these package "
          "versions have conflicting dependencies.", "import_or_version"),
         ("torch._inductor.exc.TritonMissing: Cannot find a working triton installation.",

@@ -401,6 +401,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # overflow: a build that failed, whatever reason it gives.
     ("import_or_version", _any(
         r"ld(?:\.\w+)?: cannot open output file ", r"relocation truncated to fit: ",
+        # a module without the name asked of it, whatever the name says (torch built without
+        # NCCL: "module 'torch._C._distributed_c10d' has no attribute 'ProcessGroupNCCL'")
+        r"\bAttributeError: module '[\w.]+' has no attribute\b",
+        # pybind11 refusing a call whose signature the compiled extension does not have
+        r"\bincompatible function arguments\. The following argument types are supported\b",
         # a build with no make or ninja installed for CMake's generator
         r"\bCMake was unable to find a build program\b",
         # a driver older than the toolkit that wrote the PTX it is given to load
