@@ -204,9 +204,9 @@ FLOORS = {
     # BE001-BE805, BF001-BF910, E283-E302, BG001-BG910, BH004-BH406, BI001-BI907,
     # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908, BM001-BM407, BN001-BN609,
     # BO001-BO215, BP001-BP705, BQ001-BQ206, BR001-BR510, BS001-BS105, BT001-BT714,
-    # BU001-BUB08, BV001-BVB05 and BW001-BWB08 (the second to seventy-seventh rounds' fresh
-    # parts) are tuning too: each part folded in lowers these floors to what the engine reads on
-    # the larger part.
+    # BU001-BUB08, BV001-BVB05, BW001-BWB08 and BX001-BXB03 (the second to seventy-ninth
+    # rounds' fresh parts) are tuning too: each part folded in lowers these floors to what the
+    # engine reads on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
         "root_cause": 0.91,
@@ -214,16 +214,6 @@ FLOORS = {
         "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
-    },
-    # BX001-BXB03 (111 public logs), mined blind while round 79's rules were written and scored
-    # once after its last rule commit (d8d6cfa): 82.0 / 87.4 / 70.3 / 91.0 %, ready 90.1 %,
-    # never silent on all 111. These floors are the scored figures, rounded down.
-    "fresh": {
-        "root_cause": 0.81,
-        "top3": 0.87,
-        "error_class": 0.70,
-        "crashed": 0.90,
-        "ready": 0.90,
     },
     "validation": {
         "root_cause": 1.0,
