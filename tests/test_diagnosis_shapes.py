@@ -1425,3 +1425,44 @@ def test_an_error_logged_twice_in_a_row_and_gone_on_past_is_not_why_the_job_died
     )
     body = diagnose(log)
     assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_a_logged_error_announcing_a_long_traceback_yields_to_the_exception_it_ends_in() -> None:
+    failed = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 192.00 MiB."
+    frames = "".join(
+        f'  File "/detectron2/modeling/layer_{n}.py", line {n}, in forward\n'
+        "    return self.block(x)\n"
+        for n in range(40)
+    )
+    body = diagnose(
+        "[08/30 15:34:52] d2.engine.train_loop INFO: Starting training from iteration 0\n"
+        "[08/30 15:34:53] d2.engine.train_loop ERROR: Exception during training:\n"
+        "Traceback (most recent call last):\n" + frames + failed + "\n"
+        "[08/30 15:34:53] d2.engine.hooks INFO: Total training time: 0:00:01\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
+
+
+def test_burn_s_panic_banner_points_to_the_panic_below_it() -> None:
+    failed = (
+        'called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out '
+        'of memory")'
+    )
+    body = diagnose(
+        "     Running `target/release/examples/finetune`\n=== PANIC ===\n"
+        "A fatal error happened, you can check the experiment logs here => "
+        "'/tmp/resnet-finetune/experiment.log'\n=============\n\n"
+        "thread 'main' panicked at /cargo/cubecl-cuda-0.6.0/src/compute/storage.rs:132:87:\n"
+        + failed
+        + "\nstack backtrace:\n   0: std::panicking::begin_panic_handler\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
+
+
+def test_physx_s_gpu_allocator_that_fails_is_out_of_gpu_memory() -> None:
+    failed = (
+        "2025-03-15T15:07:10Z [job] PxgCudaDeviceMemoryAllocator fail to allocate memory "
+        "100663296 bytes!! Result = 2"
+    )
+    body = diagnose("Creating environments: 4096\n" + failed + "\n")
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")

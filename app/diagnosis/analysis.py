@@ -330,6 +330,7 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 None,
             )  # fmt: skip
             first = why or first
+        first = _announced_traceback(entries, failures, first, position) or first
         first = _explained_by_chain(entries, first, position)
         details = [e for e in failures if e.detail and _is_detail_of(e, first, entries, position)]
         if details and details[0].content not in first.content:
@@ -493,6 +494,19 @@ EXPLAINS_WORDS = 5  # what a chained exception must add to the value it quotes
 _OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
 # a library's status code alone ("NVRTCError: NVRTC_ERROR_INVALID_OPTION (5)")
 _STATUS_CODE = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+(?: \(-?\d+\))?")
+
+
+def _announced_traceback(
+    entries: list[Entry], failures: list[Entry], first: Entry, position: dict[int, int]
+) -> Entry | None:
+    """A logged error that announces the traceback right below it ("d2.engine.train_loop
+    ERROR: Exception during training:"): the exception that traceback ends in, however long."""
+    header = position[id(first)] + 1
+    if not first.content.rstrip().endswith(":") or header >= len(entries):
+        return None
+    if rules.TRACEBACK not in entries[header].content:
+        return None
+    return next((e for e in failures if e.in_traceback == header and e.strength == 3), None)
 
 
 def _lived_through(

@@ -362,6 +362,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # TVM's device allocator (MLC LLM's runtime): "Failed to allocate 99121664 bytes with
         # alignment 16 bytes."
         r"\bFailed to allocate \d+ bytes with alignment \d+ bytes\b",
+        r"\bfail(?:ed)? to allocate memory \d+ bytes\b",  # PhysX's GPU allocator
         # ggml's buffer allocation that came back empty, asserted on
         r"\bbackend buffer base cannot be NULL\b",
         # the driver refusing physical memory for a symmetric heap (NVSHMEM's)
@@ -1484,6 +1485,9 @@ NATIVE_FAILURE = _any(
     # C libraries' and compilers' own summaries of a failure
     r"^[\w.-]+[ _]error: ",  # "rocBLAS error: Cannot read ...", "hipsparselt_error: ..."
     r"\bmemory allocation of \d+ bytes failed\b",  # Rust's allocator (llama.cpp's tools too)
+    # PhysX's GPU allocator ("PxgCudaDeviceMemoryAllocator fail to allocate memory 100663296
+    # bytes!! Result = 2")
+    r"\bfail(?:ed)? to allocate memory \d+ bytes\b",
     r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
     # nvcc's "x.cu(12): error: ...", MSVC's and clang-cl's "arena.h(14,21): error: ..."
     r"\(\d+(?:,\d+)?\): (?:catastrophic |fatal )?error\b",

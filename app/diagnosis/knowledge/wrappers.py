@@ -30,6 +30,15 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"\bA fatal error happened, you can check the [\w-]+ logs? here\b",
+        ("burn",),
+        "A fatal error happened, you can check the experiment logs here => "
+        "'/tmp/resnet-finetune\\experiment.log'",
+        "Burn's training panic hook (its '=== PANIC ===' banner), printed before the panic it "
+        "reports; observed in corpus case BX203",
+        strong=True,
+    ),
+    Wrapper(
         r"\bImportError: Failed to import test module: ",
         ("python",),
         "ImportError: Failed to import test module: tests.test_data_pipeline",
