@@ -386,6 +386,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bunable to allocate shared memory\(shm\)",  # torch's own words for a full /dev/shm
         r"\bLLVM ERROR: out of memory\b",  # a compiler's host allocation (before LLVM's others)
         r"^TERM_MEMLIMIT: job killed\b",  # LSF's word on a job over its memory limit
+        # nnU-Net's preprocessing pool on a worker gone (its own words: "killed by your OS due
+        # to running out of RAM", the likelier cause when no error precedes it)
+        r"\bSome background worker is 6 feet under\b",
     )),
     # What a graph capture forbids, even in NCCL's words ("NCCL WARN Cuda failure 'operation
     # not permitted when stream is capturing'").
@@ -405,6 +408,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a module without the name asked of it, whatever the name says (torch built without
         # NCCL: "module 'torch._C._distributed_c10d' has no attribute 'ProcessGroupNCCL'")
         r"\bAttributeError: module '[\w.]+' has no attribute\b",
+        # a compiler a build or a JIT needs, missing where it was looked for
+        r"No such file or directory: '[^']*/(?:nvcc|hipcc|ninja|g\+\+|gcc|clang\+\+)'",
         # pybind11 refusing a call whose signature the compiled extension does not have
         r"\bincompatible function arguments\. The following argument types are supported\b",
         # a build with no make or ninja installed for CMake's generator
