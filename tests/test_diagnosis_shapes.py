@@ -1466,3 +1466,24 @@ def test_physx_s_gpu_allocator_that_fails_is_out_of_gpu_memory() -> None:
     )
     body = diagnose("Creating environments: 4096\n" + failed + "\n")
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
+
+
+def test_an_error_before_a_load_or_start_up_that_completed_was_lived_through() -> None:
+    warp = (
+        "Warp CUDA error: Failed to get driver entry point 'cuDeviceGetUuid' (CUDA error 1)\n"
+        "Warp CUDA error 36: API call is not supported in the installed CUDA driver (in "
+        "function cuda_init, /builds/omniverse/warp/warp/native/warp.cu:277)\n"
+        "Warp 1.7.1 initialized:\n   CUDA Toolkit 12.8, Driver 13.0\n   Devices:\n"
+        '     "cuda:0"   : "NVIDIA GeForce RTX 4070 SUPER" (12 GiB, sm_89, mempool enabled)\n'
+    )
+    tokenizer = (
+        "I tokenizers:tekken.cpp:280] Built vocabulary with 130072 tokens\n"
+        "E0000 00:00:1771336683.851963 22483944 re2.cc:237] Error parsing '([^\\r\\n]?)': "
+        "invalid perl operator: (?!\n"
+        "I tokenizers:re2_regex.cpp:27] Re2 failed to compile regex: ([^\\r\\n]?)\n"
+        "I tokenizers:tekken.cpp:206] Tekken tokenizer loaded successfully. Vocab size: 131072\n"
+        "Listening (Ctrl+C to stop)...\n Good morning, this is a test.</s>\n"
+    )
+    for log in (warp, tokenizer):
+        body = diagnose(log)
+        assert (body["crashed"], body["root_cause"]) == (False, None), log

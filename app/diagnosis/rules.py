@@ -1751,6 +1751,10 @@ RECOVERED = _any(
     r"^Ignoring this choice\.?$",  # Inductor's autotuner dropping a config that failed
     # ComfyUI after a prompt ran out of memory: it frees the card and takes the next prompt
     r"\bGot an OOM, unloading all loaded models\b",
+    # what failed was not needed after all: the load or the start-up still completed ("Tekken
+    # tokenizer loaded successfully", Warp's banner after its init: "Warp 1.7.1 initialized:")
+    r"\b(?:[Ll]oaded|[Ii]nitiali[sz]ed|[Ss]tarted) successfully\b",
+    r"^\w+ \d+(?:\.\d+)+ initiali[sz]ed:$",
 )
 # What a process prints while it stops: after a fatal error, these do not mean it went on.
 TEARDOWN = _any(
