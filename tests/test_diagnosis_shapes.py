@@ -1487,3 +1487,14 @@ def test_an_error_before_a_load_or_start_up_that_completed_was_lived_through() -
     for log in (warp, tokenizer):
         body = diagnose(log)
         assert (body["crashed"], body["root_cause"]) == (False, None), log
+
+
+def test_a_child_s_failure_relayed_in_subprocess_s_words_yields_to_the_child_s_error() -> None:
+    failed = "IndexError: list index out of range"
+    body = diagnose(
+        "Export failed with error: Command '['optimum-cli', 'export', 'executorch', '--model', "
+        "'NousResearch/Llama-3.2-1B']' returned non-zero exit status 2.\n"
+        '  File "/src/executorch/exir/backend/utils.py", line 244, in _maybe_duplicate\n'
+        "    old_input_spec = old_signature.input_specs[idx]\n" + failed + "\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)

@@ -710,7 +710,9 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
-        r"\bCalledProcessError\b",
+        # (or its message relayed by the caller without its name: "Export failed with error:
+        # Command '['optimum-cli', 'export', ...]' returned non-zero exit status 2.")
+        r"\bCalledProcessError\b|\bCommand '\[.*\]' returned non-zero exit status -?\d+",
         ("python",),
         "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
         "Python's subprocess (Lib/subprocess.py): a child that failed, whose own error (an "
