@@ -1494,7 +1494,13 @@ def test_a_child_s_failure_relayed_in_subprocess_s_words_yields_to_the_child_s_e
     body = diagnose(
         "Export failed with error: Command '['optimum-cli', 'export', 'executorch', '--model', "
         "'NousResearch/Llama-3.2-1B']' returned non-zero exit status 2.\n"
-        '  File "/src/executorch/exir/backend/utils.py", line 244, in _maybe_duplicate\n'
-        "    old_input_spec = old_signature.input_specs[idx]\n" + failed + "\n"
+        + "".join(
+            f'  File "/src/executorch/exir/program/_program.py", line {n}, in wrapper\n'
+            "    return func(*args, **kwargs)\n           ^^^^^^^^^^^^^^^^^^^^^\n"
+            for n in range(25)
+        )
+        + "    old_input_spec = old_signature.input_specs[idx]\n"
+        + failed
+        + "\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, failed)
