@@ -1504,3 +1504,31 @@ def test_a_child_s_failure_relayed_in_subprocess_s_words_yields_to_the_child_s_e
         + "\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+@pytest.mark.parametrize(
+    "failed",
+    [
+        "[host-1:1387 :0:1656] Caught signal 7 (Bus error: nonexistent physical address)",
+        "ort.webgpu.bundle.min.mjs:10 Uncaught Error: Can't create a session. ERROR_CODE: 6, "
+        "ERROR_MESSAGE: std::bad_alloc",
+        "D:\\a\\_work\\1\\s\\onnxruntime\\core\\session\\provider_bridge_ort.cc:1716 "
+        "onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed "
+        'with error 126 "" when trying to load "onnxruntime_providers_cuda.dll"',
+        "vkWaitForFences failed -4",
+        "failed to decode the batch, n_batch = 2048, ret = 1",
+    ],
+)
+def test_a_runtime_s_own_word_that_it_failed_is_never_silent(failed: str) -> None:
+    body = diagnose("loading model weights\nmodel loaded, 32 layers\n" + failed + "\n")
+    assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_genie_s_dialog_that_could_not_be_created_yields_to_the_error_before_it() -> None:
+    failed = '[ERROR] "Could not create context from binary for context index = 0 : err 5000"'
+    body = diagnose(
+        'Using libGenie.so version 1.9.0\n[WARN]  "Unable to initialize logging in backend."\n'
+        + failed
+        + '\n[ERROR] "Create From Binary FAILED!"\nFailed to create the dialog.\n'
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)

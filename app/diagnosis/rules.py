@@ -1493,6 +1493,20 @@ NATIVE_FAILURE = _any(
     # PhysX's GPU allocator ("PxgCudaDeviceMemoryAllocator fail to allocate memory 100663296
     # bytes!! Result = 2")
     r"\bfail(?:ed)? to allocate memory \d+ bytes\b",
+    # a fatal signal a runtime's handler caught (UCX's "Caught signal 7 (Bus error: ...)"), and
+    # SIGBUS in a shell's words
+    r"\bCaught signal \d+ \(\w",
+    r"\bBus error\b",
+    # JavaScript's uncaught exception, in a browser's console or Node's (transformers.js)
+    # (its own error types only: a Python logger's "Uncaught ScannerError: ..." relays the
+    # exception its traceback ends in)
+    r"\bUncaught (?:\(in promise\) )?(?:Type|Range|Reference|Syntax|Eval|URI|Aggregate)?Error\b",
+    # ONNX Runtime's status, printed without the exception that carries it in Python
+    r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ",
+    # a Vulkan call that returned an error code (ncnn's "vkWaitForFences failed -4")
+    r"\bvk[A-Z]\w+ failed -?\d+\b",
+    # llama.cpp's examples on a batch the context could not take
+    r"^\W*failed to decode the batch\b",
     r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
     # nvcc's "x.cu(12): error: ...", MSVC's and clang-cl's "arena.h(14,21): error: ..."
     r"\(\d+(?:,\d+)?\): (?:catastrophic |fatal )?error\b",

@@ -30,6 +30,14 @@ WRAPPERS = (
         another_process=True,
     ),
     Wrapper(
+        r"^Failed to create the dialog\.?$",
+        ("qualcomm-genie",),
+        "Failed to create the dialog.",
+        "Qualcomm's genie-t2t-run when its dialog could not be set up: the '[ERROR] \"...\"' "
+        "record before it says why; observed in corpus cases BU604, BY110 and BY111",
+        strong=True,
+    ),
+    Wrapper(
         r"\bA fatal error happened, you can check the [\w-]+ logs? here\b",
         ("burn",),
         "A fatal error happened, you can check the experiment logs here => "
