@@ -382,6 +382,7 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
          "replica 0 failed: INTERNAL: Failed to add kernel node to a HIP graph: hipError_t(9)",
          "cuda_graph"),
         ("AttributeError: module 'numpy' has no attribute 'float_'", "import_or_version"),
+        ("vkWaitForFences failed -4", "cuda_runtime"),
         ("FileNotFoundError: [Errno 2] No such file or directory: "
          "'/opt/conda/lib/python3.10/site-packages/cuda/bin/nvcc'", "import_or_version"),
         ("RuntimeError: Some background worker is 6 feet under. Yuck. ", "oom_host_killed"),

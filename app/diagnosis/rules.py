@@ -576,6 +576,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\buncorrectable ECC error\b",
         # a GPU the driver lost (a Vulkan or Metal context reset): a fault, not its memory
         r"\bdevice lost\b", r"\bErrorDeviceLost\b", r"\b(?:VK_)?ERROR_DEVICE_LOST\b",
+        r"\bvk[A-Z]\w+ failed -4\b",  # a Vulkan call's result, VK_ERROR_DEVICE_LOST by number
         # ...or DirectX's (DXGI_ERROR_DEVICE_HUNG: "The GPU will not respond to more commands")
         r"\bThe GPU will not respond to more commands\b",
         # the amdgpu kernel driver on a compute process's page fault
