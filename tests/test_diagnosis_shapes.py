@@ -1532,3 +1532,16 @@ def test_genie_s_dialog_that_could_not_be_created_yields_to_the_error_before_it(
         + '\n[ERROR] "Create From Binary FAILED!"\nFailed to create the dialog.\n'
     )
     assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_an_error_report_laid_out_as_fields_is_read_by_its_message_field() -> None:
+    failed = "    Error text: an illegal memory access was encountered"
+    body = diagnose(
+        "Step 12000: potential energy -1234.5\nCUDA Error:\n    File:       force/neighbor.cu\n"
+        "    Line:       748\n    Error code: 700\n" + failed + "\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        failed,
+        "cuda_runtime",
+    )

@@ -341,9 +341,12 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
             # "RuntimeError: Internal Triton PTX codegen error:" (or its next line "`ptxas`
             # stderr:"): the failure it goes on to quote ("ptxas fatal : Value 'sm_100' is not
             # defined ...") says what it was.
+            # (or lays its report out as fields below: "File:", "Line:", "Error code: 700",
+            # "Error text: ...")
+            reach = max(INCIDENT_LINES, _fields_below(entries, position[id(first)]))
             quoted = [
                 e for e in failures
-                if 0 < position[id(e)] - position[id(first)] <= INCIDENT_LINES and e.strength == 3
+                if 0 < position[id(e)] - position[id(first)] <= reach and e.strength == 3
             ]  # fmt: skip
             if quoted:
                 first = quoted[0]
@@ -454,6 +457,21 @@ def _first_error_quoted(
         if entry.strength == 3 and _SAYS_ERROR.search(entry.content):
             return entry
     return None
+
+
+_FIELD = re.compile(r"^[A-Z][\w ]{0,20}:\s+\S")
+
+
+def _fields_below(entries: list[Entry], index: int) -> int:
+    """How many "Name: value" lines follow a header, one to a line."""
+    count = 0
+    for entry in entries[index + 1 :]:
+        if entry.line.number != entries[index].line.number + count + 1:
+            break
+        if not _FIELD.match(entry.content):
+            break
+        count += 1
+    return count
 
 
 def _introduces_a_quote(entries: list[Entry], index: int) -> bool:

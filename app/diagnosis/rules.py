@@ -1506,6 +1506,9 @@ NATIVE_FAILURE = _any(
     r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ",
     # a Vulkan call that returned an error code (ncnn's "vkWaitForFences failed -4")
     r"\bvk[A-Z]\w+ failed -?\d+\b",
+    # the message field of an error report laid out as fields ("CUDA Error:" then "File:",
+    # "Line:", "Error code: 700", "Error text: an illegal memory access was encountered")
+    r"^\s*Error (?:text|message|string|description)\s*:\s*\S",
     # llama.cpp's examples on a batch the context could not take
     r"^\W*failed to decode the batch\b",
     r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
