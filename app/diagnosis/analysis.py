@@ -536,7 +536,6 @@ def _lived_through(
     first_copy = 0  # of the failure being judged: the same record logged again is one failure
     for index, (failure, following) in enumerate(itertools.pairwise(failures)):
         between = entries[position[id(failure)] + 1 : position[id(following)]]
-        went_on = len(_went_on(between, failure))
         if following.content == failure.content and not any(e.content for e in between):
             # (a record logged twice in a row, by two workers or two handlers: what follows
             # the last copy decides, and the first copy is the one to show)
@@ -549,7 +548,7 @@ def _lived_through(
         caught = failure.strength == 3 and _warned_and_went_on(between, failure)
         if not caught and (failure.strength != 2 or failure.warning):
             return failures[first_copy:]
-        if went_on < WENT_ON_LINES:
+        if len(_went_on(between, failure)) < WENT_ON_LINES:
             return failures[first_copy:]
         first_copy = index + 1
     return failures[first_copy:]
