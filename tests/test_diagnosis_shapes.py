@@ -1545,3 +1545,27 @@ def test_an_error_report_laid_out_as_fields_is_read_by_its_message_field() -> No
         failed,
         "cuda_runtime",
     )
+
+
+def test_tensorrt_s_error_code_relayed_without_its_tag_is_a_failure() -> None:
+    failed = (
+        "trt_infer: 2: [virtualMemoryBuffer.cpp::resizePhysical::144] Error Code 2: OutOfMemory "
+        "(no further information)"
+    )
+    body = diagnose("Building TRT engine.\n" + failed + "\n")
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
+
+
+def test_paddle_s_termination_signal_is_an_operator_s_stop() -> None:
+    body = diagnose(
+        "[2023/08/04 13:33:52] ppdet.engine INFO: Epoch: [3] [ 40/121] learning_rate: 0.000100\n"
+        "--------------------------------------\nC++ Traceback (most recent call last):\n"
+        "--------------------------------------\n0   paddle::framework::SignalHandle(char const*, "
+        "int)\n\n----------------------\nError Message Summary:\n----------------------\n"
+        "FatalError: `Termination signal` is detected by the operating system.\n"
+        '  [TimeInfo: *** Aborted at 1691153636 (unix time) try "date -d @1691153636" if you '
+        "are using GNU date ***]\n"
+        "  [SignalInfo: *** SIGTERM (@0x1157b0) received by PID 1136639 (TID 0x7f90747ef700) "
+        "from PID 1136560 ***]\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (False, None)

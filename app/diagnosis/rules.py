@@ -1509,6 +1509,9 @@ NATIVE_FAILURE = _any(
     # the message field of an error report laid out as fields ("CUDA Error:" then "File:",
     # "Line:", "Error code: 700", "Error text: an illegal memory access was encountered")
     r"^\s*Error (?:text|message|string|description)\s*:\s*\S",
+    # TensorRT's error code as a program's own logger relays it, with no severity tag
+    # ("trt_infer: 2: [virtualMemoryBuffer.cpp::resizePhysical::144] Error Code 2: OutOfMemory")
+    r"^(?:[\w.-]+: )?\d+: \[\S+::\d+\] Error Code \d+: [A-Z]\w*",
     # llama.cpp's examples on a batch the context could not take
     r"^\W*failed to decode the batch\b",
     r"\berrors? detected in the compilation of\b",  # nvcc, after its "file(12): error:" lines
