@@ -415,14 +415,12 @@ PIP_CANCELLED = r"^ERROR: Operation cancelled by user$"
 # An operator or a scheduler stopping the process: no crash, whatever its launcher prints next.
 STOPPED = (
     Fact(
-        # (glog's handler, as PaddlePaddle installs it, puts the fault address first: "***
-        # SIGTERM (@0x1157b0) received by PID 1136639 (TID 0x7f90747ef700) from PID 1136560 ***")
-        r"\*\*\* SIG(?:TERM|INT) (?:\(@0x[0-9a-f]+\) )?received (?:at time=\d+|by PID \d+)",
-        ("ray", "jax", "tensorflow", "paddle"),
+        r"\*\*\* SIG(?:TERM|INT) received (?:at time=\d+|by PID \d+)",
+        ("ray", "jax", "tensorflow"),
         "*** SIGTERM received at time=1739834838 on cpu 88 ***",
         "abseil's failure signal handler (absl/debugging/failure_signal_handler.cc), installed "
         "by Ray's workers and drivers, XLA and TensorFlow, on a termination signal another "
-        "process sent; observed in corpus case X077 (glog's, PaddlePaddle's: corpus case BZ005)",
+        "process sent; observed in corpus case X077",
     ),
     Fact(
         r"\bCANCELLED AT \S+ DUE [Tt][Oo] (?:TIME LIMIT|PREEMPTION|SIGNAL \w+)"
@@ -514,12 +512,12 @@ STOPPED = (
         "empty message ('KeyboardInterrupt:'); observed in corpus cases K086 and AF140",
     ),
     Fact(
-        r"\bFatalError: `(?:Termination|Interrupt) signal` is detected by the operating system\b",
+        r"\bFatalError: `Termination signal` is detected by the operating system\b",
         ("paddle",),
         "FatalError: `Termination signal` is detected by the operating system.",
-        "PaddlePaddle's signal handler (paddle/fluid/platform/init.cc) in its 'Error Message "
-        "Summary' on SIGTERM (or SIGINT) from another process, its glog line '[SignalInfo: *** "
-        "SIGTERM (@0x...) received by PID ...]' below it; observed in corpus case BZ005",
+        "PaddlePaddle's signal handler, in its 'Error Message Summary', on a SIGTERM another "
+        "process sent ('[SignalInfo: *** SIGTERM (@0x...) received by PID ...]' below it); "
+        "observed in corpus case BZ005",
     ),
     Fact(
         r"\bDataLoader worker \(pid \d+\) is killed by signal: Terminated\b",
