@@ -1569,3 +1569,13 @@ def test_paddle_s_termination_signal_is_an_operator_s_stop() -> None:
         "from PID 1136560 ***]\n"
     )
     assert (body["crashed"], body["root_cause"]) == (False, None)
+
+
+def test_ggml_vulkan_s_word_that_no_memory_type_has_room_says_more_than_the_failed_size() -> None:
+    failed = "ggml_vulkan: No suitable memory type found: ErrorOutOfDeviceMemory"
+    body = diagnose(
+        '[GIN] 2025/10/30 - 13:08:10 | 200 |   13.3171539s | 127.0.0.1 | POST     "/v1/chat"\n'
+        "ggml_vulkan: Device memory allocation of size 218787840 failed.\n" + failed + "\n"
+        "Exception 0xc0000005 0x1 0x1000 0x7ffa4131058b\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")

@@ -1678,7 +1678,8 @@ SPECIFICITY = [
     (re.compile(r"\bexceeds device memory allocation limit\b"), 3),
     # ...or Vulkan's own code for the allocation it refused (from the driver, or as ggml's
     # call got it), beside ggml's word that it failed
-    (re.compile(r"\bvk::Device::allocateMemory: ErrorOutOfDeviceMemory\b"), 1),
+    # (or ggml's own finding that no memory type has room: "No suitable memory type found")
+    (re.compile(r"\b(?:vk::Device::allocateMemory|No suitable memory type found): Error"), 1),
     (re.compile(r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b"), 1),
     # the kernel's own assertion, before the runtime's word that the queue aborted on it
     (re.compile(r"\.(?:cu|cuh|hip)(?::\d+)?: .*\b[Aa]ssertion [`'].*[`'] failed"), 3),
