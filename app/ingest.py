@@ -257,6 +257,16 @@ class AttemptTail:
                 continue
             else:
                 batch.append(event)
+            if not any(isinstance(e, (Data, Rotated, Opened)) for e in batch):
+                # Notes alone (the size, a writer left, a state) are said again later: a full
+                # disk drops them rather than hold the log's next bytes behind them.
+                noted = self._note(batch, diagnoser, metric_label)
+                if noted is not None:
+                    tail = noted
+                elif any(isinstance(e, State) and e.state == TailStatus.stalled for e in batch):
+                    stall_noted = False  # (said again at the next look at the silence)
+                batch = []
+                continue
             stored = self._store(batch, diagnoser, metric_label)
             if stored is None:
                 return  # stopped while the disk was full: the next start reads the batch again
@@ -266,6 +276,17 @@ class AttemptTail:
             self._store(batch, diagnoser, metric_label)
 
     # --- a full disk ---------------------------------------------------------------------
+
+    def _note(
+        self, batch: list[Event], diagnoser: Diagnoser, metric_label: str | None
+    ) -> TailState | None:
+        """Commit notes that hold no log bytes; None: the disk is full and they are dropped."""
+        try:
+            return self._commit(batch, diagnoser, metric_label)
+        except StorageFull:
+            log.debug("attempt %s: the database's disk is full; notes dropped: %s",
+                      self.attempt_id, batch)  # fmt: skip
+            return None
 
     def _store(
         self, batch: list[Event], diagnoser: Diagnoser, metric_label: str | None

@@ -4,6 +4,7 @@ and storing resumes, byte for byte, once space returns. A real tmpfs, a real uvi
 import base64
 import errno
 import json
+import logging
 import os
 import subprocess
 from collections.abc import Iterator
@@ -107,8 +108,9 @@ def test_either_database_out_of_space_is_one_domain_error(database_url: str) -> 
 
 @pytest.mark.serial
 def test_a_full_disk_refuses_writes_pauses_the_tail_and_resumes(
-    tmp_path: Path, templates: Templates
+    tmp_path: Path, templates: Templates, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="app.ingest")
     with small_disk(tmp_path / "disk") as disk:
         database = disk / "campaign-dash.db"
         templates.sqlite_copy(database)
@@ -135,6 +137,9 @@ def test_a_full_disk_refuses_writes_pauses_the_tail_and_resumes(
             assert page.status_code == 507, page.text
             assert page.headers["content-type"].startswith("text/html")
             assert "disk is full" in page.text
+            # The quiet file's note (whether a writer still holds it), refused by the full
+            # disk, is dropped: it must not hold the log's next bytes behind it.
+            wait_for(lambda: "notes dropped" in caplog.text, timeout=20, what="a note dropped")
 
             with log.open("ab") as out:
                 out.write(log_lines(2))
