@@ -1579,3 +1579,32 @@ def test_ggml_vulkan_s_word_that_no_memory_type_has_room_says_more_than_the_fail
         "Exception 0xc0000005 0x1 0x1000 0x7ffa4131058b\n"
     )
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
+
+
+def test_a_stop_after_a_worker_died_of_its_own_is_the_job_s_teardown() -> None:
+    failed = (
+        "[2024-02-18 20:48:46,758] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+        "(exitcode: -9) local_rank: 6 (pid: 3004758) of binary: /opt/conda/bin/python"
+    )
+    frames = "".join(
+        f'  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/elastic/{name}.py", '
+        f"line {line}, in {name}\n    result = {name}()\n"
+        for name, line in (("run", 736), ("invoke", 878), ("monitor", 307), ("poll", 668))
+    )
+    # Slurm ends the other nodes' agents once a task has failed, each with a traceback of its own
+    other_agents = "".join(
+        "Traceback (most recent call last):\n" + frames + "torch.distributed.elastic."
+        f"multiprocessing.api.SignalException: Process {pid} got signal: 15\n"
+        for pid in range(466300, 466312)
+    )
+    body = diagnose(
+        "[2024-02-18 20:47:01,002] wholegraph: init done\n" + failed + "\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "Root Cause (first observed failure):\n  exitcode  : -9 (pid: 3004758)\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 3004758\n" + other_agents
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        failed,
+        "oom_host_killed",
+    )

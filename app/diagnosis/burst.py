@@ -11,6 +11,10 @@ from app.diagnosis.knowledge.lifecycle import PIP_CANCELLED, STOPPED
 BURST_LINES = 50  # how far back from the last line the final stretch reaches
 _TASK_EXITED_WITH_ERROR = re.compile(r"\btasks? [\d,-]+: Exited with exit code [1-9]")
 STOP_LOOKBACK = 50  # a failure this close before a stop is why the stop came (a launcher's)
+# torchrun's agent recording a worker that died of its own (not of a stop's signal: SIGHUP,
+# SIGINT, SIGTERM): a stop anywhere after it is the job's teardown (a scheduler ending the
+# other nodes' agents because a task failed), not an operator's.
+_WORKER_DIED = re.compile(r"\bfailed \(exitcode: (?!-(?:1|2|15)\))-?\d+\) local_rank: \d+")
 
 # Error and fatal shapes of common loggers, C libraries, compilers, shells and supervisors: a
 # line of the last burst with one of these is never passed over in silence. (Each holds one
@@ -131,6 +135,8 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
     if stop is None or (
         _OVERRULED_BY_A_LATER_FAILURE.match(stop.content) and _fails_after(entries, stop)
     ):
+        return None
+    if any(_WORKER_DIED.search(e.content) for e in entries[: entries.index(stop)]):
         return None
     for entry in entries:
         if entry is stop:
