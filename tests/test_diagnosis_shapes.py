@@ -1608,3 +1608,30 @@ def test_a_stop_after_a_worker_died_of_its_own_is_the_job_s_teardown() -> None:
         failed,
         "oom_host_killed",
     )
+
+
+def test_a_stop_raised_after_a_failure_s_long_chained_traceback_is_its_teardown() -> None:
+    failed = "ERROR 12-25 15:08:47 engine.py:135] IndexError: tuple index out of range"
+    frames = "".join(
+        f'ERROR 12-25 15:08:47 engine.py:135]   File "/vllm/engine/step_{n}.py", line {n}, in '
+        f"step_{n}\nERROR 12-25 15:08:47 engine.py:135]     return step_{n + 1}()\n"
+        for n in range(24)
+    )
+    body = diagnose(
+        "ERROR 12-25 15:08:47 engine.py:135] Traceback (most recent call last):\n"
+        + frames
+        + failed
+        + "\nERROR 12-25 15:08:47 engine.py:135] \n"
+        "ERROR 12-25 15:08:47 engine.py:135] The above exception was the direct cause of the "
+        "following exception:\nERROR 12-25 15:08:47 engine.py:135] \n"
+        "ERROR 12-25 15:08:47 engine.py:135] Traceback (most recent call last):\n"
+        + frames
+        + "ERROR 12-25 15:08:47 engine.py:135] IndexError: Error in model execution: tuple index "
+        "out of range\n"
+        + "CRITICAL 12-25 15:08:47 launcher.py:99] MQLLMEngine is already dead, terminating "
+        "server process\n" * 8 + "Process SpawnProcess-1:\nTraceback (most recent call last):\n"
+        '  File "/vllm/engine/multiprocessing/engine.py", line 351, in signal_handler\n'
+        '    raise KeyboardInterrupt("MQLLMEngine terminated")\n'
+        "KeyboardInterrupt: MQLLMEngine terminated\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)

@@ -144,9 +144,12 @@ def stopped_at(entries: list[Entry], start: int) -> Entry | None:
         if (
             # (a launcher's word that a task exited with an error status counts: the scheduler
             # cancelled the job because of it)
-            (entry.strength >= 2 or _TASK_EXITED_WITH_ERROR.search(entry.content))
+            (
+                entry.strength >= 2
+                or entry.consequence  # (a wrapper of a failure: the failure is near too)
+                or _TASK_EXITED_WITH_ERROR.search(entry.content)
+            )
             and not entry.noise
-            and not entry.consequence
             and abs(stop.line.number - entry.line.number) <= STOP_LOOKBACK  # (newest first too)
             # (the same stop said first by another logger is no failure before it)
             and not _STOPPED.search(entry.content)
