@@ -319,6 +319,10 @@ SHELL_COMMAND_NOT_FOUND = (
 
 # Ordered: the first class whose pattern matches the root-cause line wins.
 # fmt: off
+_NCCL_CALL_REFUSED = (
+    r"'(?:invalid argument|named symbol not found|the operation cannot be performed in the "
+    r"present state)'"
+)
 CLASS_RULES: list[tuple[str, Alternatives]] = [
     # Unambiguous whatever else the line says (NCCL's "Cuda failure 'out of memory'" too).
     ("oom_gpu", _any(
@@ -565,8 +569,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\binvalid configuration argument\b",
         r"(?i)device-side assert", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"cudaErrorIllegalAddress",
         # NCCL's CUDA check on anything but memory ("Cuda failure 999 'unknown error'"), peer
-        # mappings (nccl_comm's, below) or a graph capture (cuda_graph's)
-        r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur|not supported))",
+        # mappings or NCCL's own calls refused (nccl_comm's, below) or a graph capture
+        # (cuda_graph's)
+        r"\bCuda failure\b(?!.*\b(?:peer (?:access|mapping)|uncaptured|captur|not supported))"
+        rf"(?!.*{_NCCL_CALL_REFUSED})",
         # ROCm's runtime on a kernel's page fault, and on the hang that follows
         r"\bMemory access fault by GPU\b", r"\bHW Exception by GPU\b",
         r"^Memory Fault Error$",  # (the HIP runtime's own record of that fault)
@@ -596,6 +602,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # NCCL's own warnings name a transport fault even when they say "timed out".
     ("nccl_comm", _any(
         r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
+        # NCCL's own CUDA call refused (registering a buffer, an NVLS multicast object, a
+        # symbol of its kernels): the library's setup on this system, not a kernel's fault
+        rf"\bCuda failure (?:\d+ )?{_NCCL_CALL_REFUSED}",
         # TensorFlow's NCCL all-reduce op failing ("OP_REQUIRES failed at nccl_ops.cc:104 : ...")
         r"\bOP_REQUIRES failed at nccl_\w+\.cc:\d+",
         # NVSHMEM's transport between two GPUs that cannot reach each other
