@@ -449,6 +449,9 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         ("Error: listen tcp 127.0.0.1:11434: bind: address already in use", "config_or_args"),
         # kernel faults in a runtime's own words
         ("host-1:1234:1290 [0] NCCL WARN Cuda failure 999 'unknown error'", "cuda_runtime"),
+        # a precision this GPU has no units for
+        ("RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to "
+         "float16.", "unsupported_arch"),
         # ...but NCCL's own call refused is its setup on this system
         ("[rank6]: Cuda failure 1 'invalid argument'", "nccl_comm"),
         ("[1] nccl/src/register/register.cc:42 (ncclRegister) NCCL WARN Cuda failure 500 'named "

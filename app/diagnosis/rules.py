@@ -736,8 +736,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\btoo old to be supported by the triton\b", r"\bOpenCL error: \w+: -54\b",
         r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
         r"\bhipErrorInvalidDeviceFunction\b",
-        # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support")
+        # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support",
+        # "Current CUDA Device does not support bfloat16")
         r"\brequires? hardware with \w+ support\b",
+        r"\b(?:[Dd]evice|GPU|setup)\b.*\b(?:does not|doesn't) support "
+        r"(?:bf16|bfloat16|fp8|float8)\b",
         # a kernel built for another capability ("SM89 kernel is not available. Make sure you
         # GPUs with compute capability 8.9.")
         r"\bkernel is not available\b.*\bcompute capability\b",
