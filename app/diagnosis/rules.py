@@ -443,6 +443,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bnvidia-container-cli: (?:container|ldcache) error: ",
         r'\bexec: "[^"]*/nvidia-container-cli": stat\b',
         r"invalid device ordinal", r"No CUDA GPUs are available", r"Duplicate GPU detected",
+        # PaddlePaddle's word for a device ordinal past the GPUs it sees ("Invalid CUDAPlace(1),
+        # must inside [0, 1), because GPU number on your machine is 1")
+        r"\bInvalid CUDAPlace\(\d+\)",
         r"\bCUDA_ERROR_NO_DEVICE\b", r"\bcudaErrorNoDevice\b", r"\bno CUDA-capable device\b",
         r"\bFound no NVIDIA driver on your system\b",  # torch on a host without the driver
         # NVML in a container not given the driver's libraries, or a device it lost access to
@@ -602,6 +605,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     # NCCL's own warnings name a transport fault even when they say "timed out".
     ("nccl_comm", _any(
         r"Watchdog caught collective operation timeout", r"\bNCCL WARN\b",
+        # NCCL's bootstrap sockets, in its "Last error:" detail ("socketPollConnect poll()
+        # returned 1, no POLLOUT events")
+        r"\bsocket(?:PollConnect|StartConnect|FinalizeAccept|Progress)\b",
         # NCCL's own CUDA call refused (registering a buffer, an NVLS multicast object, a
         # symbol of its kernels): the library's setup on this system, not a kernel's fault
         rf"\bCuda failure (?:\d+ )?{_NCCL_CALL_REFUSED}",
@@ -735,6 +741,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # GPU compiler"), and OpenCL's CL_INVALID_WORK_GROUP_SIZE by its number (CLBlast's)
         r"\btoo old to be supported by the triton\b", r"\bOpenCL error: \w+: -54\b",
         r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
+        # TensorRT's kernel library without this GPU's capability ("Unsupported SM: 0x809")
+        r"\bUnsupported SM: 0x[0-9a-fA-F]+",
         r"\bhipErrorInvalidDeviceFunction\b",
         # a precision the GPU has no units for ("FP8 precision require hardware with FP8 support",
         # "Current CUDA Device does not support bfloat16")
