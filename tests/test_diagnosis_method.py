@@ -455,8 +455,6 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         # a device ordinal past the GPUs there are, in PaddlePaddle's words
         ("E0724 21:47:30.248771  2320 pybind.cc:2330] Invalid CUDAPlace(1), must inside [0, 1), "
          "because GPU number on your machine is 1", "config_or_args"),
-        # NCCL's bootstrap socket in the detail under its exception
-        ("[rank9]: socketPollConnect poll() returned 1, no POLLOUT events", "nccl_comm"),
         # a precision this GPU has no units for
         ("RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to "
          "float16.", "unsupported_arch"),

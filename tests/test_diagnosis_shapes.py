@@ -1635,3 +1635,19 @@ def test_a_stop_raised_after_a_failure_s_long_chained_traceback_is_its_teardown(
         "KeyboardInterrupt: MQLLMEngine terminated\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_nccl_s_bootstrap_socket_in_the_detail_under_its_exception_is_nccl_comm() -> None:
+    body = diagnose(
+        "[rank9]: torch.distributed.DistBackendError: NCCL error in /root/source/pytorch/torch/"
+        "csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO "
+        "for details), NCCL version 2.26.6\n"
+        "[rank9]: ncclSystemError: System call (e.g. socket, malloc) or external library call "
+        "failed or device error.\n"
+        "[rank9]: Last error:\n"
+        "[rank9]: socketPollConnect poll() returned 1, no POLLOUT events\n"
+        "[rank9]: Traceback (most recent call last):\n"
+        '[rank9]:   File "/VeOmni/veomni/distributed/fsdp/initialize.py", line 45, in load\n'
+        "[rank9]:     dist.barrier()\n"
+    )
+    assert (body["crashed"], body["error_class"]) == (True, "nccl_comm")
