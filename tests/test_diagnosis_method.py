@@ -449,6 +449,10 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         ("Error: listen tcp 127.0.0.1:11434: bind: address already in use", "config_or_args"),
         # kernel faults in a runtime's own words
         ("host-1:1234:1290 [0] NCCL WARN Cuda failure 999 'unknown error'", "cuda_runtime"),
+        # a runtime that asks for its own upgrade
+        ("RuntimeError: Format of weight in npu_grouped_matmul is FRACTAL_NZ, current CANN "
+         "version do not support with this format. Please try to update the version of CANN.",
+         "import_or_version"),
         # TensorRT's kernel library without this GPU's capability
         ("[12/12/2024-10:15:17] [E] [TRT] 1: [caskUtils.cpp::trtSmToCask::147] Error Code 1: "
          "Internal Error (Unsupported SM: 0x809)", "unsupported_arch"),

@@ -959,7 +959,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a newer transformers already registering a config the engine registers itself
         r"\bis already used by a Transformers model\b",
         r": undefined reference to (?:symbol )?[`']",
-        r"\bABI\b", r"[Pp]lease (?:upgrade|update|install)", r"is not installed",
+        r"\bABI\b", r"[Pp]lease (?:try to )?(?:upgrade|update|install)", r"is not installed",
         # a package that refuses this Python, a torch built for another CUDA
         r"\bCannot install on Python version\b",
         r"\bCUDA version .* mismatches the version that was used to compile",  # "compilePyTorch"
