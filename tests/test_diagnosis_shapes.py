@@ -1651,3 +1651,17 @@ def test_nccl_s_bootstrap_socket_in_the_detail_under_its_exception_is_nccl_comm(
         "[rank9]:     dist.barrier()\n"
     )
     assert (body["crashed"], body["error_class"]) == (True, "nccl_comm")
+
+
+def test_a_tensorrt_program_s_build_failure_yields_to_the_builder_s_error() -> None:
+    failed = (
+        "[03/16/2026-17:30:57] [TRT] [E] 10: [optimizer.cpp::computeCosts::3869] Error Code 10: "
+        "Internal Error (Could not find any implementation for node {ForeignNode[/layers.7/"
+        "Transpose_2]}.)"
+    )
+    body = diagnose(
+        "[03/16/2026-17:30:57] [TRT] [V] Deleting timing cache: 174 entries, served 118 hits.\n"
+        + failed
+        + "\nError: Build serialized network failed.\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)

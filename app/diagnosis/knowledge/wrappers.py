@@ -561,6 +561,15 @@ WRAPPERS = (
         "logged its error",
     ),
     Wrapper(
+        r"^(?:\[[\d/:-]+\] \[E\] )?(?:Engine could not be created from network|Building engine "
+        r"failed|Engine set up failed|Error: Build serialized network failed\.?)$",
+        ("tensorrt",),
+        "Error: Build serialized network failed.",
+        "trtexec (samples/common/sampleEngines.cpp) and the programs built on TensorRT's "
+        "builder, after the builder logged why it could not build; observed in corpus case "
+        "CA404",
+    ),
+    Wrapper(
         r"\bValidationError: \d+ validation errors? for\b",
         ("pydantic", "vllm"),
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
