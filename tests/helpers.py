@@ -18,7 +18,7 @@ import httpx
 CORPUS_CASES = Path(__file__).parent / "corpus" / "cases"
 # A corpus log over this size is kept gzipped (`ID.log.gz`): the working tree then stays small
 # enough to travel to a GPU machine whole.
-LARGEST_PLAIN_LOG = 64 * 1024
+LARGEST_PLAIN_LOG = 16 * 1024
 
 
 def corpus_log(case_id: str) -> bytes:
