@@ -1665,3 +1665,21 @@ def test_a_tensorrt_program_s_build_failure_yields_to_the_builder_s_error() -> N
         + "\nError: Build serialized network failed.\n"
     )
     assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
+def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
+    failed = "[37583.630475] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"
+    body = diagnose(
+        failed + "\n"
+        "[37583.630482] amdgpu 0000:c5:00.0: amdgpu: failed to remove hardware queue from MES, "
+        "doorbell=0x1002\n"
+        "[37583.630484] amdgpu 0000:c5:00.0: amdgpu: MES might be in unrecoverable state, issue a "
+        "GPU reset\n"
+        "[37583.630509] amdgpu 0000:c5:00.0: amdgpu: GPU reset begin!. Source:  3\n"
+        "[37587.769019] amdgpu 0000:c5:00.0: amdgpu: GPU reset succeeded, trying to resume\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        failed,
+        "cuda_runtime",
+    )

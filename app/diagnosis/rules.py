@@ -589,7 +589,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # ...or DirectX's (DXGI_ERROR_DEVICE_HUNG: "The GPU will not respond to more commands")
         r"\bThe GPU will not respond to more commands\b",
         # the amdgpu kernel driver on a compute process's page fault
-        r"\bamdgpu: \[\w+hub\] page fault\b",
+        r"\bamdgpu: \[\w+hub\] page fault\b", r"\bamdgpu: MES failed to respond\b",
         # cuDNN finding no kernel that runs the convolution or attention asked of it
         r"\bGET was unable to find an engine to execute this computation\b",
         # Metal's command buffer failing on a GPU fault or hang (its out of memory is oom_gpu's)
@@ -1505,6 +1505,8 @@ NATIVE_FAILURE = _any(
     # a driver's call that returned a negative errno ("mtgpu_device_initialize:
     # mtgpu_query_dev_info failed (-22)")
     r"^[a-z_]\w*: [a-z_]\w* failed \(-\d+\)",
+    # the amdgpu driver finding its scheduler firmware hung (a GPU reset follows)
+    r"\bamdgpu: MES failed to respond to msg=",
     # the kernel on a process it stopped: "traps: python3[213941] trap invalid opcode ...",
     # "python3[1234]: segfault at 0 ip ... error 4 in libfoo.so"
     r"\btraps: \S+\[\d+\] trap\b|\[\d+\]: segfault at\b",
