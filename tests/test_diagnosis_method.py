@@ -449,6 +449,11 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         ("Error: listen tcp 127.0.0.1:11434: bind: address already in use", "config_or_args"),
         # kernel faults in a runtime's own words
         ("host-1:1234:1290 [0] NCCL WARN Cuda failure 999 'unknown error'", "cuda_runtime"),
+        # a program's own arrays that do not fit each other: its code, not a value given it
+        ("ValueError: could not broadcast input array from shape (513,) into shape (512,)",
+         "other"),
+        ("ERROR 09-05 17:22:27 async_llm_engine.py:63] ValueError: max() arg is an empty "
+         "sequence", "other"),
         # a runtime that asks for its own upgrade
         ("RuntimeError: Format of weight in npu_grouped_matmul is FRACTAL_NZ, current CANN "
          "version do not support with this format. Please try to update the version of CANN.",

@@ -1190,6 +1190,14 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bfailed to find a rendering device\b",
         r"\bunable to find CUDA device \d+ among \d+ EGL devices\b",
     )),
+    # A program's own arrays that do not fit each other (shapes that do not broadcast, an
+    # empty sequence reduced): a bug in its code, not a value it was given.
+    ("other", _any(
+        r"\b(?:could not|cannot) (?:be )?broadcast\b",
+        r"\bsame number of dimensions\b", r"\bexpected sequence of length \d+ at dim\b",
+        r"\bempty sequence\b", r"\bzero-size array\b",
+        r"\bexpected a non-empty list of Tensors\b", r"\bbut got empty list\b",
+    )),
     # A bad value, when nothing more telling is said.
     ("config_or_args", _any(r"\bValueError\b", r"\bValue error, ")),
 ]
