@@ -454,6 +454,11 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
          "other"),
         ("ERROR 09-05 17:22:27 async_llm_engine.py:63] ValueError: max() arg is an empty "
          "sequence", "other"),
+        # a model's download that failed
+        ("RuntimeError: Data processing error: CAS service error : IO Error: No space left on "
+         "device (os error 28)", "model_loading"),
+        ("Error downloading nvidia/Cosmos-Guardrail1: Force download failed due to the above "
+         "error.", "model_loading"),
         # a runtime that asks for its own upgrade
         ("RuntimeError: Format of weight in npu_grouped_matmul is FRACTAL_NZ, current CANN "
          "version do not support with this format. Please try to update the version of CANN.",

@@ -1054,6 +1054,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bcould not parse ModelProto\b",
         # transformers' words for a tokenizer, config or model it cannot load from a name
         r"\bCan't load (?:the )?(?:tokenizer|config(?:uration)?|model|processor)\b",
+        # a model's download that failed: the Hub's Xet storage ("Data processing error: CAS
+        # service error : ..."), an app's downloader ("All model downloads failed")
+        r"\bCAS service error\b", r"\b[Mm]odel downloads? failed\b",
+        r"^Error downloading [\w.-]+/[\w.-]+: ",
         # a model's JSON file (config, tokenizer) cut short or not JSON: the json module's own
         # error, where a web client's names its library (requests.exceptions.JSONDecodeError)
         r"\bjson\.decoder\.JSONDecodeError\b",
