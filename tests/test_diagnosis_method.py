@@ -459,6 +459,11 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
          "device (os error 28)", "model_loading"),
         ("Error downloading nvidia/Cosmos-Guardrail1: Force download failed due to the above "
          "error.", "model_loading"),
+        ("ValueError: Cannot find the requested files in the cached path and outgoing traffic "
+         "has been disabled. To enable look-ups and downloads online, set 'local_files_only' to "
+         "False.", "model_loading"),
+        ("ValueError: Using `fp8` precision requires `transformer_engine` or `MS-AMP` to be "
+         "installed.", "import_or_version"),
         # a runtime that asks for its own upgrade
         ("RuntimeError: Format of weight in npu_grouped_matmul is FRACTAL_NZ, current CANN "
          "version do not support with this format. Please try to update the version of CANN.",

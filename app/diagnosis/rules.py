@@ -960,6 +960,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bis already used by a Transformers model\b",
         r": undefined reference to (?:symbol )?[`']",
         r"\bABI\b", r"[Pp]lease (?:try to )?(?:upgrade|update|install)", r"is not installed",
+        r"\brequires? .{0,60}\bto be installed\b",
         # a package that refuses this Python, a torch built for another CUDA
         r"\bCannot install on Python version\b",
         r"\bCUDA version .* mismatches the version that was used to compile",  # "compilePyTorch"
@@ -1057,6 +1058,8 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # a model's download that failed: the Hub's Xet storage ("Data processing error: CAS
         # service error : ..."), an app's downloader ("All model downloads failed")
         r"\bCAS service error\b", r"\b[Mm]odel downloads? failed\b",
+        # the Hub's client offline without the model's files in its cache
+        r"\boutgoing traffic has been disabled\b",
         r"^Error downloading [\w.-]+/[\w.-]+: ",
         # a model's JSON file (config, tokenizer) cut short or not JSON: the json module's own
         # error, where a web client's names its library (requests.exceptions.JSONDecodeError)
