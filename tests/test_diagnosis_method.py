@@ -454,6 +454,12 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
          "other"),
         ("ERROR 09-05 17:22:27 async_llm_engine.py:63] ValueError: max() arg is an empty "
          "sequence", "other"),
+        # a device out of memory in other allocators' and runtimes' words
+        ("CuvsException: std::bad_alloc: out_of_memory: RMM failure at:/include/rmm/mr/device/"
+         "pool_memory_resource.hpp:257: Maximum pool size exceeded", "oom_gpu"),
+        ("RuntimeError: CUDA ERROR: 2, error code reference: https://nvidia.github.io/"
+         "cuda-python/module/cudart.html#cuda.cudart.cudaError_t", "oom_gpu"),
+        ("vkAllocateMemory failed -2", "oom_gpu"),
         # a model's download that failed
         ("RuntimeError: Data processing error: CAS service error : IO Error: No space left on "
          "device (os error 28)", "model_loading"),

@@ -337,6 +337,11 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # cuBLAS unable to make its handle: its workspace found no memory on the device
         r"\bCUBLAS_STATUS_(?:NOT_INITIALIZED|ALLOC_FAILED)\b",
         r"\bcudaErrorMemoryAllocation\b",
+        r"\bCUDA (?:ERROR|Error|error):? 2\b(?![\d.])",  # cudaErrorMemoryAllocation by number
+        # RMM's allocator (cuDF, cuML, cuVS: "std::bad_alloc: out_of_memory: RMM failure at")
+        r"\bbad_alloc: out_of_memory\b",
+        # Vulkan's VK_ERROR_OUT_OF_DEVICE_MEMORY by number, SYCL's out of memory
+        r"\bvk[A-Z]\w+ failed -2\b", r"\bPI_ERROR_OUT_OF_\w*MEMORY\b",
         # Level Zero's, Metal's and TensorRT's words for a device out of memory
         r"\bUR_RESULT_ERROR_OUT_OF_(?:RESOURCES|DEVICE_MEMORY)\b",
         r"\bZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b",
