@@ -1683,3 +1683,16 @@ def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
         failed,
         "cuda_runtime",
     )
+
+
+def test_a_cuda_error_in_a_graph_call_ggml_names_is_the_graph_s_fault() -> None:
+    failed = "CUDA error: invalid argument"
+    body = diagnose(
+        "llama_new_context_with_model: graph splits = 2\n" + failed + "\n"
+        "  current device: 0, in function ggml_backend_cuda_graph_compute at "
+        "ggml/src/ggml-cuda.cu:2727\n"
+        "  cudaGraphKernelNodeSetParams(cuda_ctx->cuda_graph->nodes[i], "
+        "&cuda_ctx->cuda_graph->params[i])\n"
+        "ggml/src/ggml-cuda.cu:102: CUDA error\n"
+    )
+    assert (body["root_cause"], body["error_class"]) == (failed, "cuda_graph")

@@ -1897,6 +1897,9 @@ FRAME = re.compile(r'^\s*File "|^\s*\^+\s*$|^\s*[~^]+\s*$')
 _QUOTED_EXCEPTION = re.compile(
     r"\S:\s+((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)): |\bfailed(?: with error)?:\s+(\S)"
 )
+# A CUDA error whose failing call, as the report under it names it, is a graph's (ggml's
+# "CUDA error: invalid argument" / "  cudaGraphKernelNodeSetParams(...)"): the graph's fault.
+CUDA_GRAPH_CALL = re.compile(r"^\s*cudaGraph\w+\(", re.MULTILINE)
 # A fault in the driver while ranks exchange memory handles is a rendezvous failure.
 SYMMETRIC_MEMORY = _any(r"_SymmetricMemory", r"symm_mem", r"SymmetricMemory")
 # A process killed by a signal says nothing of the fault: the frames it died in do. Inside a
@@ -1934,6 +1937,8 @@ def error_class(root_line: str, context: str) -> str:
             if pattern.search(text):
                 if name == "cuda_runtime" and SYMMETRIC_MEMORY.search(context):
                     return "nccl_comm"
+                if name == "cuda_runtime" and CUDA_GRAPH_CALL.search(context):
+                    return "cuda_graph"
                 return name
     if SIGNALLED.search(root_line):
         for name, pattern in SIGNAL_CONTEXT:
