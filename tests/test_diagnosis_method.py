@@ -454,6 +454,15 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
          "other"),
         ("ERROR 09-05 17:22:27 async_llm_engine.py:63] ValueError: max() arg is an empty "
          "sequence", "other"),
+        # a message that names the setting to change, options that exclude each other, a
+        # device that cannot be chosen or is another's
+        ("RuntimeError: (PreconditionNotMet) A serious error has occurred here. Please set "
+         "find_unused_parameters=True to traverse backward graph in each step.", "config_or_args"),
+        ("TypeError: Error: --enable-auto-tool-choice and --enable-reasoning cannot be enabled at "
+         "the same time", "config_or_args"),
+        ("[ERROR]  acl set device 0 failed, errorCode = 507033", "config_or_args"),
+        ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by "
+         "process with pid 2718466.", "config_or_args"),
         # a device out of memory in other allocators' and runtimes' words
         ("CuvsException: std::bad_alloc: out_of_memory: RMM failure at:/include/rmm/mr/device/"
          "pool_memory_resource.hpp:257: Maximum pool size exceeded", "oom_gpu"),

@@ -1202,6 +1202,12 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bfailed to find a rendering device\b",
         r"\bunable to find CUDA device \d+ among \d+ EGL devices\b",
     )),
+    # A message that names the setting to change ("Please set find_unused_parameters=True"),
+    # options that exclude each other, a device that cannot be chosen or is another's
+    ("config_or_args", _any(
+        r"\b[Pp]lease set\b", r"\bcannot be enabled at the same time\b",
+        r"\b[Ss]et (?:visible )?device (?:\d+ )?failed\b", r"\balready in use by process\b",
+    )),
     # A program's own arrays that do not fit each other (shapes that do not broadcast, an
     # empty sequence reduced): a bug in its code, not a value it was given.
     ("other", _any(
