@@ -463,6 +463,10 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         ("[ERROR]  acl set device 0 failed, errorCode = 507033", "config_or_args"),
         ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by "
          "process with pid 2718466.", "config_or_args"),
+        # a Vulkan loader without a driver it can use
+        ("vkCreateInstance failed -9", "import_or_version"),
+        ("  what():  vk::Instance::enumeratePhysicalDevices: ErrorInitializationFailed",
+         "import_or_version"),
         # a device out of memory in other allocators' and runtimes' words
         ("CuvsException: std::bad_alloc: out_of_memory: RMM failure at:/include/rmm/mr/device/"
          "pool_memory_resource.hpp:257: Maximum pool size exceeded", "oom_gpu"),

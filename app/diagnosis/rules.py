@@ -965,6 +965,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bis already used by a Transformers model\b",
         r": undefined reference to (?:symbol )?[`']",
         r"\bABI\b", r"[Pp]lease (?:try to )?(?:upgrade|update|install)", r"is not installed",
+        # a Vulkan loader without a driver it can use (VK_ERROR_INITIALIZATION_FAILED, -3;
+        # VK_ERROR_INCOMPATIBLE_DRIVER, -9)
+        r"\bError(?:InitializationFailed|IncompatibleDriver)\b", r"\bvk[A-Z]\w+ failed -[39]\b",
         r"\brequires? .{0,60}\bto be installed\b",
         # a package that refuses this Python, a torch built for another CUDA
         r"\bCannot install on Python version\b",
