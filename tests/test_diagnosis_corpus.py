@@ -211,7 +211,7 @@ FLOORS = {
     "tuning": {
         "root_cause": 0.91,
         "top3": 0.94,
-        "error_class": 0.79,
+        "error_class": 0.80,
         "crashed": 0.96,
         "ready": 0.77,
     },
