@@ -222,6 +222,14 @@ FLOORS = {
         "crashed": 1.0,
         "ready": 0.83,
     },
+    # The eighty-fourth round's fresh part (E321-E342, round 29's GPU runs), scored once.
+    "fresh": {
+        "root_cause": 1.0,
+        "top3": 1.0,
+        "error_class": 0.68,
+        "crashed": 1.0,
+        "ready": 0.86,
+    },
 }
 
 
