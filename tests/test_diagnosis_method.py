@@ -463,6 +463,14 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         ("[ERROR]  acl set device 0 failed, errorCode = 507033", "config_or_args"),
         ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by "
          "process with pid 2718466.", "config_or_args"),
+        # a dtype an operation refuses on any device, a loader pinning tensors on the GPU
+        ("RuntimeError: linalg.slogdet: Low precision dtypes not supported. Got Half",
+         "config_or_args"),
+        ("RuntimeError: cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned",
+         "config_or_args"),
+        # Triton's dot below the smallest tile this GPU's matrix units take
+        ("AssertionError: Input shapes should have M >= 1, N >= 1 and K >= 32",
+         "unsupported_arch"),
         # a Vulkan loader without a driver it can use
         ("vkCreateInstance failed -9", "import_or_version"),
         ("  what():  vk::Instance::enumeratePhysicalDevices: ErrorInitializationFailed",

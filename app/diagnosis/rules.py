@@ -746,6 +746,9 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         # GPU compiler"), and OpenCL's CL_INVALID_WORK_GROUP_SIZE by its number (CLBlast's)
         r"\btoo old to be supported by the triton\b", r"\bOpenCL error: \w+: -54\b",
         r"\bhipErrorInvalidImage\b", r"\bhipErrorNoBinaryForGpu\b",
+        # Triton's dot below the smallest tile this GPU's matrix units take ("Input shapes
+        # should have M >= 1, N >= 1 and K >= 32", 8-bit operands on Hopper)
+        r"\bInput shapes should have M >= 1, N >= 1 and K >= \d+",
         # TensorRT's kernel library without this GPU's capability ("Unsupported SM: 0x809")
         r"\bUnsupported SM: 0x[0-9a-fA-F]+",
         r"\bhipErrorInvalidDeviceFunction\b",
@@ -1210,6 +1213,10 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("config_or_args", _any(
         r"\b[Pp]lease set\b", r"\bcannot be enabled at the same time\b",
         r"\b[Ss]et (?:visible )?device (?:\d+ )?failed\b", r"\balready in use by process\b",
+        # a dtype the operation refuses on any device ("linalg.slogdet: Low precision dtypes not
+        # supported. Got Half"), a DataLoader pinning tensors already on the GPU
+        r"(?i)\bdtypes? (?:are |is )?not supported\b", r"\bdoes not accept dtype\b",
+        r"\bonly dense CPU tensors can be pinned\b",
     )),
     # A program's own arrays that do not fit each other (shapes that do not broadcast, an
     # empty sequence reduced): a bug in its code, not a value it was given.
