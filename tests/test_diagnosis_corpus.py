@@ -222,6 +222,14 @@ FLOORS = {
         "crashed": 1.0,
         "ready": 0.83,
     },
+    # The eighty-fifth round's fresh part (E343-E362, round 30's GPU runs), scored once.
+    "fresh": {
+        "root_cause": 0.95,
+        "top3": 1.0,
+        "error_class": 0.55,
+        "crashed": 1.0,
+        "ready": 0.9,
+    },
 }
 
 
