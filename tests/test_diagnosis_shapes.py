@@ -1667,6 +1667,24 @@ def test_a_tensorrt_program_s_build_failure_yields_to_the_builder_s_error() -> N
     assert (body["crashed"], body["root_cause"]) == (True, failed)
 
 
+def test_a_c_assert_that_a_call_returned_something_yields_to_why_it_did_not() -> None:
+    failed = (
+        "[12/12/2024-10:15:17] [E] [TRT] 1: [caskUtils.cpp::trtSmToCask::147] Error Code 1: "
+        "Internal Error (Unsupported SM: 0x809)"
+    )
+    body = diagnose(
+        "Building engine, please wait for a while...\n" + failed + "\nBuild engine successfully!\n"
+        "rcnn: /src/rcnn/rcnn.cpp:318: void BuildRcnnModel(unsigned int, nvinfer1::IHostMemory**"
+        ", const string&, const string&): Assertion `engine != nullptr' failed.\n"
+        "Aborted\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        failed,
+        "unsupported_arch",
+    )
+
+
 def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
     failed = "[37583.630475] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"
     body = diagnose(

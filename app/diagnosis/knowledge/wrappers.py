@@ -570,6 +570,18 @@ WRAPPERS = (
         "CA404",
     ),
     Wrapper(
+        # (a pointer compared with null, or a TensorRT object's name alone)
+        r"\bAssertion `(?:\w+(?:->|\.))*\w+ != (?:nullptr|NULL)' failed\.?$"
+        r"|\bAssertion `\w*(?:engine|network|builder)\w*' failed\.?$",
+        ("tensorrt", "c++"),
+        "rcnn: /home/user/user/proj/tensorrtx_yolo8/rcnn/rcnn.cpp:318: void BuildRcnnModel("
+        "unsigned int, nvinfer1::IHostMemory**, const string&, const string&): Assertion "
+        "`engine != nullptr' failed.",
+        "a C++ program's assert that the call before it returned something: the call logged "
+        "why it returned nothing (TensorRT's '[E]' lines); observed in corpus cases CA403 and "
+        "BK108",
+    ),
+    Wrapper(
         r"\bValidationError: \d+ validation errors? for\b",
         ("pydantic", "vllm"),
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
