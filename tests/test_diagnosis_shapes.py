@@ -1685,6 +1685,26 @@ def test_a_c_assert_that_a_call_returned_something_yields_to_why_it_did_not() ->
     )
 
 
+def test_paddle_s_operator_wrapper_yields_to_the_allocator_s_message_under_it() -> None:
+    failed = (
+        "Out of memory error on GPU 5. Cannot allocate 93.750244MB memory on GPU 5, available "
+        "memory is only 82.062500MB."
+    )
+    body = diagnose(
+        "Traceback (most recent call last):\n"
+        '  File "/paddle/nn/functional/activation.py", line 528, in relu\n'
+        "    return core.ops.relu(x)\n"
+        "SystemError: (Fatal) Operator relu raises an paddle::memory::allocation::BadAlloc "
+        "exception.\n"
+        "The exception content is\n"
+        ":ResourceExhaustedError: \n"
+        "\n" + failed + "\n\n"
+        "Please check whether there is any other process using GPU 5.\n"
+        " (at /paddle/paddle/fluid/memory/allocation/cuda_allocator.cc:69)\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
+
+
 def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
     failed = "[37583.630475] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"
     body = diagnose(

@@ -328,6 +328,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
     ("oom_gpu", _any(
         r"(?:CUDA|HIP|Cuda) (?:failure (?:\d+ )?'|error: |runtime error: )?out of memory",
         r"(?:CUDA|HIP) out of memory",
+        r"\bOut of memory error on GPU \d+\b",  # PaddlePaddle's allocator
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
         # MLX on Metal asked for one buffer larger than the device allows
@@ -1523,7 +1524,7 @@ NATIVE_FAILURE = _any(
     r"\bFailed with result '",
     # (sglang's launcher: "Exit code: -9")
     r"(?:[Ee]xit(?:ed)?|return(?:ed)?) (?:with )?(?:code|status)[ :=]*(?:137|139|-9|-11)\b",
-    r"\b(?:CUDA|HIP|GPU) out of memory\b",
+    r"\b(?:CUDA|HIP|GPU) out of memory\b|\bOut of memory error on GPU \d+\b",
     r"fallen off the bus|\bNVRM: Xid\b",  # the NVIDIA driver on a GPU it lost
     r"\berror[:=] ?[1-9]\d*\b",  # a native library's status code: "(m: 768, ..., error: 13)"
     # NVSHMEM's error macro: "src/host/transport/transport.cpp:416: non-zero status: 7 ..."

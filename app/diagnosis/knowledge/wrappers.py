@@ -570,6 +570,15 @@ WRAPPERS = (
         "CA404",
     ),
     Wrapper(
+        r"^(?:\w+Error: )?\(Fatal\) Operator \w+ raises an [\w:]+ exception\.$",
+        ("paddlepaddle",),
+        "SystemError: (Fatal) Operator relu raises an paddle::memory::allocation::BadAlloc "
+        "exception.",
+        "PaddlePaddle's executor on an operator that threw: 'The exception content is' and the "
+        "exception's own message follow it; observed in corpus case BZ003",
+        strong=True,
+    ),
+    Wrapper(
         # (a pointer compared with null, or a TensorRT object's name alone)
         r"\bAssertion `(?:\w+(?:->|\.))*\w+ != (?:nullptr|NULL)' failed\.?$"
         r"|\bAssertion `\w*(?:engine|network|builder)\w*' failed\.?$",
