@@ -223,6 +223,14 @@ FLOORS = {
         "crashed": 1.0,
         "ready": 0.83,
     },
+    # The eighty-sixth round's fresh part (CBA01-CBK04, 106 public logs), scored once.
+    "fresh": {
+        "root_cause": 0.82,
+        "top3": 0.87,
+        "error_class": 0.65,
+        "crashed": 0.9,
+        "ready": 0.82,
+    },
 }
 
 
