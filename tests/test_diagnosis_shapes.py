@@ -1705,6 +1705,36 @@ def test_paddle_s_operator_wrapper_yields_to_the_allocator_s_message_under_it() 
     assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
 
 
+def test_a_relayer_s_info_level_is_not_the_level_of_the_stream_it_relays() -> None:
+    relay = "INFO [llamacpp-router stdout] [45979] "
+    loading = relay + "0.00.116.142 I srv load_model: loading model '/models/model.gguf'\n"
+    failed = (
+        relay + "0.01.047.215 E ggml_backend_cuda_buffer_type_alloc_buffer: allocating "
+        "36864.00 MiB on device 0: cudaMalloc failed: out of memory"
+    )
+    body = diagnose(
+        loading + failed + "\n" + relay + "0.01.047.220 E alloc_tensor_range: failed to allocate "
+        "CUDA0 buffer of size 38654705664\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (True, failed, "oom_gpu")
+    healthy = diagnose(
+        loading + relay + "0.00.900.000 I main: server is listening on http://127.0.0.1:3000\n"
+    )
+    assert (healthy["crashed"], healthy["root_cause"]) == (False, None)
+
+
+def test_buildkit_s_seconds_past_a_hundred_are_a_prefix_too() -> None:
+    failed = "297.9 error[E0433]: failed to resolve: could not find `cuda_backend` in `candle_core`"
+    body = diagnose(
+        "215.0    Compiling candle-nn v0.8.3\n"
+        "297.4    Compiling vllm-rs v0.9.0 (/vllm.rs)\n" + failed + "\n"
+        "297.9   --> src/models/layers/distributed.rs:7:22\n"
+        "297.9    |\n"
+        "297.9 note: found an item that was configured out\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
 def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
     failed = "[37583.630475] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"
     body = diagnose(

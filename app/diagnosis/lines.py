@@ -89,8 +89,9 @@ _PREFIXES = [
     r"(?:\d{1,5} ?)?\[rank\d+\]:\s?",
     # Docker BuildKit: a step's number and its seconds, "#17 3.506 ", and in its terminal view
     # the seconds alone before a failed step's output, "0.278 CMake Error: ...", "90.61 ImportError"
+    # (four figures: "297.9 error[E0433]: ...")
     r"#\d+ \d+\.\d{1,3} ",
-    r"\d{1,5}\.\d{2,3} +(?=\S)",
+    r"(?:\d{1,5}\.\d{2,3}|\d{3,5}\.\d) +(?=\S)",
     # NVIDIA's compute-sanitizer: "========= Error: Race reported between Read access at ..."
     r"={9} ",
     # a superbuild's subproject and stage (ROCm TheRock's): "[hipSPARSELt configure] "

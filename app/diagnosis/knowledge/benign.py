@@ -470,7 +470,8 @@ BENIGN = (
         "with NCCL_DEBUG=INFO for details)'), at a line's start where the error was wrapped",
     ),
     Benign(
-        r"^(?:WARNING|WARN|INFO|DEBUG)\b",
+        # (not a relayer's, before the stream it relays: "INFO [llamacpp-router stdout] ...")
+        r"^(?:WARNING|WARN|INFO|DEBUG)\b(?!\s*\[[^\]]*\b(?:stdout|stderr)\])",
         ("uvicorn", "python"),
         "INFO (uvicorn.error):  Started server process [1]",
         "a logger's own severity first, as Uvicorn's and logging's default formats put it; "
