@@ -1735,6 +1735,24 @@ def test_buildkit_s_seconds_past_a_hundred_are_a_prefix_too() -> None:
     assert (body["crashed"], body["root_cause"]) == (True, failed)
 
 
+def test_another_program_s_retries_are_no_recovery_of_a_rank_s_uncaught_error() -> None:
+    failed = (
+        "[rank0]: RuntimeError: Not all inputs to pattern found in match.kwargs. Perhaps one of "
+        "the inputs is unused? argnames=['x', 'slice_shape'], match.kwargs={'x': squeeze}"
+    )
+    body = diagnose(
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/torch/_inductor/pattern_matcher.py", line 1425, in check_fn\n'
+        "[rank0]:     raise RuntimeError(\n"
+        "[rank0]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+        + failed
+        + "\n\n"
+        "[14:42:46] WARNING  Request aborted (attempt 1/4): Request timed out.. Retrying in 2s...\n"
+        "[14:42:47] WARNING  Request aborted (attempt 1/4): Request timed out.. Retrying in 2s...\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
 def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
     failed = "[37583.630475] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"
     body = diagnose(

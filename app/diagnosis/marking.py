@@ -646,7 +646,10 @@ def _details_and_recoveries(entries: list[Entry]) -> None:
             # (the same error again where the log ends, cut before the program's word on it;
             # not one it said it would retry: logged again, that is the retries running out)
             cut_short = entry.content in lived_through and index >= len(entries) - len(following)
-            said = [e.content for e in following if rules.RECOVERED.search(e.content)]
+            said = [
+                e.content for e in following
+                if rules.RECOVERED.search(e.content) and _same_process(entry, e)
+            ]  # fmt: skip
             if cut_short or said:
                 if said and not any(_RETRYING.search(words) for words in said):
                     lived_through.add(entry.content)
@@ -703,6 +706,17 @@ def _chain_ending_at(entries: list[Entry], index: int) -> list[Entry]:
         chain.append(entries[cause])
         start = entries[cause].in_traceback
     return chain
+
+
+def _same_process(failed: Entry, later: Entry) -> bool:
+    """Whether a later line may speak for the process that failed: it names the same one, or
+    the failure names none ("[rank0]: RuntimeError: ..." then another program's "Retrying in
+    2s" is no recovery of rank 0's)."""
+    for pattern in rules.PROCESS:
+        if named := pattern.search(failed.text):
+            said = pattern.search(later.text)
+            return said is not None and said.group(1) == named.group(1)
+    return True
 
 
 def _until_fatal(following: list[Entry]) -> list[Entry]:
