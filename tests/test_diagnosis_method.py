@@ -515,6 +515,12 @@ def test_a_wrapper_yields_to_the_line_it_points_to(lines: list[str], root_cause:
         (":0:rocdevice.cpp            :3587: 1012355198 us:  Callback: Queue 0x7cb113a00000 "
          "aborting with error : HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a "
          "hardware exception. code: 0x1016", "cuda_runtime"),
+        # Habana Gaudi's device memory, a kernel module built for another kernel, an empty path
+        ("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for "
+         "size::56836702208 (54203.7)MB", "oom_gpu"),
+        ("modprobe: ERROR: could not insert 'ipmi_msghandler': Invalid argument",
+         "import_or_version"),
+        ("    gguf_init_from_file: failed to open '': 'Invalid argument'", "config_or_args"),
     ],
 )  # fmt: skip
 def test_the_class_names_the_fault(line: str, error_class: str) -> None:

@@ -329,6 +329,7 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"(?:CUDA|HIP|Cuda) (?:failure (?:\d+ )?'|error: |runtime error: )?out of memory",
         r"(?:CUDA|HIP) out of memory",
         r"\bOut of memory error on GPU \d+\b",  # PaddlePaddle's allocator
+        r"\bMODULE:PT_DEVMEM Allocation failed\b",  # Habana Gaudi's device memory
         # NCCL's own allocations ("NCCL WARN Failed to CUDA calloc 6291456 bytes")
         r"\bFailed to CUDA (?:c|m)alloc\b", r"\bCUDA_ERROR_OUT_OF_MEMORY\b",
         # MLX on Metal asked for one buffer larger than the device allows
@@ -437,9 +438,13 @@ CLASS_RULES: list[tuple[str, Alternatives]] = [
         r"\bError compiling objects for extension\b",
         # a library's class without a member its caller's version expects
         r"\bAttributeError: type object '[\w.]+' has no attribute\b",
+        # a kernel module built for another kernel (a driver container's, on an upgraded host)
+        r"^modprobe: (?:ERROR|FATAL): could not insert '[\w-]+': ",
     )),
     ("config_or_args", _any(
         SCRIPT_MISSING,
+        # a file opened by an empty name: the setting that should name it was left empty
+        r"\bfailed to open '': ",
         # a command's flag run as a command of its own: the line continuation before it lost
         r": --[\w-]+: command not found",
         # a registry that refused the credentials (or their absence) pyxis or enroot gave it
