@@ -223,6 +223,14 @@ FLOORS = {
         "crashed": 1.0,
         "ready": 0.83,
     },
+    # The eighty-seventh round's fresh part (E364-E381, round 31's GPU runs), scored once.
+    "fresh": {
+        "root_cause": 0.94,
+        "top3": 1.0,
+        "error_class": 0.77,
+        "crashed": 0.88,
+        "ready": 0.94,
+    },
 }
 
 
