@@ -1753,6 +1753,23 @@ def test_another_program_s_retries_are_no_recovery_of_a_rank_s_uncaught_error() 
     assert (body["crashed"], body["root_cause"]) == (True, failed)
 
 
+def test_a_program_s_own_check_of_a_cuda_call_is_its_last_word() -> None:
+    failed = (
+        "tile_upload.cu:37 cudaMemcpy2D(dev, pitch, host.data(), src_pitch, w * sizeof(T), h, "
+        "cudaMemcpyHostToDevice) failed: invalid pitch argument (cudaErrorInvalidPitchValue)"
+    )
+    body = diagnose(
+        "tile T32TQM: 10980x10980\n"
+        "band SCL    10980x10980 elem=1B pitch=11264\n"
+        "band B04    10980x10980 elem=4B pitch=44032\n" + failed + "\n"
+    )
+    assert (body["crashed"], body["root_cause"], body["error_class"]) == (
+        True,
+        failed,
+        "cuda_runtime",
+    )
+
+
 def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
     failed = "[37583.630475] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"
     body = diagnose(

@@ -1368,6 +1368,10 @@ VALIDATION_DETAIL = (
 # Failures that Python did not raise: native aborts, loggers' ERROR lines, kernel OOM...
 NATIVE_FAILURE = _any(
     r"\bwhat\(\):",
+    # a program's own check of a CUDA call, with the call and its code (CUDA samples' macros
+    # exit on it): "cudaMemcpy2D(...) failed: invalid pitch argument (cudaErrorInvalidPitchValue)"
+    r"\bcu(?:da)?[A-Z]\w*\(.*\)\s*(?:failed\b|->|returned\b).*"
+    r"\b(?:cudaError[A-Z]\w+|CUDA_ERROR_[A-Z_]+)\b",
     r"terminate called after throwing",
     r"Segmentation fault",
     r"SIGSEGV",
