@@ -1770,6 +1770,22 @@ def test_a_program_s_own_check_of_a_cuda_call_is_its_last_word() -> None:
     )
 
 
+def test_a_rank_s_logged_failure_is_not_explained_by_its_peer_s_connection_closed() -> None:
+    failed = (
+        "[rank1] 12/08/2026 00:38:21 ERROR epoch 2: shard /data/part-00001-epoch2.npy not found "
+        "(listing has 3 files); this rank cannot continue"
+    )
+    body = diagnose(
+        "[rank1] 12/08/2026 00:38:21 INFO epoch 1 step 40 loss 1.0496\n" + failed + "\n"
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/srv/train.py", line 88, in <module>\n'
+        "[rank0]:     work.wait()\n"
+        "[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] "
+        "Connection closed by peer [127.0.0.1]:57229\n"
+    )
+    assert (body["crashed"], body["root_cause"]) == (True, failed)
+
+
 def test_the_amdgpu_driver_s_hung_scheduler_firmware_is_a_gpu_fault() -> None:
     failed = "[37583.630475] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"
     body = diagnose(

@@ -300,6 +300,8 @@ def _choose_root(entries: list[Entry]) -> Entry | None:
                 and not rules.SIGNALLED.search(following[0].content)
                 and not rules.ABORT_BANNER.search(following[0].content)
                 and not _only_a_status(following[0])
+                # (nor another rank's word that its peer went away: this failure's consequence)
+                and not following[0].peer_gone
             ):
                 first = following[0]
         if rules.ABORT_BANNER.search(first.content):
