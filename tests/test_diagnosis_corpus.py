@@ -223,6 +223,14 @@ FLOORS = {
         "crashed": 1.0,
         "ready": 0.83,
     },
+    # The eighty-eighth round's fresh part (CCA04-CCC08, 18 public logs), scored once.
+    "fresh": {
+        "root_cause": 0.88,
+        "top3": 0.88,
+        "error_class": 0.72,
+        "crashed": 0.94,
+        "ready": 0.83,
+    },
 }
 
 
