@@ -205,8 +205,8 @@ FLOORS = {
     # BJ001-BJ405, BK001-BK907, E303-E320, BL001-BL908, BM001-BM407, BN001-BN609,
     # BO001-BO215, BP001-BP705, BQ001-BQ206, BR001-BR510, BS001-BS105, BT001-BT714,
     # BU001-BUB08, BV001-BVB05, BW001-BWB08, BX001-BXB03, BY001-BY708, BZ001-BZ312,
-    # CA001-CAC11, E321-E342, E343-E362, CBA01-CBK04 and E364-E381 (the second to
-    # eighty-seventh rounds' fresh parts) are tuning too: each part folded in lowers these floors
+    # CA001-CAC11, E321-E342, E343-E362, CBA01-CBK04, E364-E381 and CCA04-CCC08 (the second to
+    # eighty-eighth rounds' fresh parts) are tuning too: each part folded in lowers these floors
     # to what the engine reads on the larger part.
     # Ready is no goal of issue 23.
     "tuning": {
@@ -221,14 +221,6 @@ FLOORS = {
         "top3": 1.0,
         "error_class": 1.0,
         "crashed": 1.0,
-        "ready": 0.83,
-    },
-    # The eighty-eighth round's fresh part (CCA04-CCC08, 18 public logs), scored once.
-    "fresh": {
-        "root_cause": 0.88,
-        "top3": 0.88,
-        "error_class": 0.72,
-        "crashed": 0.94,
         "ready": 0.83,
     },
 }
